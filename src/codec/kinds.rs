@@ -1,0 +1,404 @@
+//! The kind table: one entry per record kind, the single description of every payload layout.
+//!
+//! Each [`KindDef`] names the kind, says whether it is an instant or a span, and lists the fields
+//! that follow the 12-byte common header, in wire order, packed with no alignment. Fixed fields
+//! carry their absolute offset inside the record; a field that follows a variable-length one has
+//! no fixed offset (`offset: None`) and is found by walking the record.
+//!
+//! Everything that needs a layout reads it here: the typed encoders are checked against it by the
+//! test suite, the generic decoder ([`crate::codec::records::decode_fields`]) walks it, the trace.dat
+//! writer turns each entry into an ftrace event `format`, and the CLI prints records through it.
+//! Kinds are classified through this table, never by numeric range.
+
+use super::TraceEventKind as K;
+
+/// Instant or span. A span record is written when the span ends and carries the span extension
+/// (duration, span id, parent id, flags) right after the common header.
+///
+/// ```
+/// use typhon_recorder::codec::{kind_def, Shape, TraceEventKind};
+/// assert_eq!(kind_def(TraceEventKind::NAMED_SPAN).unwrap().shape, Shape::Span);
+/// assert_eq!(kind_def(TraceEventKind::TICK_END).unwrap().shape, Shape::Instant);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// A point in time.
+    Instant,
+    /// An interval: header timestamp = start, `duration_ns` field = length.
+    Span,
+}
+
+/// The wire type of one field. Integers are little-endian.
+///
+/// ```
+/// use typhon_recorder::codec::FieldType;
+/// assert_eq!(FieldType::U32.fixed_size(), Some(4));
+/// assert_eq!(FieldType::CStr.fixed_size(), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    /// Unsigned 8-bit.
+    U8,
+    /// Unsigned 16-bit.
+    U16,
+    /// Unsigned 32-bit.
+    U32,
+    /// Unsigned 64-bit.
+    U64,
+    /// Signed 32-bit.
+    I32,
+    /// Signed 64-bit.
+    I64,
+    /// NUL-terminated UTF-8 string; the NUL is inside the record.
+    CStr,
+    /// UTF-8 bytes whose count is the value of the field named here, which comes earlier.
+    LenStr(&'static str),
+    /// Raw bytes to the end of the record (e.g. a whole CeLog event).
+    Rest,
+}
+
+impl FieldType {
+    /// Size in bytes for fixed-size types, `None` for variable ones.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::FieldType;
+    /// assert_eq!(FieldType::I64.fixed_size(), Some(8));
+    /// ```
+    pub const fn fixed_size(self) -> Option<usize> {
+        match self {
+            FieldType::U8 => Some(1),
+            FieldType::U16 => Some(2),
+            FieldType::U32 | FieldType::I32 => Some(4),
+            FieldType::U64 | FieldType::I64 => Some(8),
+            FieldType::CStr | FieldType::LenStr(_) | FieldType::Rest => None,
+        }
+    }
+
+    /// Whether the type is a signed integer.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::FieldType;
+    /// assert!(FieldType::I32.is_signed() && !FieldType::U32.is_signed());
+    /// ```
+    pub const fn is_signed(self) -> bool {
+        matches!(self, FieldType::I32 | FieldType::I64)
+    }
+}
+
+/// One field of a kind's payload.
+///
+/// ```
+/// use typhon_recorder::codec::{kind_def, FieldType, TraceEventKind};
+/// let f = &kind_def(TraceEventKind::INGRESS_RECEIVED).unwrap().fields[0];
+/// assert_eq!((f.name, f.ty, f.offset), ("session", FieldType::U32, Some(12)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldDef {
+    /// Field name (also its name in trace.dat formats and `report` output).
+    pub name: &'static str,
+    /// Wire type.
+    pub ty: FieldType,
+    /// Absolute offset inside the record, or `None` when it follows a variable-length field.
+    pub offset: Option<usize>,
+}
+
+/// One entry of the kind table.
+///
+/// ```
+/// use typhon_recorder::codec::{kind_def, TraceEventKind};
+/// let d = kind_def(TraceEventKind::EGRESS_SENT).unwrap();
+/// assert_eq!((d.name, d.min_size, d.fixed_size()), ("EgressSent", 26, Some(26)));
+/// let t = kind_def(TraceEventKind::THREAD_INFO).unwrap();
+/// assert_eq!((t.min_size, t.fixed_size()), (19, None));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindDef {
+    /// The kind byte.
+    pub kind: K,
+    /// Name, used as the trace.dat event name.
+    pub name: &'static str,
+    /// Instant or span.
+    pub shape: Shape,
+    /// Fields after the common header, in wire order.
+    pub fields: &'static [FieldDef],
+    /// Smallest valid record size (header included): the whole size for fixed-size kinds; for
+    /// variable ones, the size with empty strings (a `CStr` counts its NUL).
+    pub min_size: usize,
+    /// Whether every record of the kind has exactly `min_size` bytes.
+    pub fixed: bool,
+}
+
+impl KindDef {
+    /// The record size if the kind is fixed-size.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::{kind_def, TraceEventKind};
+    /// assert_eq!(kind_def(TraceEventKind::TICK_START).unwrap().fixed_size(), Some(12));
+    /// ```
+    pub const fn fixed_size(&self) -> Option<usize> {
+        if self.fixed {
+            Some(self.min_size)
+        } else {
+            None
+        }
+    }
+
+    /// The field with this name.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::{kind_def, TraceEventKind};
+    /// let d = kind_def(TraceEventKind::NAMED_SPAN).unwrap();
+    /// assert_eq!(d.field("span_id").unwrap().offset, Some(20));
+    /// ```
+    pub fn field(&self, name: &str) -> Option<&'static FieldDef> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+const fn f(name: &'static str, ty: FieldType, offset: usize) -> FieldDef {
+    FieldDef {
+        name,
+        ty,
+        offset: Some(offset),
+    }
+}
+
+const fn var(name: &'static str, ty: FieldType) -> FieldDef {
+    FieldDef {
+        name,
+        ty,
+        offset: None,
+    }
+}
+
+use FieldType::*;
+
+/// Bytes of the span extension that follows the common header of every span record:
+/// `i64 duration_ns, u64 span_id, u64 parent_span_id, u8 flags`.
+pub const SPAN_EXT_SIZE: usize = 25;
+/// Offset of the span extension's `duration_ns` field inside a span record.
+pub const SPAN_DURATION_OFFSET: usize = 12;
+/// Offset of the span flags byte inside a span record.
+pub const SPAN_FLAGS_OFFSET: usize = 36;
+/// Span flags bit 0: a 16-byte trace context (`trace_id_hi`, `trace_id_lo`) follows the flags.
+pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
+
+/// Every kind this SDK writes, in kind order.
+pub const KINDS: &[KindDef] = &[
+    KindDef {
+        kind: K::TICK_START,
+        name: "TickStart",
+        shape: Shape::Instant,
+        fields: &[],
+        min_size: 12,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::TICK_END,
+        name: "TickEnd",
+        shape: Shape::Instant,
+        fields: &[f("overload_level", U8, 12), f("tick_multiplier", U8, 13)],
+        min_size: 14,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::PHASE_START,
+        name: "PhaseStart",
+        shape: Shape::Instant,
+        fields: &[f("phase", U8, 12)],
+        min_size: 13,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::PHASE_END,
+        name: "PhaseEnd",
+        shape: Shape::Instant,
+        fields: &[f("phase", U8, 12)],
+        min_size: 13,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::INSTANT,
+        name: "Instant",
+        shape: Shape::Instant,
+        fields: &[f("name_id", I32, 12), f("payload", I32, 16)],
+        min_size: 20,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::TRACED_SPAN,
+        name: "TracedSpan",
+        shape: Shape::Span,
+        fields: &[
+            f("duration_ns", I64, 12),
+            f("span_id", U64, 20),
+            f("parent_span_id", U64, 28),
+            f("flags", U8, 36),
+            f("trace_id_hi", U64, 37),
+            f("trace_id_lo", U64, 45),
+            f("name", CStr, 53),
+        ],
+        min_size: 54,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::THREAD_INFO,
+        name: "ThreadInfo",
+        shape: Shape::Instant,
+        fields: &[
+            f("thread_id", I32, 12),
+            f("name_len", U16, 16),
+            f("name", LenStr("name_len"), 18),
+            var("thread_kind", U8),
+        ],
+        min_size: 19,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::INGRESS_RECEIVED,
+        name: "IngressReceived",
+        shape: Shape::Instant,
+        fields: &[
+            f("session", U32, 12),
+            f("seq", U16, 16),
+            f("wire_idx", U16, 18),
+            f("bytes", U16, 20),
+        ],
+        min_size: 22,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::INGRESS_ADMITTED,
+        name: "IngressAdmitted",
+        shape: Shape::Instant,
+        fields: &[
+            f("session", U32, 12),
+            f("seq", U16, 16),
+            f("wire_idx", U16, 18),
+            f("drain_tick", U32, 20),
+        ],
+        min_size: 24,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::INGRESS_DROPPED,
+        name: "IngressDropped",
+        shape: Shape::Instant,
+        fields: &[f("session", U32, 12), f("seq", U16, 16), f("reason", U8, 18)],
+        min_size: 19,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::COMMAND_CONSUMED,
+        name: "CommandConsumed",
+        shape: Shape::Instant,
+        fields: &[f("session", U32, 12), f("seq", U16, 16), f("sys_idx", U16, 18)],
+        min_size: 20,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::EGRESS_SENT,
+        name: "EgressSent",
+        shape: Shape::Instant,
+        fields: &[
+            f("session", U32, 12),
+            f("tick", U32, 16),
+            f("bytes", U32, 20),
+            f("acks", U16, 24),
+        ],
+        min_size: 26,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::NAMED_SPAN,
+        name: "NamedSpan",
+        shape: Shape::Span,
+        fields: &[
+            f("duration_ns", I64, 12),
+            f("span_id", U64, 20),
+            f("parent_span_id", U64, 28),
+            f("flags", U8, 36),
+            f("name", CStr, 37),
+        ],
+        min_size: 38,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::CELOG,
+        name: "CeLog",
+        shape: Shape::Instant,
+        fields: &[f("event", Rest, 12)],
+        min_size: 16,
+        fixed: false,
+    },
+];
+
+const fn build_index() -> [u8; 256] {
+    let mut idx = [u8::MAX; 256];
+    let mut i = 0;
+    while i < KINDS.len() {
+        idx[KINDS[i].kind.0 as usize] = i as u8;
+        i += 1;
+    }
+    idx
+}
+
+static INDEX: [u8; 256] = build_index();
+
+/// The table entry for `kind`, or `None` if this crate does not know the kind. O(1).
+///
+/// ```
+/// use typhon_recorder::codec::{kind_def, TraceEventKind};
+/// assert_eq!(kind_def(TraceEventKind::COMMAND_CONSUMED).unwrap().min_size, 20);
+/// assert!(kind_def(TraceEventKind(5)).is_none());
+/// ```
+#[inline]
+pub fn kind_def(kind: K) -> Option<&'static KindDef> {
+    match INDEX[kind.0 as usize] {
+        u8::MAX => None,
+        i => Some(&KINDS[i as usize]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Offsets in the table are the packed running sums of the field sizes, and `min_size`
+    /// matches: the table cannot drift from itself.
+    #[test]
+    fn table_is_self_consistent() {
+        let mut last = 0u8;
+        for (i, d) in KINDS.iter().enumerate() {
+            assert!(i == 0 || d.kind.0 > last, "table must be in kind order");
+            last = d.kind.0;
+            let mut off = Some(12usize);
+            let mut min = 12usize;
+            for fd in d.fields {
+                assert_eq!(fd.offset, off, "{}.{}", d.name, fd.name);
+                match fd.ty.fixed_size() {
+                    Some(n) => {
+                        off = off.map(|o| o + n);
+                        min += n;
+                    }
+                    None => {
+                        off = None;
+                        if fd.ty == CStr {
+                            min += 1;
+                        }
+                        if fd.ty == Rest {
+                            min += 4; // a CeLog event is at least its header word
+                        }
+                    }
+                }
+            }
+            assert_eq!(d.min_size, min, "{}", d.name);
+            assert_eq!(d.fixed, d.fields.iter().all(|f| f.ty.fixed_size().is_some()));
+            assert_eq!(kind_def(d.kind), Some(d));
+            if d.shape == Shape::Span {
+                assert_eq!(d.fields[0].offset, Some(SPAN_DURATION_OFFSET));
+                assert_eq!(d.field("flags").unwrap().offset, Some(SPAN_FLAGS_OFFSET));
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Wire codecs: the 12-byte common header, the kind table, and one module per record family.
+//!
+//! Every record the recorder writes starts with the same packed, little-endian header:
+//!
+//! ```text
+//!  0      2      3      4                              12
+//!  +------+------+------+------------------------------+---------------------
+//!  | size | kind | slot |        timestamp (i64)       | payload (per kind)
+//!  +------+------+------+------------------------------+---------------------
+//!    u16    u8     u8
+//! ```
+//!
+//! `size` counts the whole record, header included (12..=65534; 0 and 0xFFFF are reserved for the
+//! ring's framing). What follows the header is described by exactly one entry of [`kinds::KINDS`],
+//! the kind table; encoders, decoders, the trace.dat event formats and the CLI's printing all read
+//! that table, so a layout is written down once.
+
+pub mod celog;
+pub mod correlation;
+pub mod kinds;
+pub mod records;
+
+pub use kinds::{kind_def, FieldDef, FieldType, KindDef, Shape, KINDS};
+
+use core::fmt;
+
+/// A record kind: the `u8` at offset 2 of every record.
+///
+/// A transparent newtype rather than an enum so that kinds written by newer or foreign writers stay
+/// representable; [`kind_def`] says whether the kind is one this crate knows.
+///
+/// ```
+/// use typhon_recorder::codec::TraceEventKind;
+/// assert_eq!(TraceEventKind::INGRESS_RECEIVED.0, 236);
+/// assert_eq!(TraceEventKind(236), TraceEventKind::INGRESS_RECEIVED);
+/// assert_eq!(TraceEventKind::CELOG.name(), Some("CeLog"));
+/// assert_eq!(TraceEventKind(200).name(), None);
+/// ```
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct TraceEventKind(pub u8);
+
+impl TraceEventKind {
+    /// Start of a scheduler tick (instant, no payload).
+    pub const TICK_START: Self = Self(0);
+    /// End of a scheduler tick: `u8 overload_level, u8 tick_multiplier`.
+    pub const TICK_END: Self = Self(1);
+    /// Start of a tick phase: `u8 phase`.
+    pub const PHASE_START: Self = Self(2);
+    /// End of a tick phase: `u8 phase`.
+    pub const PHASE_END: Self = Self(3);
+    /// A generic instant: `i32 name_id, i32 payload`.
+    pub const INSTANT: Self = Self(6);
+    /// A span carrying a 16-byte trace context (W3C trace id or command causal id) and a name.
+    pub const TRACED_SPAN: Self = Self(11);
+    /// Thread metadata, written when a thread claims a slot.
+    pub const THREAD_INFO: Self = Self(77);
+    /// A network message was received (correlation instant).
+    pub const INGRESS_RECEIVED: Self = Self(236);
+    /// A received message was admitted for the next drain tick (correlation instant).
+    pub const INGRESS_ADMITTED: Self = Self(237);
+    /// A received message was dropped (correlation instant).
+    pub const INGRESS_DROPPED: Self = Self(238);
+    /// An admitted command was consumed by a system (correlation instant).
+    pub const COMMAND_CONSUMED: Self = Self(239);
+    /// A reply or state update was sent (correlation instant).
+    pub const EGRESS_SENT: Self = Self(240);
+    /// A span with a NUL-terminated name and no trace context.
+    pub const NAMED_SPAN: Self = Self(246);
+    /// One complete CEL_HEADER_V3 CeLog event as payload.
+    pub const CELOG: Self = Self(255);
+
+    /// The kind's name from the kind table, or `None` for a kind this crate does not know.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::EGRESS_SENT.name(), Some("EgressSent"));
+    /// ```
+    pub fn name(self) -> Option<&'static str> {
+        kind_def(self).map(|d| d.name)
+    }
+}
+
+impl fmt::Display for TraceEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "Kind[{}]", self.0),
+        }
+    }
+}
+
+/// Why a record (or part of one) could not be decoded. Decoders return it; they never panic.
+///
+/// ```
+/// use typhon_recorder::codec::{CommonHeader, DecodeError};
+/// assert_eq!(CommonHeader::read(&[0u8; 5]), Err(DecodeError::Truncated { need: 12, have: 5 }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The buffer ends before the structure does.
+    Truncated {
+        /// Bytes the structure needs.
+        need: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// The header's size field is outside 12..=65534 (0 and 0xFFFF are ring framing).
+    BadSize(u16),
+    /// The kind is not one this decoder handles.
+    UnexpectedKind(TraceEventKind),
+    /// The header's size disagrees with the size the kind's layout requires.
+    SizeMismatch {
+        /// The record's kind.
+        kind: TraceEventKind,
+        /// The size the layout requires (the minimum, for variable-size kinds).
+        expected: usize,
+        /// The size in the header.
+        found: usize,
+    },
+    /// A string field is not terminated inside the record.
+    MissingNul,
+    /// A string field is not valid UTF-8.
+    BadUtf8,
+    /// A field holds a value its layout forbids (e.g. span flags disagreeing with the kind).
+    BadField(&'static str),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Truncated { need, have } => {
+                write!(f, "truncated: need {need} bytes, have {have}")
+            }
+            DecodeError::BadSize(s) => write!(f, "record size {s} is outside 12..=65534"),
+            DecodeError::UnexpectedKind(k) => write!(f, "unexpected record kind {k}"),
+            DecodeError::SizeMismatch {
+                kind,
+                expected,
+                found,
+            } => write!(f, "{kind} record has size {found}, layout needs {expected}"),
+            DecodeError::MissingNul => f.write_str("string field is not NUL-terminated"),
+            DecodeError::BadUtf8 => f.write_str("string field is not valid UTF-8"),
+            DecodeError::BadField(name) => write!(f, "field {name} holds an invalid value"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// The 12-byte header at the start of every record.
+///
+/// ```
+/// use typhon_recorder::codec::{CommonHeader, TraceEventKind};
+/// let h = CommonHeader { size: 12, kind: TraceEventKind::TICK_START, slot: 3, timestamp: -5 };
+/// let mut buf = [0u8; 12];
+/// h.write(&mut buf);
+/// assert_eq!(buf, [12, 0, 0, 3, 0xFB, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]);
+/// assert_eq!(CommonHeader::read(&buf), Ok(h));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommonHeader {
+    /// Total record bytes, header included.
+    pub size: u16,
+    /// The record kind.
+    pub kind: TraceEventKind,
+    /// The writer's thread slot (0 = the recorder itself).
+    pub slot: u8,
+    /// Span start or instant time. Raw clock ticks inside a ring; nanoseconds in pages and files.
+    pub timestamp: i64,
+}
+
+impl CommonHeader {
+    /// Bytes in the header.
+    pub const SIZE: usize = 12;
+    /// Offset of the timestamp field inside a record.
+    pub const TIMESTAMP_OFFSET: usize = 4;
+    /// Largest record size the format allows (0xFFFF is the ring's wrap marker).
+    pub const MAX_RECORD: usize = 0xFFFE;
+
+    /// Writes the header into `d[..12]`.
+    ///
+    /// # Panics
+    /// If `d` is shorter than 12 bytes.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::{CommonHeader, TraceEventKind};
+    /// let mut b = [0u8; 12];
+    /// CommonHeader { size: 14, kind: TraceEventKind::TICK_END, slot: 1, timestamp: 7 }.write(&mut b);
+    /// assert_eq!(&b[..4], &[14, 0, 1, 1]);
+    /// ```
+    #[inline(always)]
+    pub fn write(&self, d: &mut [u8]) {
+        let d = &mut d[..Self::SIZE];
+        d[0..2].copy_from_slice(&self.size.to_le_bytes());
+        d[2] = self.kind.0;
+        d[3] = self.slot;
+        d[4..12].copy_from_slice(&self.timestamp.to_le_bytes());
+    }
+
+    /// Reads the header at the start of `s`, checking only that 12 bytes are there and that the
+    /// size field is a record size (not 0, 1..11 or 0xFFFF).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::{CommonHeader, DecodeError};
+    /// let mut b = [0u8; 12];
+    /// b[0] = 0xFF; b[1] = 0xFF;
+    /// assert_eq!(CommonHeader::read(&b), Err(DecodeError::BadSize(0xFFFF)));
+    /// ```
+    pub fn read(s: &[u8]) -> Result<Self, DecodeError> {
+        if s.len() < Self::SIZE {
+            return Err(DecodeError::Truncated {
+                need: Self::SIZE,
+                have: s.len(),
+            });
+        }
+        let size = u16::from_le_bytes([s[0], s[1]]);
+        if (size as usize) < Self::SIZE || size == 0xFFFF {
+            return Err(DecodeError::BadSize(size));
+        }
+        Ok(Self {
+            size,
+            kind: TraceEventKind(s[2]),
+            slot: s[3],
+            timestamp: i64::from_le_bytes(s[4..12].try_into().unwrap()),
+        })
+    }
+
+    /// Reads the header and returns it with the whole record (`s[..size]`), checking that the
+    /// buffer holds all of it.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::{CommonHeader, DecodeError};
+    /// let mut b = [0u8; 16];
+    /// b[0] = 14;
+    /// let (h, rec) = CommonHeader::read_record(&b).unwrap();
+    /// assert_eq!((h.size, rec.len()), (14, 14));
+    /// b[0] = 20;
+    /// assert_eq!(CommonHeader::read_record(&b), Err(DecodeError::Truncated { need: 20, have: 16 }));
+    /// ```
+    pub fn read_record(s: &[u8]) -> Result<(Self, &[u8]), DecodeError> {
+        let h = Self::read(s)?;
+        let n = h.size as usize;
+        if s.len() < n {
+            return Err(DecodeError::Truncated {
+                need: n,
+                have: s.len(),
+            });
+        }
+        Ok((h, &s[..n]))
+    }
+}

@@ -1,0 +1,32 @@
+//! # typhon-recorder
+//!
+//! A profiler recorder for game and server code: any thread writes small binary records at
+//! nanosecond cost, a background flusher turns them into Linux ftrace sub-buffer pages, and the
+//! finished recording is a trace-cmd `trace.dat` file that `trace-cmd report`, KernelShark and
+//! the `typhon-rec` CLI read.
+//!
+//! ```text
+//!  thread A ──write──▶ slot ring 1 ─┐                     ┌──▶ pages of slot 1 ─┐
+//!  thread B ──write──▶ slot ring 2 ─┼──drain── flusher ───┼──▶ pages of slot 2 ─┼──▶ sink ──▶ trace.dat
+//!  thread C ──write──▶ slot ring 3 ─┘  (ticks → ns,       └──▶ pages of slot 3 ─┘   (one "CPU"
+//!   (no locks, no allocation,           missed counts,                               per slot)
+//!    drop-newest when full)             commit headers)
+//! ```
+//!
+//! The data flows through one module per stage:
+//! - [`codec`]: the record formats (12-byte common header, the kind table, correlation instants,
+//!   spans, CeLog events);
+//! - [`ring`]: the lock-free single-producer/single-consumer ring of one thread slot;
+//! - [`registry`]: the 255 user slots, claimed by threads and retired at thread exit;
+//! - [`recorder`]: the producer API (free functions and guards) and the recorder's lifecycle;
+//! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
+//! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
+//! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod codec;
+pub mod kbuffer;
+pub mod page;
+pub mod tracedat;
