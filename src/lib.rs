@@ -29,4 +29,6 @@
 pub mod codec;
 pub mod kbuffer;
 pub mod page;
+pub mod ring;
+mod sync;
 pub mod tracedat;

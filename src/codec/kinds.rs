@@ -284,7 +284,11 @@ pub const KINDS: &[KindDef] = &[
         kind: K::INGRESS_DROPPED,
         name: "IngressDropped",
         shape: Shape::Instant,
-        fields: &[f("session", U32, 12), f("seq", U16, 16), f("reason", U8, 18)],
+        fields: &[
+            f("session", U32, 12),
+            f("seq", U16, 16),
+            f("reason", U8, 18),
+        ],
         min_size: 19,
         fixed: true,
     },
@@ -292,7 +296,11 @@ pub const KINDS: &[KindDef] = &[
         kind: K::COMMAND_CONSUMED,
         name: "CommandConsumed",
         shape: Shape::Instant,
-        fields: &[f("session", U32, 12), f("seq", U16, 16), f("sys_idx", U16, 18)],
+        fields: &[
+            f("session", U32, 12),
+            f("seq", U16, 16),
+            f("sys_idx", U16, 18),
+        ],
         min_size: 20,
         fixed: true,
     },
@@ -393,7 +401,10 @@ mod tests {
                 }
             }
             assert_eq!(d.min_size, min, "{}", d.name);
-            assert_eq!(d.fixed, d.fields.iter().all(|f| f.ty.fixed_size().is_some()));
+            assert_eq!(
+                d.fixed,
+                d.fields.iter().all(|f| f.ty.fixed_size().is_some())
+            );
             assert_eq!(kind_def(d.kind), Some(d));
             if d.shape == Shape::Span {
                 assert_eq!(d.fields[0].offset, Some(SPAN_DURATION_OFFSET));

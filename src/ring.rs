@@ -1,0 +1,546 @@
+//! The slot ring: a lock-free single-producer/single-consumer ring of variable-size records.
+//!
+//! One ring per thread slot. The owning thread is the only [`Producer`]; the flusher is the only
+//! [`Consumer`]. Both are separate types created in pairs by [`ring`], so the type system keeps
+//! each side single (neither is `Clone`; the producer is `Send` so a slot can move to its thread).
+//!
+//! ```text
+//!            tail (consumer)                    head (producer)
+//!                 │                                   │
+//!  ┌──────┬───────▼──────────┬──────────┬────────────▼────────────────┬──────┐
+//!  │ free │ rec │ gap │ rec  │ rec      │            free              │FFFF..│  capacity = 2^n
+//!  └──────┴─────────────────────────────┴──────────────────────────────┴──────┘
+//!   entry framing: u16 size at offset 0 (the Typhon record's own size field);
+//!   sizes rounded up to even, so an entry always starts at an even offset and a
+//!   2-byte wrap marker 0xFFFF always fits before the end; size 10 = gap entry
+//!   (u16 10, u64 count of records dropped before the next record).
+//! ```
+//!
+//! `head` and `tail` are monotonically increasing byte counters (never wrapped; the position is
+//! `counter & (capacity - 1)`), each on its own cache line. Each side keeps a cached copy of the
+//! other side's counter and reloads it only when the cached value says the ring is full (producer)
+//! or empty (consumer), so the shared lines are touched once per batch, not once per record.
+//!
+//! A full ring drops the newest record. The producer remembers how many it dropped and, before the
+//! next record it manages to write, writes a gap entry with that count: the consumer sees every
+//! loss exactly at its place in the stream, which is what lets the flusher put each missed count on
+//! the page right after its gap.
+
+use crate::sync::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+use std::cell::UnsafeCell;
+use std::fmt;
+
+/// Smallest ring capacity in bytes.
+pub const MIN_CAPACITY: usize = 4096;
+/// Largest ring capacity in bytes (1 GiB).
+pub const MAX_CAPACITY: usize = 1 << 30;
+/// Size field of a gap entry (smaller than any record, which is at least 12 bytes).
+const GAP_SIZE: u16 = 10;
+/// The wrap marker: the rest of the buffer up to its end is unused.
+const WRAP: u16 = 0xFFFF;
+
+#[inline(always)]
+const fn even(n: usize) -> usize {
+    (n + 1) & !1
+}
+
+/// Why a ring could not be created.
+///
+/// ```
+/// use typhon_recorder::ring::{ring, RingError};
+/// assert!(matches!(ring(1000), Err(RingError::BadCapacity(1000))));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RingError {
+    /// The capacity is not a power of two in `MIN_CAPACITY..=MAX_CAPACITY`.
+    BadCapacity(usize),
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::BadCapacity(n) => write!(
+                f,
+                "ring capacity {n} must be a power of two between {MIN_CAPACITY} and {MAX_CAPACITY}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// State shared by the two ends. Producer-written fields and consumer-written fields live on
+/// separate cache lines.
+struct Shared {
+    /// Bytes ever published by the producer. Written only by the producer (Release).
+    head: CachePadded<AtomicU64>,
+    /// Records the producer dropped because the ring was full. Written only by the producer.
+    dropped: AtomicU64,
+    /// Bytes ever consumed. Written only by the consumer (Release).
+    tail: CachePadded<AtomicU64>,
+    buf: Box<[UnsafeCell<u8>]>,
+    mask: u64,
+}
+
+// SAFETY: the buffer bytes are only written by the single producer in the region
+// [head, tail + capacity) that the consumer does not read, and only read by the single consumer in
+// [tail, head) that the producer does not write; the Release store of `head` (after writing) paired
+// with the consumer's Acquire load, and the Release store of `tail` (after reading) paired with the
+// producer's Acquire load, order those accesses. Everything else in `Shared` is atomic.
+unsafe impl Sync for Shared {}
+// SAFETY: `Shared` owns its buffer; moving it between threads moves plain bytes and atomics.
+unsafe impl Send for Shared {}
+
+impl Shared {
+    #[inline(always)]
+    fn cap(&self) -> u64 {
+        self.mask + 1
+    }
+
+    #[inline(always)]
+    fn ptr(&self) -> *mut u8 {
+        // `UnsafeCell<u8>` has the layout of `u8`, so the slice's start is a `*mut u8` to the bytes.
+        UnsafeCell::raw_get(self.buf.as_ptr())
+    }
+}
+
+/// Creates a ring of `capacity` bytes and returns its two ends. The buffer is allocated once and
+/// every page of it is touched (pre-faulted), so the producer never takes a page fault later.
+///
+/// ```
+/// use typhon_recorder::ring::ring;
+/// let (mut p, mut c) = ring(4096).unwrap();
+/// assert!(p.write(14, |rec| { rec[0] = 14; rec[2] = 1; }));
+/// let mut seen = Vec::new();
+/// c.drain(|e| seen.push(format!("{e:?}")));
+/// assert_eq!(seen.len(), 1);
+/// ```
+pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
+    if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
+        return Err(RingError::BadCapacity(capacity));
+    }
+    // `vec![0; n]` may map lazily-zeroed pages; writing one byte per 4 KiB page faults them in now.
+    let mut buf: Vec<UnsafeCell<u8>> = Vec::with_capacity(capacity);
+    buf.resize_with(capacity, || UnsafeCell::new(0));
+    for i in (0..capacity).step_by(4096) {
+        *buf[i].get_mut() = 0;
+        // Keep the store from being optimised away with the zeroing above.
+        std::hint::black_box(&buf[i]);
+    }
+    let shared = crate::sync::Arc::new(Shared {
+        head: CachePadded::new(AtomicU64::new(0)),
+        dropped: AtomicU64::new(0),
+        tail: CachePadded::new(AtomicU64::new(0)),
+        buf: buf.into_boxed_slice(),
+        mask: capacity as u64 - 1,
+    });
+    Ok((
+        Producer {
+            shared: shared.clone(),
+            head: 0,
+            cached_tail: 0,
+            pending_gap: 0,
+            dropped: 0,
+            wake_at: capacity as u64 / 2,
+        },
+        Consumer {
+            shared,
+            tail: 0,
+            cached_head: 0,
+        },
+    ))
+}
+
+/// The writing end of a ring. Owned by exactly one thread at a time.
+///
+/// ```
+/// use typhon_recorder::ring::ring;
+/// let (mut p, _c) = ring(4096).unwrap();
+/// assert_eq!(p.capacity(), 4096);
+/// ```
+pub struct Producer {
+    shared: crate::sync::Arc<Shared>,
+    /// Local copy of `shared.head` (only this side writes it).
+    head: u64,
+    /// Last `tail` value read; the ring has at least `capacity - (head - cached_tail)` free bytes.
+    cached_tail: u64,
+    /// Records dropped since the last written record; written as a gap entry before the next one.
+    pending_gap: u64,
+    /// Total drops (mirrors `shared.dropped`).
+    dropped: u64,
+    /// When `head` reaches this counter value, check whether the ring has passed half full.
+    wake_at: u64,
+}
+
+impl Producer {
+    /// Capacity in bytes.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// assert_eq!(ring(8192).unwrap().0.capacity(), 8192);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.shared.cap() as usize
+    }
+
+    /// Records dropped so far because the ring was full.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (mut p, _c) = ring(4096).unwrap();
+    /// while p.write(2000, |r| r[0] = 0) {}
+    /// assert_eq!(p.dropped(), 1);
+    /// ```
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Writes one record of `size` bytes (12..=65534): reserves room, lets `fill` write the bytes
+    /// (it must write the whole record, starting with its u16 size field equal to `size`), then
+    /// publishes it with a Release store. Returns `false`, counting a drop, when the ring is full.
+    /// Never blocks, never allocates.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (mut p, _c) = ring(4096).unwrap();
+    /// assert!(p.write(12, |r| r[..2].copy_from_slice(&12u16.to_le_bytes())));
+    /// ```
+    #[inline]
+    pub fn write(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        debug_assert!((12..=0xFFFE).contains(&size));
+        let gap = if self.pending_gap != 0 {
+            GAP_SIZE as u64
+        } else {
+            0
+        };
+        let len = gap + even(size) as u64;
+        let cap = self.shared.cap();
+        let pos = self.head & self.shared.mask;
+        let to_end = cap - pos;
+        // A reservation never straddles the end: if it does not fit before the end, a wrap marker
+        // fills the rest (to_end >= 2 because every position is even) and it starts at 0.
+        let need = if len <= to_end { len } else { to_end + len };
+        if self.head + need - self.cached_tail > cap {
+            // Acquire pairs with the consumer's Release store of `tail`: the consumer has finished
+            // reading every byte below the value we see, so we may overwrite them.
+            self.cached_tail = self.shared.tail.load(Ordering::Acquire);
+            if self.head + need - self.cached_tail > cap {
+                return self.drop_one();
+            }
+        }
+        let base = self.shared.ptr();
+        let mut at = pos;
+        if len > to_end {
+            // SAFETY: pos + 2 <= cap (pos even, cap even); bytes [pos, cap) lie in the free region
+            // [head, cached_tail + cap) checked above, which the consumer does not read.
+            unsafe {
+                base.add(pos as usize)
+                    .cast::<[u8; 2]>()
+                    .write(WRAP.to_le_bytes())
+            };
+            at = 0;
+        }
+        // SAFETY: [at, at + len) is inside the buffer (len <= to_end, or at = 0 and len <= cap as
+        // checked) and inside the free region checked above, so only this producer touches it until
+        // the Release store of `head` below hands it to the consumer.
+        let dst = unsafe { std::slice::from_raw_parts_mut(base.add(at as usize), len as usize) };
+        if gap != 0 {
+            dst[..2].copy_from_slice(&GAP_SIZE.to_le_bytes());
+            dst[2..10].copy_from_slice(&self.pending_gap.to_le_bytes());
+            self.pending_gap = 0;
+        }
+        fill(&mut dst[gap as usize..gap as usize + size]);
+        self.head += need;
+        // Release: the consumer's Acquire load of `head` then sees every byte written above.
+        self.shared.head.store(self.head, Ordering::Release);
+        true
+    }
+
+    #[cold]
+    fn drop_one(&mut self) -> bool {
+        self.pending_gap += 1;
+        self.dropped += 1;
+        // Relaxed: a statistic read by `stats()`; the consumer learns about the gap itself from the
+        // gap entry, which is ordered by `head`. Only this producer writes the counter.
+        self.shared.dropped.store(self.dropped, Ordering::Relaxed);
+        false
+    }
+
+    /// Whether the ring has passed half full since the last time this returned `true`, judged
+    /// with a fresh look at the consumer's position. Cheap when it returns `false` (one compare);
+    /// the recorder calls it after each write and wakes the flusher on `true`, so a burst wakes the
+    /// flusher once per half ring, never once per record.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (mut p, _c) = ring(4096).unwrap();
+    /// let mut wakes = 0;
+    /// while p.write(100, |r| r[0] = 100) { if p.passed_half() { wakes += 1; } }
+    /// assert_eq!(wakes, 1);
+    /// ```
+    #[inline]
+    pub fn passed_half(&mut self) -> bool {
+        if self.head < self.wake_at {
+            return false;
+        }
+        self.check_half()
+    }
+
+    #[cold]
+    fn check_half(&mut self) -> bool {
+        let cap = self.shared.cap();
+        // Acquire for the same reason as in `write`: we also use it as the cached tail.
+        let t = self.shared.tail.load(Ordering::Acquire);
+        self.cached_tail = t;
+        if self.head - t >= cap / 2 {
+            // Do not ask again until the ring could be full from this consumer position.
+            self.wake_at = t + cap;
+            true
+        } else {
+            self.wake_at = t + cap / 2;
+            false
+        }
+    }
+
+    /// Records dropped since the last written record, not yet carried by a gap entry.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (p, _c) = ring(4096).unwrap();
+    /// assert_eq!(p.pending_gap(), 0);
+    /// ```
+    pub fn pending_gap(&self) -> u64 {
+        self.pending_gap
+    }
+}
+
+/// One entry taken out of the ring.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Entry<'a> {
+    /// A whole record (its first two bytes are its size).
+    Record(&'a [u8]),
+    /// This many records were dropped here, between the previous record and the next.
+    Gap(u64),
+}
+
+/// The reading end of a ring, owned by the flusher.
+///
+/// ```
+/// use typhon_recorder::ring::{ring, Entry};
+/// let (mut p, mut c) = ring(4096).unwrap();
+/// while p.write(1000, |r| { r[..2].copy_from_slice(&1000u16.to_le_bytes()); }) {}
+/// p.write(12, |r| { r[..2].copy_from_slice(&12u16.to_le_bytes()); }); // dropped: ring full
+/// let mut n = 0;
+/// c.drain(|e| if let Entry::Record(_) = e { n += 1 });
+/// assert!(p.write(12, |r| { r[..2].copy_from_slice(&12u16.to_le_bytes()); }));
+/// let mut got = Vec::new();
+/// c.drain(|e| got.push(match e { Entry::Gap(k) => k as i64, Entry::Record(r) => -(r.len() as i64) }));
+/// assert_eq!((n, got), (4, vec![2, -12]));
+/// ```
+pub struct Consumer {
+    shared: crate::sync::Arc<Shared>,
+    /// Local copy of `shared.tail` (only this side writes it).
+    tail: u64,
+    /// Last `head` value read.
+    cached_head: u64,
+}
+
+impl Consumer {
+    /// Takes every entry published so far, in order, passing each to `f`. Returns the number of
+    /// bytes consumed. Space is handed back to the producer in steps of an eighth of the ring while
+    /// draining, and at the end.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (_p, mut c) = ring(4096).unwrap();
+    /// assert_eq!(c.drain(|_| {}), 0);
+    /// ```
+    pub fn drain(&mut self, mut f: impl FnMut(Entry<'_>)) -> u64 {
+        // Acquire pairs with the producer's Release store of `head`: every byte of every entry
+        // below the value read is visible.
+        self.cached_head = self.shared.head.load(Ordering::Acquire);
+        let start = self.tail;
+        let cap = self.shared.cap();
+        let step = cap / 8;
+        let mut last_release = self.tail;
+        let base = self.shared.ptr();
+        while self.tail < self.cached_head {
+            let pos = self.tail & self.shared.mask;
+            let avail = (cap - pos).min(self.cached_head - self.tail) as usize;
+            // SAFETY: [pos, pos + avail) is inside the buffer and inside [tail, head), which the
+            // producer published (Acquire above) and will not write until we release `tail`.
+            let bytes = unsafe { std::slice::from_raw_parts(base.add(pos as usize), avail) };
+            let size = u16::from_le_bytes([bytes[0], bytes[1]]);
+            let advance = if size == WRAP {
+                (cap - pos) as usize
+            } else if size == GAP_SIZE && avail >= 10 {
+                f(Entry::Gap(u64::from_le_bytes(
+                    bytes[2..10].try_into().unwrap(),
+                )));
+                10
+            } else if size >= 12 && size as usize <= avail {
+                f(Entry::Record(&bytes[..size as usize]));
+                even(size as usize)
+            } else {
+                // Only a bug in this module could frame an entry this way; stop rather than read
+                // garbage, and leave the bytes for a debug build to flag.
+                debug_assert!(false, "corrupt ring entry of size {size} at {pos}");
+                (self.cached_head - self.tail) as usize
+            };
+            self.tail += advance as u64;
+            if self.tail - last_release >= step {
+                // Release: our reads of the bytes below `tail` are done before the producer,
+                // after its Acquire load, overwrites them.
+                self.shared.tail.store(self.tail, Ordering::Release);
+                last_release = self.tail;
+            }
+        }
+        // Release: as above.
+        self.shared.tail.store(self.tail, Ordering::Release);
+        self.tail - start
+    }
+
+    /// Whether entries are waiting (a fresh look at the producer's position).
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (mut p, c) = ring(4096).unwrap();
+    /// assert!(c.is_empty());
+    /// p.write(12, |r| r[0] = 12);
+    /// assert!(!c.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        // Acquire: if we then drain, the entries are visible (drain reloads with Acquire anyway).
+        self.shared.head.load(Ordering::Acquire) == self.tail
+    }
+
+    /// Records the producer has dropped so far (it may be ahead of the gap entries seen).
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// let (_p, c) = ring(4096).unwrap();
+    /// assert_eq!(c.producer_dropped(), 0);
+    /// ```
+    pub fn producer_dropped(&self) -> u64 {
+        // Relaxed: a statistic. Callers that need it to cover every gap entry they drained read
+        // it after `drain`, whose Acquire load of `head` orders the producer's earlier stores.
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Capacity in bytes.
+    ///
+    /// ```
+    /// # use typhon_recorder::ring::ring;
+    /// assert_eq!(ring(4096).unwrap().1.capacity(), 4096);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.shared.cap() as usize
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn rec(p: &mut Producer, size: usize, tag: u8) -> bool {
+        p.write(size, |r| {
+            r[..2].copy_from_slice(&(size as u16).to_le_bytes());
+            for b in &mut r[2..] {
+                *b = tag;
+            }
+        })
+    }
+
+    #[test]
+    fn order_wrap_and_gaps_are_exact() {
+        let (mut p, mut c) = ring(4096).unwrap();
+        let mut expect: Vec<(usize, u8)> = Vec::new();
+        let mut got: Vec<(usize, u8)> = Vec::new();
+        let mut gaps = 0u64;
+        let mut dropped = 0u64;
+        let mut tag = 0u8;
+        for round in 0..2000usize {
+            let size = 12 + (round * 37) % 301;
+            tag = tag.wrapping_add(1);
+            if rec(&mut p, size, tag) {
+                expect.push((size, tag));
+            } else {
+                dropped += 1;
+            }
+            if round % 41 == 0 {
+                c.drain(|e| match e {
+                    Entry::Record(r) => {
+                        assert_eq!(u16::from_le_bytes([r[0], r[1]]) as usize, r.len());
+                        assert!(r[2..].iter().all(|&b| b == r[2]));
+                        got.push((r.len(), r[2]));
+                    }
+                    Entry::Gap(n) => gaps += n,
+                });
+            }
+        }
+        // A final record carries any trailing gap.
+        while !rec(&mut p, 12, 0) {
+            c.drain(|_| {});
+        }
+        expect.push((12, 0));
+        c.drain(|e| match e {
+            Entry::Record(r) => got.push((r.len(), r[2])),
+            Entry::Gap(n) => gaps += n,
+        });
+        assert!(dropped > 0, "the test must exercise drops");
+        assert_eq!(got, expect);
+        assert_eq!(gaps, dropped);
+        assert_eq!(c.producer_dropped(), dropped);
+    }
+
+    #[test]
+    fn threads_keep_order() {
+        let (mut p, mut c) = ring(4096).unwrap();
+        const N: u32 = 200_000;
+        let t = std::thread::spawn(move || {
+            let mut i = 0u32;
+            let mut written = 0u32;
+            while i < N {
+                let size = 16 + (i % 7) as usize * 2;
+                if p.write(size, |r| {
+                    r[..2].copy_from_slice(&(size as u16).to_le_bytes());
+                    r[4..8].copy_from_slice(&i.to_le_bytes());
+                }) {
+                    written += 1;
+                }
+                i += 1;
+            }
+            (written, p.dropped())
+        });
+        let mut last: Option<u32> = None;
+        let mut seen = 0u32;
+        let mut gaps = 0u64;
+        loop {
+            let done = t.is_finished();
+            c.drain(|e| match e {
+                Entry::Record(r) => {
+                    let i = u32::from_le_bytes(r[4..8].try_into().unwrap());
+                    assert!(last.map_or(true, |l| i > l));
+                    last = Some(i);
+                    seen += 1;
+                }
+                Entry::Gap(n) => gaps += n,
+            });
+            if done && c.is_empty() {
+                break;
+            }
+        }
+        let (written, dropped) = t.join().unwrap();
+        assert_eq!(seen, written);
+        assert_eq!(written as u64 + dropped, N as u64);
+        assert!(gaps <= dropped);
+    }
+
+    #[test]
+    fn rejects_bad_capacity() {
+        assert!(ring(4095).is_err());
+        assert!(ring(2048).is_err());
+        assert!(ring(1 << 31).is_err());
+    }
+}
