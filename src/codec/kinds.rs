@@ -368,6 +368,97 @@ pub fn kind_def(kind: K) -> Option<&'static KindDef> {
     }
 }
 
+/// Most fields any kind has; [`crate::codec::records::DecodedRecord`] holds this many values
+/// without allocating.
+///
+/// ```
+/// use typhon_recorder::codec::kinds::{KINDS, MAX_FIELDS};
+/// assert!(KINDS.iter().all(|d| d.fields.len() <= MAX_FIELDS));
+/// ```
+pub const MAX_FIELDS: usize = 8;
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn const_def(kind: K) -> Option<&'static KindDef> {
+    let mut i = 0;
+    while i < KINDS.len() {
+        if KINDS[i].kind.0 == kind.0 {
+            return Some(&KINDS[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The fixed offset of field `name` of `kind`, looked up in the table; usable in `const` items,
+/// which is how the typed encoders get their offsets (so no layout is written down twice).
+/// `None` if the kind or field is unknown or the field has no fixed offset.
+///
+/// ```
+/// use typhon_recorder::codec::{kinds::field_offset, TraceEventKind};
+/// const ACKS: Option<usize> = field_offset(TraceEventKind::EGRESS_SENT, "acks");
+/// assert_eq!(ACKS, Some(24));
+/// assert_eq!(field_offset(TraceEventKind::THREAD_INFO, "thread_kind"), None);
+/// ```
+pub const fn field_offset(kind: K, name: &str) -> Option<usize> {
+    let d = match const_def(kind) {
+        Some(d) => d,
+        None => return None,
+    };
+    let mut i = 0;
+    while i < d.fields.len() {
+        if str_eq(d.fields[i].name, name) {
+            return d.fields[i].offset;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The table's `min_size` of `kind` (the whole size for fixed-size kinds), usable in `const`
+/// items; `None` for an unknown kind.
+///
+/// ```
+/// use typhon_recorder::codec::{kinds::min_size_of, TraceEventKind};
+/// assert_eq!(min_size_of(TraceEventKind::INGRESS_DROPPED), Some(19));
+/// assert_eq!(min_size_of(TraceEventKind(200)), None);
+/// ```
+pub const fn min_size_of(kind: K) -> Option<usize> {
+    match const_def(kind) {
+        Some(d) => Some(d.min_size),
+        None => None,
+    }
+}
+
+/// Compile-time unwrap of [`field_offset`] for the codecs' named offset consts.
+pub(crate) const fn off(kind: K, name: &str) -> usize {
+    match field_offset(kind, name) {
+        Some(o) => o,
+        None => panic!("field has no fixed offset in the kind table"),
+    }
+}
+
+/// Compile-time unwrap of [`min_size_of`].
+pub(crate) const fn min_size(kind: K) -> usize {
+    match min_size_of(kind) {
+        Some(n) => n,
+        None => panic!("kind missing from the kind table"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,6 +497,10 @@ mod tests {
                 d.fields.iter().all(|f| f.ty.fixed_size().is_some())
             );
             assert_eq!(kind_def(d.kind), Some(d));
+            assert!(d.fields.len() <= MAX_FIELDS);
+            for fd in d.fields {
+                assert_eq!(field_offset(d.kind, fd.name), fd.offset);
+            }
             if d.shape == Shape::Span {
                 assert_eq!(d.fields[0].offset, Some(SPAN_DURATION_OFFSET));
                 assert_eq!(d.field("flags").unwrap().offset, Some(SPAN_FLAGS_OFFSET));

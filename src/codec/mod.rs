@@ -250,3 +250,36 @@ impl CommonHeader {
         Ok((h, &s[..n]))
     }
 }
+
+// Little-endian stores and loads shared by the codecs. Callers pass offsets that are in bounds
+// (encoders reslice the destination to the record size first; decoders check sizes first).
+#[inline(always)]
+pub(crate) fn put_u16(d: &mut [u8], off: usize, v: u16) {
+    d[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+#[inline(always)]
+pub(crate) fn put_u32(d: &mut [u8], off: usize, v: u32) {
+    d[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+#[inline(always)]
+pub(crate) fn put_u64(d: &mut [u8], off: usize, v: u64) {
+    d[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+#[inline(always)]
+pub(crate) fn get_u16(s: &[u8], off: usize) -> u16 {
+    let mut b = [0u8; 2];
+    b.copy_from_slice(&s[off..off + 2]);
+    u16::from_le_bytes(b)
+}
+#[inline(always)]
+pub(crate) fn get_u32(s: &[u8], off: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&s[off..off + 4]);
+    u32::from_le_bytes(b)
+}
+#[inline(always)]
+pub(crate) fn get_u64(s: &[u8], off: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&s[off..off + 8]);
+    u64::from_le_bytes(b)
+}
