@@ -73,7 +73,7 @@ pub enum FormatError {
         /// What is missing.
         why: &'static str,
     },
-    /// The page size is not a power of two in 4096..=2^27 (the commit field's size bits).
+    /// The page size is not a power of two in 4096..=1 MiB (the kernel's sub-buffer range).
     BadPageSize(u32),
 }
 
@@ -86,7 +86,7 @@ impl fmt::Display for FormatError {
             ),
             FormatError::BadPageSize(p) => write!(
                 f,
-                "page size {p} is not a power of two between 4096 and 134217728"
+                "page size {p} is not a power of two between 4096 and 1048576"
             ),
         }
     }
@@ -95,7 +95,7 @@ impl fmt::Display for FormatError {
 impl std::error::Error for FormatError {}
 
 /// Checks that `page_size` is a page size a trace.dat file can carry: a power of two, at least
-/// 4096 (the kernel's smallest sub-buffer) and at most 2^27 (what the commit field can count).
+/// 4096 (the kernel's smallest sub-buffer) and at most 1 MiB (the kernel refuses larger sub-buffers).
 ///
 /// ```
 /// use typhon_recorder::tracedat::format::check_page_size;
@@ -105,7 +105,7 @@ impl std::error::Error for FormatError {}
 /// assert!(check_page_size(2048).is_err());
 /// ```
 pub fn check_page_size(page_size: u32) -> Result<(), FormatError> {
-    if page_size.is_power_of_two() && (4096..=1 << 27).contains(&page_size) {
+    if page_size.is_power_of_two() && (4096..=1 << 20).contains(&page_size) {
         Ok(())
     } else {
         Err(FormatError::BadPageSize(page_size))

@@ -84,6 +84,11 @@ impl From<std::io::Error> for TraceDatError {
 
 type Result<T> = std::result::Result<T, TraceDatError>;
 
+/// trace-cmd option id of the CPU count (version 7).
+const OPTION_CPUCOUNT: u16 = 8;
+/// Largest CPU count accepted (Linux's NR_CPUS tops out at 8192): bounds the per-CPU table.
+const MAX_CPUS: u32 = 1 << 16;
+
 fn corrupt<T>(what: impl Into<String>, at: u64) -> Result<T> {
     Err(TraceDatError::Corrupt {
         what: what.into(),
@@ -773,19 +778,38 @@ impl TraceFile {
                 at,
             );
         }
-        self.cpus = bc.u32("buffer cpu count")?;
-        let bytes = u64::from(self.cpus) * 20;
-        let table = bc.bytes_u64(bytes, "buffer cpu table")?;
+        // The table lists only CPUs with data (`n` entries with their ids); the CPU count is the
+        // CPUCOUNT option's, or the highest id + 1.
+        let n = bc.u32("buffer cpu count")?;
+        let table = bc.bytes_u64(u64::from(n) * 20, "buffer cpu table")?;
         let mut tc = Cur::at(table, 0, self.big_endian);
-        let mut data = vec![(0u64, 0u64); self.cpus as usize];
-        for _ in 0..self.cpus {
+        let mut entries = Vec::new();
+        for _ in 0..n {
             let cpu = tc.u32("cpu id")?;
             let off = tc.u64("cpu offset")?;
             let size = tc.u64("cpu size")?;
-            match data.get_mut(cpu as usize) {
-                Some(slot) => *slot = (off, size),
-                None => return corrupt(format!("cpu id {cpu} beyond cpu count"), at),
-            }
+            entries.push((cpu, off, size));
+        }
+        let counted = self
+            .options
+            .iter()
+            .find(|o| o.id == OPTION_CPUCOUNT && o.data.len() >= 4)
+            .map_or(0, |o| read_uint(&o.data[..4], self.big_endian) as u32);
+        let top = entries
+            .iter()
+            .map(|e| e.0.saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        self.cpus = counted.max(top);
+        if self.cpus > MAX_CPUS {
+            return corrupt(
+                format!("{} cpus (at most {MAX_CPUS} supported)", self.cpus),
+                at,
+            );
+        }
+        let mut data = vec![(0u64, 0u64); self.cpus as usize];
+        for (cpu, off, size) in entries {
+            data[cpu as usize] = (off, size);
         }
         self.cpu_data = data;
         Ok(())
