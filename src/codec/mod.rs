@@ -124,6 +124,8 @@ pub enum DecodeError {
     BadUtf8,
     /// A field holds a value its layout forbids (e.g. span flags disagreeing with the kind).
     BadField(&'static str),
+    /// The CeLog event inside a kind-255 record is malformed.
+    CeLog(celog::CelogError),
 }
 
 impl fmt::Display for DecodeError {
@@ -142,11 +144,84 @@ impl fmt::Display for DecodeError {
             DecodeError::MissingNul => f.write_str("string field is not NUL-terminated"),
             DecodeError::BadUtf8 => f.write_str("string field is not valid UTF-8"),
             DecodeError::BadField(name) => write!(f, "field {name} holds an invalid value"),
+            DecodeError::CeLog(e) => write!(f, "CeLog record: {e}"),
         }
     }
 }
 
-impl std::error::Error for DecodeError {}
+impl std::error::Error for DecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DecodeError::CeLog(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<celog::CelogError> for DecodeError {
+    fn from(e: celog::CelogError) -> Self {
+        DecodeError::CeLog(e)
+    }
+}
+
+/// Why a record could not be encoded. Encoders return it instead of truncating or panicking;
+/// nothing is written on error.
+///
+/// ```
+/// use typhon_recorder::codec::{records::*, EncodeError};
+/// let span = SpanExt { duration_ns: 1, span_id: 2, parent_span_id: 0 };
+/// assert_eq!(write_named_span(&mut [0u8; 64], 1, 0, &span, "a\0b"), Err(EncodeError::NameHasNul));
+/// assert_eq!(
+///     write_named_span(&mut [0u8; 8], 1, 0, &span, "ab"),
+///     Err(EncodeError::DstTooSmall { need: 40, have: 8 })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The destination is too small for the whole record.
+    DstTooSmall {
+        /// Bytes the record needs.
+        need: usize,
+        /// Bytes available.
+        have: usize,
+    },
+    /// A NUL-terminated name contains a NUL byte.
+    NameHasNul,
+    /// The record would exceed 65534 bytes (the size it would have).
+    RecordTooLarge(usize),
+    /// The CeLog event cannot be encoded.
+    CeLog(celog::CelogError),
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::DstTooSmall { need, have } => {
+                write!(f, "record needs {need} bytes, destination has {have}")
+            }
+            EncodeError::NameHasNul => f.write_str("name contains a NUL byte"),
+            EncodeError::RecordTooLarge(n) => {
+                write!(f, "record of {n} bytes exceeds the 65534-byte maximum")
+            }
+            EncodeError::CeLog(e) => write!(f, "CeLog record: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EncodeError::CeLog(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<celog::CelogError> for EncodeError {
+    fn from(e: celog::CelogError) -> Self {
+        EncodeError::CeLog(e)
+    }
+}
 
 /// The 12-byte header at the start of every record.
 ///

@@ -1,1 +1,1163 @@
-//! (in progress)
+//! Encoders and decoders for the record kinds other than the correlation instants: ticks, phases,
+//! generic instants, thread info, spans and CeLog records; plus the generic, table-driven decoder
+//! ([`decode_fields`]) and its printer ([`write_fields`]).
+//!
+//! The typed encoders take their offsets from the kind table at compile time
+//! ([`crate::codec::kinds::field_offset`]); the typed decoder ([`decode`]) is built on the generic
+//! one, so no layout is written down twice. Encoders write into `&mut [u8]`, never allocate, and
+//! return the record size or an [`EncodeError`]; variable-size kinds have a `*_len` function so a
+//! caller can reserve exactly.
+//!
+//! ```
+//! use typhon_recorder::codec::records::*;
+//! let span = SpanExt { duration_ns: 500, span_id: (1 << 56) | 7, parent_span_id: 0 };
+//! let mut buf = [0u8; 64];
+//! let n = write_named_span(&mut buf, 1, 1_000, &span, "update").unwrap();
+//! assert_eq!(n, named_span_len("update"));
+//! let rec = decode_fields(&buf[..n]).unwrap();
+//! let mut text = String::new();
+//! write_fields(&rec, &mut text).unwrap();
+//! assert_eq!(
+//!     text,
+//!     "duration_ns=500 span_id=0x0100000000000007 parent_span_id=0x0000000000000000 flags=0 name=update"
+//! );
+//! ```
+
+use core::fmt;
+
+use super::celog::{self, CelEvent};
+use super::correlation::{self, CorrelationInstant};
+use super::kinds::{
+    kind_def, min_size, off, FieldDef, FieldType, KindDef, Shape, MAX_FIELDS,
+    SPAN_FLAG_TRACE_CONTEXT,
+};
+use super::{
+    get_u16, get_u32, get_u64, put_u32, put_u64, CommonHeader, DecodeError, EncodeError,
+    TraceEventKind as K,
+};
+
+// ---- offsets and sizes, all from the kind table --------------------------------------------
+
+const TICK_START_SIZE: usize = min_size(K::TICK_START);
+const TICK_END_SIZE: usize = min_size(K::TICK_END);
+const TICK_OVERLOAD: usize = off(K::TICK_END, "overload_level");
+const TICK_MULTIPLIER: usize = off(K::TICK_END, "tick_multiplier");
+const PHASE_SIZE: usize = min_size(K::PHASE_START);
+const PHASE: usize = off(K::PHASE_START, "phase");
+const INSTANT_SIZE: usize = min_size(K::INSTANT);
+const INSTANT_NAME_ID: usize = off(K::INSTANT, "name_id");
+const INSTANT_PAYLOAD: usize = off(K::INSTANT, "payload");
+const SPAN_DURATION: usize = off(K::NAMED_SPAN, "duration_ns");
+const SPAN_ID: usize = off(K::NAMED_SPAN, "span_id");
+const SPAN_PARENT: usize = off(K::NAMED_SPAN, "parent_span_id");
+const SPAN_FLAGS: usize = off(K::NAMED_SPAN, "flags");
+const NAMED_NAME: usize = off(K::NAMED_SPAN, "name");
+const TRACED_HI: usize = off(K::TRACED_SPAN, "trace_id_hi");
+const TRACED_LO: usize = off(K::TRACED_SPAN, "trace_id_lo");
+const TRACED_NAME: usize = off(K::TRACED_SPAN, "name");
+const THREAD_ID: usize = off(K::THREAD_INFO, "thread_id");
+const THREAD_NAME_LEN: usize = off(K::THREAD_INFO, "name_len");
+const THREAD_NAME: usize = off(K::THREAD_INFO, "name");
+const CELOG_EVENT: usize = off(K::CELOG, "event");
+
+// Shared layouts really are shared: checked at compile time against the table.
+const _: () = {
+    assert!(PHASE_SIZE == min_size(K::PHASE_END) && PHASE == off(K::PHASE_END, "phase"));
+    assert!(SPAN_DURATION == off(K::TRACED_SPAN, "duration_ns"));
+    assert!(SPAN_ID == off(K::TRACED_SPAN, "span_id"));
+    assert!(SPAN_PARENT == off(K::TRACED_SPAN, "parent_span_id"));
+    assert!(SPAN_FLAGS == off(K::TRACED_SPAN, "flags"));
+    // Names are the last field of both span kinds (their size is name offset + len + NUL).
+    assert!(min_size(K::NAMED_SPAN) == NAMED_NAME + 1);
+    assert!(min_size(K::TRACED_SPAN) == TRACED_NAME + 1);
+    // ThreadInfo ends with the u8 thread_kind right after the name.
+    assert!(min_size(K::THREAD_INFO) == THREAD_NAME + 1);
+};
+
+#[inline(always)]
+fn reserve(d: &mut [u8], need: usize) -> Result<&mut [u8], EncodeError> {
+    let have = d.len();
+    d.get_mut(..need)
+        .ok_or(EncodeError::DstTooSmall { need, have })
+}
+
+#[inline(always)]
+fn header(d: &mut [u8], size: usize, kind: K, slot: u8, ts: i64) {
+    CommonHeader {
+        size: size as u16,
+        kind,
+        slot,
+        timestamp: ts,
+    }
+    .write(d);
+}
+
+#[inline(always)]
+fn check_size(size: usize) -> Result<(), EncodeError> {
+    if size > CommonHeader::MAX_RECORD {
+        Err(EncodeError::RecordTooLarge(size))
+    } else {
+        Ok(())
+    }
+}
+
+// ---- fixed-size instants -------------------------------------------------------------------
+
+/// Writes a TickStart record (12 bytes, header only) and returns its size.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than 12 bytes.
+///
+/// ```
+/// use typhon_recorder::codec::records::write_tick_start;
+/// let mut d = [0u8; 12];
+/// assert_eq!(write_tick_start(&mut d, 2, 1), Ok(12));
+/// assert_eq!(d, [12, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0]);
+/// ```
+#[inline]
+pub fn write_tick_start(d: &mut [u8], slot: u8, ts: i64) -> Result<usize, EncodeError> {
+    let d = reserve(d, TICK_START_SIZE)?;
+    header(d, TICK_START_SIZE, K::TICK_START, slot, ts);
+    Ok(TICK_START_SIZE)
+}
+
+/// Writes a TickEnd record (14 bytes) and returns its size.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than 14 bytes.
+///
+/// ```
+/// use typhon_recorder::codec::records::write_tick_end;
+/// let mut d = [0u8; 14];
+/// assert_eq!(write_tick_end(&mut d, 2, 1, 3, 4), Ok(14));
+/// assert_eq!(&d[..4], &[14, 0, 1, 2]);
+/// assert_eq!(&d[12..], &[3, 4]);
+/// ```
+#[inline]
+pub fn write_tick_end(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    overload_level: u8,
+    tick_multiplier: u8,
+) -> Result<usize, EncodeError> {
+    let d = reserve(d, TICK_END_SIZE)?;
+    header(d, TICK_END_SIZE, K::TICK_END, slot, ts);
+    d[TICK_OVERLOAD] = overload_level;
+    d[TICK_MULTIPLIER] = tick_multiplier;
+    Ok(TICK_END_SIZE)
+}
+
+/// Writes a PhaseStart record (13 bytes) and returns its size.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than 13 bytes.
+///
+/// ```
+/// use typhon_recorder::codec::records::write_phase_start;
+/// let mut d = [0u8; 13];
+/// assert_eq!(write_phase_start(&mut d, 2, 1, 9), Ok(13));
+/// assert_eq!((d[2], d[12]), (2, 9));
+/// ```
+#[inline]
+pub fn write_phase_start(d: &mut [u8], slot: u8, ts: i64, phase: u8) -> Result<usize, EncodeError> {
+    let d = reserve(d, PHASE_SIZE)?;
+    header(d, PHASE_SIZE, K::PHASE_START, slot, ts);
+    d[PHASE] = phase;
+    Ok(PHASE_SIZE)
+}
+
+/// Writes a PhaseEnd record (13 bytes) and returns its size.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than 13 bytes.
+///
+/// ```
+/// use typhon_recorder::codec::records::write_phase_end;
+/// let mut d = [0u8; 13];
+/// assert_eq!(write_phase_end(&mut d, 2, 1, 9), Ok(13));
+/// assert_eq!((d[2], d[12]), (3, 9));
+/// ```
+#[inline]
+pub fn write_phase_end(d: &mut [u8], slot: u8, ts: i64, phase: u8) -> Result<usize, EncodeError> {
+    let d = reserve(d, PHASE_SIZE)?;
+    header(d, PHASE_SIZE, K::PHASE_END, slot, ts);
+    d[PHASE] = phase;
+    Ok(PHASE_SIZE)
+}
+
+/// Writes a generic Instant record (20 bytes) and returns its size.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than 20 bytes.
+///
+/// ```
+/// use typhon_recorder::codec::records::write_instant;
+/// let mut d = [0u8; 20];
+/// assert_eq!(write_instant(&mut d, 2, 1, 5, -1), Ok(20));
+/// assert_eq!(&d[12..], &[5, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]);
+/// ```
+#[inline]
+pub fn write_instant(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    name_id: i32,
+    payload: i32,
+) -> Result<usize, EncodeError> {
+    let d = reserve(d, INSTANT_SIZE)?;
+    header(d, INSTANT_SIZE, K::INSTANT, slot, ts);
+    put_u32(d, INSTANT_NAME_ID, name_id as u32);
+    put_u32(d, INSTANT_PAYLOAD, payload as u32);
+    Ok(INSTANT_SIZE)
+}
+
+// ---- thread info ---------------------------------------------------------------------------
+
+/// What a thread is for; a `u8` on the wire. Values without a name are kept in
+/// [`Unknown`](ThreadKind::Unknown) and re-encode to the same byte.
+///
+/// ```
+/// use typhon_recorder::codec::records::ThreadKind;
+/// assert_eq!(ThreadKind::from_u8(1), ThreadKind::Worker);
+/// assert_eq!(ThreadKind::from_u8(9), ThreadKind::Unknown(9));
+/// assert_eq!(ThreadKind::Unknown(9).as_u8(), 9);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ThreadKind {
+    /// The main (game loop) thread (0).
+    Main,
+    /// A dedicated worker thread (1).
+    Worker,
+    /// A thread of a pool (2).
+    Pool,
+    /// Any other thread (3).
+    Other,
+    /// A value this crate has no name for. [`from_u8`](Self::from_u8) never produces it with
+    /// 0..=3.
+    Unknown(u8),
+}
+
+impl ThreadKind {
+    /// The kind for a wire byte.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::ThreadKind;
+    /// assert_eq!(ThreadKind::from_u8(0), ThreadKind::Main);
+    /// ```
+    #[inline]
+    pub const fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Main,
+            1 => Self::Worker,
+            2 => Self::Pool,
+            3 => Self::Other,
+            v => Self::Unknown(v),
+        }
+    }
+
+    /// The wire byte.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::ThreadKind;
+    /// assert_eq!(ThreadKind::Pool.as_u8(), 2);
+    /// ```
+    #[inline]
+    pub const fn as_u8(self) -> u8 {
+        match self {
+            Self::Main => 0,
+            Self::Worker => 1,
+            Self::Pool => 2,
+            Self::Other => 3,
+            Self::Unknown(v) => v,
+        }
+    }
+}
+
+/// Size of a ThreadInfo record for a name of `name.len()` bytes: `19 + name.len()`.
+///
+/// ```
+/// use typhon_recorder::codec::records::thread_info_len;
+/// assert_eq!(thread_info_len("main"), 23);
+/// ```
+#[inline]
+pub const fn thread_info_len(name: &str) -> usize {
+    THREAD_NAME + name.len() + 1
+}
+
+/// Writes a ThreadInfo record: `i32 thread_id, u16 name_len, name bytes, u8 thread_kind`.
+///
+/// # Errors
+/// [`EncodeError::RecordTooLarge`] if the record would exceed 65534 bytes,
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than [`thread_info_len`].
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 32];
+/// assert_eq!(write_thread_info(&mut d, 1, 0, 42, "io", ThreadKind::Worker), Ok(21));
+/// assert_eq!(&d[12..21], &[42, 0, 0, 0, 2, 0, b'i', b'o', 1]);
+/// ```
+#[inline]
+pub fn write_thread_info(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    thread_id: i32,
+    name: &str,
+    kind: ThreadKind,
+) -> Result<usize, EncodeError> {
+    let size = thread_info_len(name);
+    check_size(size)?;
+    let d = reserve(d, size)?;
+    header(d, size, K::THREAD_INFO, slot, ts);
+    put_u32(d, THREAD_ID, thread_id as u32);
+    d[THREAD_NAME_LEN..THREAD_NAME_LEN + 2].copy_from_slice(&(name.len() as u16).to_le_bytes());
+    d[THREAD_NAME..size - 1].copy_from_slice(name.as_bytes());
+    d[size - 1] = kind.as_u8();
+    Ok(size)
+}
+
+// ---- spans ---------------------------------------------------------------------------------
+
+/// The span extension's values (the flags byte is implied by the kind: a NamedSpan writes 0, a
+/// TracedSpan writes [`SPAN_FLAG_TRACE_CONTEXT`]).
+///
+/// ```
+/// use typhon_recorder::codec::records::SpanExt;
+/// let s = SpanExt { duration_ns: 10, span_id: (3 << 56) | 1, parent_span_id: 0 };
+/// assert_eq!(s.span_id >> 56, 3);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct SpanExt {
+    /// Span length in nanoseconds (the header timestamp is the start).
+    pub duration_ns: i64,
+    /// `(slot << 56) | per-slot counter`.
+    pub span_id: u64,
+    /// The enclosing span of the same thread, 0 at top level.
+    pub parent_span_id: u64,
+}
+
+/// A span's 16-byte trace context: a W3C trace id or a command causal id
+/// ([`correlation::command_causal_id`]).
+///
+/// ```
+/// use typhon_recorder::codec::records::TraceContext;
+/// let w3c = [0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
+///            0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36];
+/// let c = TraceContext::from_w3c_bytes(w3c);
+/// assert_eq!(c.hi, 0xa64d_b377_352f_f94b);
+/// assert_eq!(c.to_w3c_bytes(), w3c);
+/// assert!(!c.is_command());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct TraceContext {
+    /// High half: the first 8 bytes of a W3C id as a little-endian u64, or a command's `hi`.
+    pub hi: u64,
+    /// Low half: the last 8 bytes of a W3C id as a little-endian u64, or a command's `lo`.
+    pub lo: u64,
+}
+
+impl TraceContext {
+    /// The context of a canonical 16-byte W3C trace id.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::TraceContext;
+    /// let mut id = [0u8; 16];
+    /// id[0] = 1;
+    /// id[8] = 2;
+    /// assert_eq!(TraceContext::from_w3c_bytes(id), TraceContext { hi: 1, lo: 2 });
+    /// ```
+    #[inline]
+    pub fn from_w3c_bytes(id: [u8; 16]) -> Self {
+        let mut hi = [0u8; 8];
+        let mut lo = [0u8; 8];
+        hi.copy_from_slice(&id[..8]);
+        lo.copy_from_slice(&id[8..]);
+        Self {
+            hi: u64::from_le_bytes(hi),
+            lo: u64::from_le_bytes(lo),
+        }
+    }
+
+    /// The canonical 16-byte W3C trace id.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::TraceContext;
+    /// let b = TraceContext { hi: 1, lo: 2 }.to_w3c_bytes();
+    /// assert_eq!((b[0], b[8]), (1, 2));
+    /// ```
+    #[inline]
+    pub fn to_w3c_bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.hi.to_le_bytes());
+        b[8..].copy_from_slice(&self.lo.to_le_bytes());
+        b
+    }
+
+    /// The context of a command's causal id ([`correlation::command_causal_id`]).
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::TraceContext;
+    /// let c = TraceContext::from_command(5, 100, 7);
+    /// assert!(c.is_command());
+    /// assert_eq!(c.lo, 100 << 16 | 7);
+    /// ```
+    #[inline]
+    pub const fn from_command(session: u32, drain_tick: u32, seq: u16) -> Self {
+        let (hi, lo) = correlation::command_causal_id(session, drain_tick, seq);
+        Self { hi, lo }
+    }
+
+    /// Whether this is a command's causal id rather than a W3C trace id
+    /// ([`correlation::is_command_causal_id`] of `hi`).
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::TraceContext;
+    /// assert!(!TraceContext { hi: 1, lo: 2 }.is_command());
+    /// ```
+    #[inline]
+    pub const fn is_command(self) -> bool {
+        correlation::is_command_causal_id(self.hi)
+    }
+}
+
+/// Size of a NamedSpan record: `38 + name.len()` (header, span extension, name, NUL).
+///
+/// ```
+/// use typhon_recorder::codec::records::named_span_len;
+/// assert_eq!(named_span_len(""), 38);
+/// ```
+#[inline]
+pub const fn named_span_len(name: &str) -> usize {
+    NAMED_NAME + name.len() + 1
+}
+
+/// Size of a TracedSpan record: `54 + name.len()` (header, span extension, trace context, name,
+/// NUL).
+///
+/// ```
+/// use typhon_recorder::codec::records::traced_span_len;
+/// assert_eq!(traced_span_len("ab"), 56);
+/// ```
+#[inline]
+pub const fn traced_span_len(name: &str) -> usize {
+    TRACED_NAME + name.len() + 1
+}
+
+#[inline(always)]
+fn check_name(name: &str, size: usize) -> Result<(), EncodeError> {
+    if name.as_bytes().contains(&0) {
+        return Err(EncodeError::NameHasNul);
+    }
+    check_size(size)
+}
+
+#[inline(always)]
+fn span_ext(d: &mut [u8], span: &SpanExt, flags: u8) {
+    put_u64(d, SPAN_DURATION, span.duration_ns as u64);
+    put_u64(d, SPAN_ID, span.span_id);
+    put_u64(d, SPAN_PARENT, span.parent_span_id);
+    d[SPAN_FLAGS] = flags;
+}
+
+/// Writes a NamedSpan record (kind 246, flags 0, NUL-terminated name); `ts` is the span start.
+///
+/// # Errors
+/// [`EncodeError::NameHasNul`] if `name` contains a NUL, [`EncodeError::RecordTooLarge`] if the
+/// record would exceed 65534 bytes, [`EncodeError::DstTooSmall`] if `d` is shorter than
+/// [`named_span_len`]. Names are never truncated.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 40];
+/// let span = SpanExt { duration_ns: 1, span_id: 2, parent_span_id: 3 };
+/// assert_eq!(write_named_span(&mut d, 1, 0, &span, "ab"), Ok(40));
+/// assert_eq!(&d[36..], &[0, b'a', b'b', 0]);
+/// ```
+#[inline]
+pub fn write_named_span(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span: &SpanExt,
+    name: &str,
+) -> Result<usize, EncodeError> {
+    let size = named_span_len(name);
+    check_name(name, size)?;
+    let d = reserve(d, size)?;
+    header(d, size, K::NAMED_SPAN, slot, ts);
+    span_ext(d, span, 0);
+    d[NAMED_NAME..size - 1].copy_from_slice(name.as_bytes());
+    d[size - 1] = 0;
+    Ok(size)
+}
+
+/// Writes a TracedSpan record (kind 11, flags bit 0 set, trace context, NUL-terminated name);
+/// `ts` is the span start.
+///
+/// # Errors
+/// As [`write_named_span`], with [`traced_span_len`] as the size.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 64];
+/// let span = SpanExt { duration_ns: 1, span_id: 2, parent_span_id: 3 };
+/// let ctx = TraceContext { hi: 4, lo: 5 };
+/// assert_eq!(write_traced_span(&mut d, 1, 0, &span, ctx, "x"), Ok(55));
+/// assert_eq!((d[2], d[36], d[37], d[45], d[53], d[54]), (11, 1, 4, 5, b'x', 0));
+/// ```
+#[inline]
+pub fn write_traced_span(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span: &SpanExt,
+    context: TraceContext,
+    name: &str,
+) -> Result<usize, EncodeError> {
+    let size = traced_span_len(name);
+    check_name(name, size)?;
+    let d = reserve(d, size)?;
+    header(d, size, K::TRACED_SPAN, slot, ts);
+    span_ext(d, span, SPAN_FLAG_TRACE_CONTEXT);
+    put_u64(d, TRACED_HI, context.hi);
+    put_u64(d, TRACED_LO, context.lo);
+    d[TRACED_NAME..size - 1].copy_from_slice(name.as_bytes());
+    d[size - 1] = 0;
+    Ok(size)
+}
+
+// ---- CeLog records -------------------------------------------------------------------------
+
+/// Size of a kind-255 CeLog record: 12 + [`celog::encoded_len`] (padding included).
+///
+/// ```
+/// use typhon_recorder::codec::records::celog_record_len;
+/// assert_eq!(celog_record_len(6, false, false, 0), 24);
+/// assert_eq!(celog_record_len(4, true, true, 1), 28);
+/// ```
+#[inline]
+pub const fn celog_record_len(data_len: usize, timestamp: bool, flagged: bool, cpu: u32) -> usize {
+    CELOG_EVENT + celog::encoded_len(data_len, timestamp, flagged, cpu)
+}
+
+/// Writes a kind-255 record: the common header, then the complete CeLog event, padding included
+/// (encoded by [`celog::encode_event`]).
+///
+/// # Errors
+/// [`EncodeError::CeLog`] if the event cannot be encoded (data over 4095 bytes, invalid id),
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than [`celog_record_len`].
+///
+/// ```
+/// use typhon_recorder::codec::{celog::*, records::*};
+/// let ev = CelEvent { id: CELID_SYNC_END, timestamp: None, flag: None, cpu: 0, data: &[] };
+/// let mut d = [0u8; 16];
+/// assert_eq!(write_celog_record(&mut d, 0, 5, &ev), Ok(16));
+/// assert_eq!(&d[..4], &[16, 0, 255, 0]);
+/// assert_eq!(&d[12..], &[0x00, 0x00, 0xFE, 0x1F]);
+/// ```
+#[inline]
+pub fn write_celog_record(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    event: &CelEvent<'_>,
+) -> Result<usize, EncodeError> {
+    let have = d.len();
+    let tail = d.get_mut(CELOG_EVENT..).unwrap_or(&mut []);
+    let n = match event.encode(tail) {
+        Ok(n) => n,
+        Err(celog::CelogError::DstTooSmall { need, .. }) => {
+            return Err(EncodeError::DstTooSmall {
+                need: CELOG_EVENT + need,
+                have,
+            })
+        }
+        Err(e) => return Err(EncodeError::CeLog(e)),
+    };
+    let size = CELOG_EVENT + n;
+    header(d, size, K::CELOG, slot, ts);
+    Ok(size)
+}
+
+// ---- generic, table-driven decoding ----------------------------------------------------------
+
+/// One field value of a decoded record.
+///
+/// ```
+/// use typhon_recorder::codec::records::FieldValue;
+/// assert_eq!(FieldValue::Unsigned(3).as_u64(), Some(3));
+/// assert_eq!(FieldValue::Str("x").as_str(), Some("x"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldValue<'a> {
+    /// An unsigned integer field (u8..u64).
+    Unsigned(u64),
+    /// A signed integer field (i32, i64).
+    Signed(i64),
+    /// A string field (`CStr` without its NUL, or `LenStr`).
+    Str(&'a str),
+    /// Raw bytes (`Rest`).
+    Bytes(&'a [u8]),
+}
+
+impl<'a> FieldValue<'a> {
+    /// The value if unsigned.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::FieldValue;
+    /// assert_eq!(FieldValue::Signed(3).as_u64(), None);
+    /// ```
+    pub const fn as_u64(self) -> Option<u64> {
+        match self {
+            Self::Unsigned(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value if signed.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::FieldValue;
+    /// assert_eq!(FieldValue::Signed(-3).as_i64(), Some(-3));
+    /// ```
+    pub const fn as_i64(self) -> Option<i64> {
+        match self {
+            Self::Signed(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value if a string.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::FieldValue;
+    /// assert_eq!(FieldValue::Unsigned(1).as_str(), None);
+    /// ```
+    pub const fn as_str(self) -> Option<&'a str> {
+        match self {
+            Self::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value if raw bytes.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::FieldValue;
+    /// assert_eq!(FieldValue::Bytes(&[1, 2]).as_bytes(), Some(&[1u8, 2][..]));
+    /// ```
+    pub const fn as_bytes(self) -> Option<&'a [u8]> {
+        match self {
+            Self::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// A record decoded through the kind table: the header, the table entry (`None` for a kind this
+/// crate does not know) and the field values in table order.
+///
+/// ```
+/// use typhon_recorder::codec::{correlation, records::*, TraceEventKind};
+/// let mut b = [0u8; 22];
+/// correlation::write_received(&mut b, 1, 2, 3, 4, 5, 6);
+/// let r = decode_fields(&b).unwrap();
+/// assert_eq!(r.def.unwrap().kind, TraceEventKind::INGRESS_RECEIVED);
+/// assert_eq!(r.get("wire_idx"), Some(FieldValue::Unsigned(5)));
+/// assert_eq!(r.values().len(), 4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodedRecord<'a> {
+    /// The common header.
+    pub header: CommonHeader,
+    /// The kind's table entry, `None` if the kind is unknown.
+    pub def: Option<&'static KindDef>,
+    /// The bytes after the header (`record[12..size]`).
+    pub payload: &'a [u8],
+    values: [FieldValue<'a>; MAX_FIELDS],
+}
+
+impl<'a> DecodedRecord<'a> {
+    /// The field values, in table order (empty for an unknown kind).
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::*;
+    /// let mut b = [0u8; 13];
+    /// write_phase_end(&mut b, 1, 0, 4).unwrap();
+    /// assert_eq!(decode_fields(&b).unwrap().values(), &[FieldValue::Unsigned(4)]);
+    /// ```
+    pub fn values(&self) -> &[FieldValue<'a>] {
+        let n = self.def.map_or(0, |d| d.fields.len());
+        &self.values[..n]
+    }
+
+    /// The fields with their table definitions, in table order.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::*;
+    /// let mut b = [0u8; 14];
+    /// write_tick_end(&mut b, 1, 0, 4, 5).unwrap();
+    /// let names: Vec<_> = decode_fields(&b).unwrap().fields().map(|(f, _)| f.name).collect();
+    /// assert_eq!(names, ["overload_level", "tick_multiplier"]);
+    /// ```
+    pub fn fields(&self) -> impl Iterator<Item = (&'static FieldDef, FieldValue<'a>)> + '_ {
+        let defs: &'static [FieldDef] = self.def.map_or(&[], |d| d.fields);
+        defs.iter().zip(self.values.iter().copied())
+    }
+
+    /// The value of the field called `name`.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::*;
+    /// let mut b = [0u8; 20];
+    /// write_instant(&mut b, 1, 0, 7, -2).unwrap();
+    /// let r = decode_fields(&b).unwrap();
+    /// assert_eq!(r.get("payload"), Some(FieldValue::Signed(-2)));
+    /// assert_eq!(r.get("nope"), None);
+    /// ```
+    pub fn get(&self, name: &str) -> Option<FieldValue<'a>> {
+        self.fields().find(|(f, _)| f.name == name).map(|(_, v)| v)
+    }
+
+    fn unsigned(&self, name: &'static str) -> Result<u64, DecodeError> {
+        self.get(name)
+            .and_then(FieldValue::as_u64)
+            .ok_or(DecodeError::BadField(name))
+    }
+
+    fn signed(&self, name: &'static str) -> Result<i64, DecodeError> {
+        self.get(name)
+            .and_then(FieldValue::as_i64)
+            .ok_or(DecodeError::BadField(name))
+    }
+
+    fn string(&self, name: &'static str) -> Result<&'a str, DecodeError> {
+        self.get(name)
+            .and_then(FieldValue::as_str)
+            .ok_or(DecodeError::BadField(name))
+    }
+}
+
+impl fmt::Display for DecodedRecord<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_fields(self, f)
+    }
+}
+
+fn utf8(b: &[u8]) -> Result<&str, DecodeError> {
+    core::str::from_utf8(b).map_err(|_| DecodeError::BadUtf8)
+}
+
+/// Decodes the record at the start of `record` through the kind table (bytes after the record are
+/// ignored). Checks: the header; fixed-size kinds have exactly their table size, variable ones at
+/// least `min_size`; every field lies inside the record; `CStr` fields have their NUL and `LenStr`
+/// lengths stay in bounds; strings are UTF-8; the fields end exactly at the record's end; span
+/// flags agree with the kind (bit 0 set iff the kind has a trace context, other bits 0); a CeLog
+/// record holds exactly one valid event. An unknown kind decodes to its header and raw payload.
+///
+/// # Errors
+/// The [`DecodeError`] describing the first problem found.
+///
+/// ```
+/// use typhon_recorder::codec::{records::*, DecodeError};
+/// let mut b = [0u8; 23];
+/// write_thread_info(&mut b, 1, 0, 42, "main", ThreadKind::Main).unwrap();
+/// let r = decode_fields(&b).unwrap();
+/// assert_eq!(r.get("name"), Some(FieldValue::Str("main")));
+/// b[16] = 200; // name_len beyond the record
+/// assert_eq!(decode_fields(&b), Err(DecodeError::BadField("name_len")));
+/// ```
+pub fn decode_fields(record: &[u8]) -> Result<DecodedRecord<'_>, DecodeError> {
+    let (header, rec) = CommonHeader::read_record(record)?;
+    let size = rec.len();
+    let mut out = DecodedRecord {
+        header,
+        def: kind_def(header.kind),
+        payload: &rec[CommonHeader::SIZE..],
+        values: [FieldValue::Unsigned(0); MAX_FIELDS],
+    };
+    let Some(def) = out.def else {
+        return Ok(out);
+    };
+    let size_ok = if def.fixed {
+        size == def.min_size
+    } else {
+        size >= def.min_size
+    };
+    if !size_ok {
+        return Err(DecodeError::SizeMismatch {
+            kind: header.kind,
+            expected: def.min_size,
+            found: size,
+        });
+    }
+    let mut pos = CommonHeader::SIZE;
+    for (i, fd) in def.fields.iter().enumerate() {
+        let v = match fd.ty {
+            FieldType::CStr => {
+                let rest = &rec[pos..];
+                let nul = rest
+                    .iter()
+                    .position(|&b| b == 0)
+                    .ok_or(DecodeError::MissingNul)?;
+                pos += nul + 1;
+                FieldValue::Str(utf8(&rest[..nul])?)
+            }
+            FieldType::LenStr(len_field) => {
+                let n = def.fields[..i]
+                    .iter()
+                    .position(|f| f.name == len_field)
+                    .and_then(|j| out.values[j].as_u64())
+                    .ok_or(DecodeError::BadField(len_field))? as usize;
+                let bytes = rec
+                    .get(pos..pos + n)
+                    .ok_or(DecodeError::BadField(len_field))?;
+                pos += n;
+                FieldValue::Str(utf8(bytes)?)
+            }
+            FieldType::Rest => {
+                let b = &rec[pos..];
+                pos = size;
+                FieldValue::Bytes(b)
+            }
+            ty => {
+                // Fixed-size integer.
+                let n = ty.fixed_size().unwrap_or(0);
+                let b = rec.get(pos..pos + n).ok_or(DecodeError::SizeMismatch {
+                    kind: header.kind,
+                    expected: pos + n,
+                    found: size,
+                })?;
+                pos += n;
+                let raw = match n {
+                    1 => b[0] as u64,
+                    2 => get_u16(b, 0) as u64,
+                    4 => get_u32(b, 0) as u64,
+                    _ => get_u64(b, 0),
+                };
+                match ty {
+                    FieldType::I32 => FieldValue::Signed(raw as u32 as i32 as i64),
+                    FieldType::I64 => FieldValue::Signed(raw as i64),
+                    _ => FieldValue::Unsigned(raw),
+                }
+            }
+        };
+        out.values[i] = v;
+    }
+    if pos != size {
+        return Err(DecodeError::SizeMismatch {
+            kind: header.kind,
+            expected: pos,
+            found: size,
+        });
+    }
+    if def.shape == Shape::Span {
+        let traced = def.field("trace_id_hi").is_some();
+        let want = if traced { SPAN_FLAG_TRACE_CONTEXT } else { 0 };
+        if out.unsigned("flags")? != want as u64 {
+            return Err(DecodeError::BadField("flags"));
+        }
+    }
+    if def.kind == K::CELOG {
+        let (_, used) = celog::decode_event(out.payload)?;
+        if used != out.payload.len() {
+            return Err(DecodeError::SizeMismatch {
+                kind: header.kind,
+                expected: CommonHeader::SIZE + used,
+                found: size,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn is_hex_field(fd: &FieldDef) -> bool {
+    fd.ty == FieldType::U64 && (fd.name.ends_with("_id") || fd.name.starts_with("trace_id"))
+}
+
+/// Prints a decoded record's fields as `name=value` pairs separated by single spaces: strings
+/// unquoted, span and trace ids as `0x` + 16 hex digits, other integers in decimal, a CeLog event
+/// decoded as `id=0x… flag=… cpu=… ts=… len=…` (`-` for an absent flag or timestamp). An unknown
+/// kind prints `payload_len=N`.
+///
+/// # Errors
+/// Only those of `out`.
+///
+/// ```
+/// use typhon_recorder::codec::{celog::*, records::*};
+/// let ev = CelEvent { id: 0x2005, timestamp: Some(9), flag: None, cpu: 1, data: &[1, 2, 3] };
+/// let mut b = [0u8; 32];
+/// let n = write_celog_record(&mut b, 1, 0, &ev).unwrap();
+/// let mut s = String::new();
+/// write_fields(&decode_fields(&b[..n]).unwrap(), &mut s).unwrap();
+/// assert_eq!(s, "id=0x2005 flag=- cpu=1 ts=9 len=3");
+/// ```
+pub fn write_fields(rec: &DecodedRecord<'_>, out: &mut impl fmt::Write) -> fmt::Result {
+    let Some(def) = rec.def else {
+        return write!(out, "payload_len={}", rec.payload.len());
+    };
+    for (i, (fd, v)) in rec.fields().enumerate() {
+        if i > 0 {
+            out.write_char(' ')?;
+        }
+        match v {
+            FieldValue::Bytes(b) if def.kind == K::CELOG => match celog::decode_event(b) {
+                Ok((ev, _)) => {
+                    write!(out, "id={:#06x} flag=", ev.id)?;
+                    match ev.flag {
+                        Some(fl) => write!(out, "{fl}")?,
+                        None => out.write_char('-')?,
+                    }
+                    write!(out, " cpu={} ts=", ev.cpu)?;
+                    match ev.timestamp {
+                        Some(t) => write!(out, "{t}")?,
+                        None => out.write_char('-')?,
+                    }
+                    write!(out, " len={}", ev.data.len())?;
+                }
+                Err(_) => write!(out, "{}=<invalid {} bytes>", fd.name, b.len())?,
+            },
+            FieldValue::Unsigned(u) if is_hex_field(fd) => write!(out, "{}={:#018x}", fd.name, u)?,
+            FieldValue::Unsigned(u) => write!(out, "{}={}", fd.name, u)?,
+            FieldValue::Signed(s) => write!(out, "{}={}", fd.name, s)?,
+            FieldValue::Str(s) => write!(out, "{}={}", fd.name, s)?,
+            FieldValue::Bytes(b) => {
+                write!(out, "{}=", fd.name)?;
+                for x in b {
+                    write!(out, "{x:02x}")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---- typed records -------------------------------------------------------------------------
+
+/// A typed record body for every kind of the table. Built on [`decode_fields`], so it accepts
+/// exactly what the table-driven decoder accepts.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let r = Record::PhaseStart { phase: 3 };
+/// let mut b = [0u8; 16];
+/// let n = r.write(&mut b, 2, 10).unwrap();
+/// let (h, back) = decode(&b[..n]).unwrap();
+/// assert_eq!((h.slot, h.timestamp, back), (2, 10, r));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// Kind 0.
+    TickStart,
+    /// Kind 1.
+    TickEnd {
+        /// How overloaded the tick was.
+        overload_level: u8,
+        /// Tick multiplier in effect.
+        tick_multiplier: u8,
+    },
+    /// Kind 2.
+    PhaseStart {
+        /// Phase number.
+        phase: u8,
+    },
+    /// Kind 3.
+    PhaseEnd {
+        /// Phase number.
+        phase: u8,
+    },
+    /// Kind 6.
+    Instant {
+        /// Interned name.
+        name_id: i32,
+        /// User value.
+        payload: i32,
+    },
+    /// Kind 11.
+    TracedSpan {
+        /// Duration and ids.
+        span: SpanExt,
+        /// Trace context.
+        context: TraceContext,
+        /// Span name.
+        name: &'a str,
+    },
+    /// Kind 77.
+    ThreadInfo {
+        /// OS thread id.
+        thread_id: i32,
+        /// Thread name.
+        name: &'a str,
+        /// What the thread is for.
+        kind: ThreadKind,
+    },
+    /// Kinds 236–240.
+    Correlation(CorrelationInstant),
+    /// Kind 246.
+    NamedSpan {
+        /// Duration and ids.
+        span: SpanExt,
+        /// Span name.
+        name: &'a str,
+    },
+    /// Kind 255.
+    CeLog(CelEvent<'a>),
+}
+
+impl Record<'_> {
+    /// The record's kind.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::{records::Record, TraceEventKind};
+    /// assert_eq!(Record::TickStart.kind(), TraceEventKind::TICK_START);
+    /// ```
+    pub const fn kind(&self) -> K {
+        match self {
+            Record::TickStart => K::TICK_START,
+            Record::TickEnd { .. } => K::TICK_END,
+            Record::PhaseStart { .. } => K::PHASE_START,
+            Record::PhaseEnd { .. } => K::PHASE_END,
+            Record::Instant { .. } => K::INSTANT,
+            Record::TracedSpan { .. } => K::TRACED_SPAN,
+            Record::ThreadInfo { .. } => K::THREAD_INFO,
+            Record::Correlation(c) => c.kind(),
+            Record::NamedSpan { .. } => K::NAMED_SPAN,
+            Record::CeLog(_) => K::CELOG,
+        }
+    }
+
+    /// The encoded record size.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::*;
+    /// assert_eq!(Record::NamedSpan { span: SpanExt::default(), name: "ab" }.encoded_len(), 40);
+    /// ```
+    pub const fn encoded_len(&self) -> usize {
+        match self {
+            Record::TickStart => TICK_START_SIZE,
+            Record::TickEnd { .. } => TICK_END_SIZE,
+            Record::PhaseStart { .. } | Record::PhaseEnd { .. } => PHASE_SIZE,
+            Record::Instant { .. } => INSTANT_SIZE,
+            Record::TracedSpan { name, .. } => traced_span_len(name),
+            Record::ThreadInfo { name, .. } => thread_info_len(name),
+            Record::Correlation(c) => correlation::size_of(c.kind()),
+            Record::NamedSpan { name, .. } => named_span_len(name),
+            Record::CeLog(ev) => CELOG_EVENT + ev.encoded_len(),
+        }
+    }
+
+    /// Writes the record with the matching typed encoder and returns its size.
+    ///
+    /// # Errors
+    /// Those of the encoder; a correlation record whose size exceeds `d` gives
+    /// [`EncodeError::DstTooSmall`] rather than the correlation writers' panic.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::{records::*, EncodeError};
+    /// let r = Record::Instant { name_id: 1, payload: 2 };
+    /// assert_eq!(r.write(&mut [0u8; 4], 0, 0), Err(EncodeError::DstTooSmall { need: 20, have: 4 }));
+    /// ```
+    pub fn write(&self, d: &mut [u8], slot: u8, ts: i64) -> Result<usize, EncodeError> {
+        match *self {
+            Record::TickStart => write_tick_start(d, slot, ts),
+            Record::TickEnd {
+                overload_level,
+                tick_multiplier,
+            } => write_tick_end(d, slot, ts, overload_level, tick_multiplier),
+            Record::PhaseStart { phase } => write_phase_start(d, slot, ts, phase),
+            Record::PhaseEnd { phase } => write_phase_end(d, slot, ts, phase),
+            Record::Instant { name_id, payload } => write_instant(d, slot, ts, name_id, payload),
+            Record::TracedSpan {
+                span,
+                context,
+                name,
+            } => write_traced_span(d, slot, ts, &span, context, name),
+            Record::ThreadInfo {
+                thread_id,
+                name,
+                kind,
+            } => write_thread_info(d, slot, ts, thread_id, name, kind),
+            Record::Correlation(instant) => {
+                let need = correlation::size_of(instant.kind());
+                let have = d.len();
+                let d = reserve(d, need).map_err(|_| EncodeError::DstTooSmall { need, have })?;
+                Ok(correlation::CorrelationInstantData {
+                    slot,
+                    timestamp: ts,
+                    instant,
+                }
+                .write(d))
+            }
+            Record::NamedSpan { span, name } => write_named_span(d, slot, ts, &span, name),
+            Record::CeLog(ev) => write_celog_record(d, slot, ts, &ev),
+        }
+    }
+}
+
+/// Decodes the record at the start of `record` into its header and typed body (bytes after the
+/// record are ignored).
+///
+/// # Errors
+/// Those of [`decode_fields`], and [`DecodeError::UnexpectedKind`] for a kind not in the table.
+///
+/// ```
+/// use typhon_recorder::codec::{records::*, DecodeError, TraceEventKind};
+/// let mut b = [0u8; 64];
+/// let span = SpanExt { duration_ns: 5, span_id: 6, parent_span_id: 7 };
+/// let ctx = TraceContext::from_command(1, 2, 3);
+/// let n = write_traced_span(&mut b, 4, 100, &span, ctx, "cmd").unwrap();
+/// let (_, r) = decode(&b[..n]).unwrap();
+/// assert_eq!(r, Record::TracedSpan { span, context: ctx, name: "cmd" });
+/// b[2] = 200;
+/// assert_eq!(decode(&b), Err(DecodeError::UnexpectedKind(TraceEventKind(200))));
+/// ```
+pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> {
+    let r = decode_fields(record)?;
+    let h = r.header;
+    let span = |r: &DecodedRecord<'_>| -> Result<SpanExt, DecodeError> {
+        Ok(SpanExt {
+            duration_ns: r.signed("duration_ns")?,
+            span_id: r.unsigned("span_id")?,
+            parent_span_id: r.unsigned("parent_span_id")?,
+        })
+    };
+    let body = match h.kind {
+        K::TICK_START => Record::TickStart,
+        K::TICK_END => Record::TickEnd {
+            overload_level: r.unsigned("overload_level")? as u8,
+            tick_multiplier: r.unsigned("tick_multiplier")? as u8,
+        },
+        K::PHASE_START => Record::PhaseStart {
+            phase: r.unsigned("phase")? as u8,
+        },
+        K::PHASE_END => Record::PhaseEnd {
+            phase: r.unsigned("phase")? as u8,
+        },
+        K::INSTANT => Record::Instant {
+            name_id: r.signed("name_id")? as i32,
+            payload: r.signed("payload")? as i32,
+        },
+        K::TRACED_SPAN => Record::TracedSpan {
+            span: span(&r)?,
+            context: TraceContext {
+                hi: r.unsigned("trace_id_hi")?,
+                lo: r.unsigned("trace_id_lo")?,
+            },
+            name: r.string("name")?,
+        },
+        K::THREAD_INFO => Record::ThreadInfo {
+            thread_id: r.signed("thread_id")? as i32,
+            name: r.string("name")?,
+            kind: ThreadKind::from_u8(r.unsigned("thread_kind")? as u8),
+        },
+        K::NAMED_SPAN => Record::NamedSpan {
+            span: span(&r)?,
+            name: r.string("name")?,
+        },
+        K::CELOG => Record::CeLog(celog::decode_event(r.payload)?.0),
+        k if correlation::covers(k) => Record::Correlation(correlation::decode(record)?.instant),
+        k => return Err(DecodeError::UnexpectedKind(k)),
+    };
+    Ok((h, body))
+}

@@ -1,1 +1,30 @@
-//! (in progress)
+//! trace-cmd `trace.dat` files: the event formats generated from the kind table, the version 6
+//! writer, and a reader for version 6 and uncompressed version 7 files.
+//!
+//! A recording is one trace.dat file in which every thread slot is a "CPU" (CPU n = slot n), each
+//! record kind is an event of system `typhon` whose ID is the kind byte, and the cmdlines map a
+//! slot to its thread name, so `trace-cmd report` and KernelShark show Typhon records directly.
+//!
+//! ```
+//! use typhon_recorder::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages, TraceFile};
+//! let mut meta = FileMeta::new(4096);
+//! meta.slots.push(SlotMeta { slot: 2, name: "worker".into(), ..Default::default() });
+//! let mut out = std::io::Cursor::new(Vec::new());
+//! write_tracedat(&mut out, &meta, &mut []).unwrap();
+//! let f = TraceFile::parse(out.into_inner()).unwrap();
+//! assert_eq!(f.cpus(), 3);
+//! assert_eq!(f.cmdline(2), Some("worker"));
+//! ```
+
+pub mod format;
+pub mod reader;
+pub mod writer;
+
+pub use reader::{
+    CpuRecords, EventFormat, FieldFormat, MergedRecords, Record, TraceDatError, TraceFile,
+    TraceOption,
+};
+pub use writer::{
+    write_tracedat, FileMeta, SlotMeta, SlotPages, META_FORMAT, OPTION_TRACECLOCK,
+    OPTION_TYPHON_META, OPTION_VERSION,
+};
