@@ -26,9 +26,25 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod codec;
+pub mod filesink;
+pub mod flusher;
 pub mod kbuffer;
 pub mod page;
+pub mod recorder;
+pub mod registry;
 pub mod ring;
+pub mod sink;
 mod sync;
 pub mod tracedat;
+
+pub use codec::correlation::{command_causal_id, is_command_causal_id};
+pub use recorder::{
+    celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
+    egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,
+    ingress_received, ingress_received_at, instant, instant_at, phase_end, phase_end_at,
+    phase_start, phase_start_at, set_thread_info, span, span_at, tick_end, tick_end_at, tick_start,
+    tick_start_at, traced_span, traced_span_at, write_record, Recorder, RecorderBuilder, SpanGuard,
+    Stats,
+};

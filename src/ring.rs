@@ -303,6 +303,12 @@ impl Producer {
         }
     }
 
+    /// Forgets drops not yet carried by a gap entry (the flusher has accounted them itself, at
+    /// the end of the slot's stream) and returns how many there were.
+    pub(crate) fn take_pending_gap(&mut self) -> u64 {
+        std::mem::take(&mut self.pending_gap)
+    }
+
     /// Records dropped since the last written record, not yet carried by a gap entry.
     ///
     /// ```

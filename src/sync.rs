@@ -2,11 +2,11 @@
 //! models in `loom-tests/` check the real ring and registry code rather than a copy.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;

@@ -1,0 +1,144 @@
+//! Time: raw TSC ticks on the hot path, nanoseconds on the CLOCK_MONOTONIC time base in files.
+//!
+//! Producers read [`Clock::raw`] (quanta's TSC source: one `rdtsc`, no syscall). The flusher turns
+//! ticks into nanoseconds with [`Clock::to_ns`], anchored at session start to a
+//! `clock_gettime(CLOCK_MONOTONIC)` reading, so a recording lines up with other tools' monotonic
+//! timestamps (and with `trace-cmd`'s `mono` clock).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A calibrated tick clock with its session anchor.
+///
+/// ```
+/// use typhon_recorder::clock::Clock;
+/// let c = Clock::new();
+/// let a = c.raw();
+/// let b = c.raw();
+/// assert!(c.to_ns(b) >= c.to_ns(a));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Clock {
+    q: quanta::Clock,
+    raw0: u64,
+    mono0: u64,
+    wall0: u64,
+    /// Ticks per nanosecond, for the (rare) ns → ticks direction.
+    ticks_per_ns: f64,
+}
+
+/// Reads CLOCK_MONOTONIC in nanoseconds.
+///
+/// ```
+/// let a = typhon_recorder::clock::monotonic_ns();
+/// assert!(typhon_recorder::clock::monotonic_ns() >= a);
+/// ```
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC is always supported on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock {
+    /// Calibrates (once per process, inside quanta) and anchors the clock now.
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// assert!(c.wall_anchor_ns() > 1_600_000_000_000_000_000);
+    /// ```
+    pub fn new() -> Self {
+        let q = quanta::Clock::new();
+        let raw0 = q.raw();
+        let mono0 = monotonic_ns();
+        let wall0 = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        const SPAN: u64 = 1 << 40;
+        let ns = q.delta_as_nanos(raw0, raw0 + SPAN).max(1);
+        Self {
+            q,
+            raw0,
+            mono0,
+            wall0,
+            ticks_per_ns: SPAN as f64 / ns as f64,
+        }
+    }
+
+    /// The current time in raw ticks (the hot-path clock read).
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// let _t: u64 = c.raw();
+    /// ```
+    #[inline(always)]
+    pub fn raw(&self) -> u64 {
+        self.q.raw()
+    }
+
+    /// Converts raw ticks to nanoseconds on the CLOCK_MONOTONIC time base (saturating at 0).
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// let before = typhon_recorder::clock::monotonic_ns();
+    /// let t = c.to_ns(c.raw());
+    /// let after = typhon_recorder::clock::monotonic_ns();
+    /// assert!(t + 1_000_000 >= before && t <= after + 1_000_000);
+    /// ```
+    #[inline]
+    pub fn to_ns(&self, raw: u64) -> u64 {
+        if raw >= self.raw0 {
+            self.mono0 + self.q.delta_as_nanos(self.raw0, raw)
+        } else {
+            self.mono0
+                .saturating_sub(self.q.delta_as_nanos(raw, self.raw0))
+        }
+    }
+
+    /// Converts nanoseconds on the CLOCK_MONOTONIC time base to raw ticks, for callers that
+    /// supply their own timestamps (inverse of [`Clock::to_ns`] up to rounding).
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// let ns = typhon_recorder::clock::monotonic_ns();
+    /// let back = c.to_ns(c.ns_to_raw(ns));
+    /// assert!(back.abs_diff(ns) < 1_000);
+    /// ```
+    pub fn ns_to_raw(&self, ns: u64) -> u64 {
+        let d = (ns as f64 - self.mono0 as f64) * self.ticks_per_ns;
+        (self.raw0 as f64 + d).max(0.0) as u64
+    }
+
+    pub(crate) fn quanta(&self) -> &quanta::Clock {
+        &self.q
+    }
+
+    /// CLOCK_MONOTONIC nanoseconds at session start.
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// assert!(c.monotonic_anchor_ns() <= typhon_recorder::clock::monotonic_ns());
+    /// ```
+    pub fn monotonic_anchor_ns(&self) -> u64 {
+        self.mono0
+    }
+
+    /// UNIX time in nanoseconds at session start (the wall-clock anchor stored in files).
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// assert!(c.wall_anchor_ns() > 0);
+    /// ```
+    pub fn wall_anchor_ns(&self) -> u64 {
+        self.wall0
+    }
+}

@@ -1,0 +1,495 @@
+//! The flusher thread: drains every slot ring into that slot's stream of sub-buffer pages.
+//!
+//! Each cycle (every flush interval, or sooner when a producer reports a ring past half full) it
+//! walks the claimed slots and, for each record:
+//! 1. converts the record's raw-tick timestamp to CLOCK_MONOTONIC nanoseconds and rewrites the
+//!    field (for spans also the duration; for timestamped CeLog events the CeLog µs timestamp);
+//! 2. appends it to the slot's open page at its page time (instants: their time; spans: their
+//!    end, so page time never goes backwards within a slot);
+//! 3. hands full pages to the sink.
+//!
+//! Losses: a gap entry in the ring closes the open page; the next page carries the gap's count
+//! (MISSED_EVENTS|MISSED_STORED with the count after the data), so each count sits on the page
+//! right after its gap. Drops with no record after them (at thread exit or shutdown) and a gap
+//! whose next record is too large to leave room for the count are carried by a ThreadInfo record
+//! the flusher writes for the slot (a re-statement of the slot's thread, as Typhon itself
+//! re-sends): the format's rule that a missed count needs a record on its page is kept, and every
+//! drop is counted exactly once. Such records count as written by the slot.
+
+use crate::codec::{self, kinds::Shape, records, TraceEventKind};
+use crate::page::{PageWriter, PushError};
+use crate::recorder::{Core, Stats};
+use crate::registry::{ACTIVE, FREE, RETIRING, SLOTS};
+use crate::ring::{Consumer, Entry};
+use crate::sink::{SessionSummary, Sink, SlotSummary};
+use parking_lot::Mutex;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Counters the flusher publishes for `stats()` snapshots.
+#[derive(Default)]
+pub(crate) struct Progress {
+    pages: AtomicU64,
+    bytes: AtomicU64,
+    pages_lost: AtomicU64,
+    sink_errors: AtomicU64,
+    first_error: Mutex<Option<String>>,
+    slots: Mutex<Vec<SlotSummary>>,
+}
+
+impl Progress {
+    pub(crate) fn snapshot(&self, core: &Core) -> Stats {
+        let mut slots = self.slots.lock().clone();
+        for s in &mut slots {
+            let e = core.registry.slot(s.slot);
+            // Relaxed: statistics.
+            s.filtered = e.filtered.load(Ordering::Relaxed);
+            s.refused = e.refused.load(Ordering::Relaxed);
+        }
+        Stats {
+            slots,
+            no_slot: core.no_slot.load(Ordering::Relaxed),
+            pages: self.pages.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            pages_lost: self.pages_lost.load(Ordering::Relaxed),
+            sink_errors: self.sink_errors.load(Ordering::Relaxed),
+            first_sink_error: self.first_error.lock().clone(),
+        }
+    }
+}
+
+/// The flusher's state for one slot.
+struct SlotStream {
+    consumer: Option<Consumer>,
+    page: Option<PageWriter>,
+    /// Dropped records not yet placed on a page.
+    pending: u64,
+    /// Drops accounted so far (gap entries seen plus trailing drops carried).
+    missed: u64,
+    written: u64,
+    sink_lost: u64,
+    opened: Option<Instant>,
+    /// Page time of the slot's last record.
+    last_ts: u64,
+    name: String,
+    tids: Vec<i32>,
+    kind: records::ThreadKind,
+    used: bool,
+}
+
+impl SlotStream {
+    fn new() -> Self {
+        Self {
+            consumer: None,
+            page: None,
+            pending: 0,
+            missed: 0,
+            written: 0,
+            sink_lost: 0,
+            opened: None,
+            last_ts: 0,
+            name: String::new(),
+            tids: Vec::new(),
+            kind: records::ThreadKind::Other,
+            used: false,
+        }
+    }
+}
+
+struct Flusher {
+    core: Arc<Core>,
+    sink: Box<dyn Sink>,
+    slots: Vec<SlotStream>,
+    is_span: [bool; 256],
+    scratch: Vec<u8>,
+}
+
+pub(crate) fn spawn(
+    core: Arc<Core>,
+    sink: Box<dyn Sink>,
+) -> io::Result<JoinHandle<io::Result<SessionSummary>>> {
+    let mut is_span = [false; 256];
+    for d in codec::KINDS {
+        is_span[d.kind.0 as usize] = d.shape == Shape::Span;
+    }
+    let mut f = Flusher {
+        core,
+        sink,
+        slots: (0..SLOTS).map(|_| SlotStream::new()).collect(),
+        is_span,
+        scratch: Vec::with_capacity(256),
+    };
+    f.session_start()?;
+    let start = f.summary();
+    f.sink.begin(&start)?;
+    std::thread::Builder::new()
+        .name("typhon-flusher".into())
+        .spawn(move || f.run())
+}
+
+impl Flusher {
+    /// Slot 0, the recorder's own stream: its ThreadInfo, then the CeLog session header
+    /// (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END).
+    fn session_start(&mut self) -> io::Result<()> {
+        let ts = self.core.clock.monotonic_anchor_ns();
+        let s = &mut self.slots[0];
+        s.name = "typhon-recorder".into();
+        s.tids.push(std::process::id() as i32);
+        s.kind = records::ThreadKind::Other;
+        self.push_thread_info(0, ts);
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let marker = codec::celog::log_marker_data(1_000_000, 100, ncpu);
+        for (id, data) in [
+            (codec::celog::CELID_LOG_MARKER, &marker[..]),
+            (codec::celog::CELID_SYNC_END, &[][..]),
+        ] {
+            let len = records::celog_record_len(data.len(), false, false, 0);
+            self.scratch.clear();
+            self.scratch.resize(len, 0);
+            let ev = codec::celog::CelEvent {
+                id,
+                timestamp: None,
+                flag: None,
+                cpu: 0,
+                data,
+            };
+            records::write_celog_record(&mut self.scratch, 0, ts as i64, &ev)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            let rec = std::mem::take(&mut self.scratch);
+            self.push(0, &rec, ts, None);
+            self.scratch = rec;
+        }
+        Ok(())
+    }
+
+    fn run(mut self) -> io::Result<SessionSummary> {
+        loop {
+            // Acquire pairs with the Release store in `finish`: the final cycle starts after the
+            // recorder was uninstalled, so every write that completed before `finish()` was
+            // called is published in its ring by now.
+            let finishing = self.core.finishing.load(Ordering::Acquire);
+            self.cycle(finishing);
+            if finishing {
+                break;
+            }
+            let mut g = self.core.wake_lock.lock();
+            if !self.core.wake_pending.load(Ordering::Acquire)
+                && !self.core.finishing.load(Ordering::Acquire)
+            {
+                self.core.wake_cv.wait_for(&mut g, self.core.flush_interval);
+            }
+            drop(g);
+            // Release: a producer that sees `false` afterwards will notify again.
+            self.core.wake_pending.store(false, Ordering::Release);
+        }
+        let summary = self.summary();
+        self.sink.finish(&summary)?;
+        Ok(summary)
+    }
+
+    fn cycle(&mut self, last: bool) {
+        let hw = self.core.registry.high_water();
+        for i in 0..hw {
+            let slot = i as u8;
+            if i > 0 {
+                self.service_slot(slot, last);
+            }
+            let s = &self.slots[i];
+            let stale = s
+                .opened
+                .is_some_and(|t| t.elapsed() >= self.core.max_page_age);
+            if last || stale {
+                self.emit_page(slot);
+            }
+        }
+        if let Err(e) = self.sink.flush() {
+            self.sink_error(&e);
+        }
+        self.publish();
+    }
+
+    fn service_slot(&mut self, slot: u8, last: bool) {
+        let core = self.core.clone();
+        let reg = &core.registry;
+        // Acquire pairs with the Release stores of `claim`/`retire`: for RETIRING, every record
+        // of the slot's last thread is published.
+        let state = reg.slot(slot).state.load(Ordering::Acquire);
+        let s = &mut self.slots[slot as usize];
+        if s.consumer.is_none() {
+            if state == FREE {
+                return;
+            }
+            s.consumer = reg.take_consumer(slot);
+            if s.consumer.is_none() {
+                return;
+            }
+        }
+        self.drain(slot);
+        if state == RETIRING || (last && state == ACTIVE) {
+            self.close_stream(slot);
+            if state == RETIRING {
+                reg.release(slot);
+            }
+        }
+    }
+
+    fn drain(&mut self, slot: u8) {
+        let Some(mut cons) = self.slots[slot as usize].consumer.take() else {
+            return;
+        };
+        cons.drain(|e| match e {
+            Entry::Gap(n) => {
+                let s = &mut self.slots[slot as usize];
+                s.pending += n;
+                s.missed += n;
+            }
+            Entry::Record(r) => self.push_raw(slot, r),
+        });
+        self.slots[slot as usize].consumer = Some(cons);
+    }
+
+    /// End of a slot's thread (or of the session): carry drops that no record followed, and
+    /// hand the partial page to the sink.
+    fn close_stream(&mut self, slot: u8) {
+        let i = slot as usize;
+        let Some(cons) = &self.slots[i].consumer else {
+            return;
+        };
+        let dropped = cons.producer_dropped();
+        let s = &mut self.slots[i];
+        let trailing = dropped.saturating_sub(s.missed);
+        if trailing > 0 {
+            s.pending += trailing;
+            s.missed += trailing;
+            if let Some(p) = self.core.registry.slot(slot).parked.lock().as_mut() {
+                p.producer.take_pending_gap();
+            }
+        }
+        while self.slots[i].pending > 0 {
+            let ts = self.slots[i].last_ts;
+            self.push_thread_info(slot, ts);
+        }
+        self.emit_page(slot);
+    }
+
+    /// Pushes a flusher-made ThreadInfo record for `slot` at page time `ts`.
+    fn push_thread_info(&mut self, slot: u8, ts: u64) {
+        let s = &self.slots[slot as usize];
+        let name = crate::recorder::clamp_thread_name(&s.name);
+        let len = records::thread_info_len(name);
+        let tid = s.tids.last().copied().unwrap_or(0);
+        let kind = s.kind;
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        buf.resize(len, 0);
+        let _ = records::write_thread_info(&mut buf, slot, ts as i64, tid, name, kind);
+        self.push(slot, &buf, ts, None);
+        self.scratch = buf;
+    }
+
+    /// A record from a ring: raw-tick times.
+    fn push_raw(&mut self, slot: u8, r: &[u8]) {
+        let kind = r[2];
+        let raw = i64::from_le_bytes(r[4..12].try_into().unwrap()) as u64;
+        let clock = &self.core.clock;
+        let ts = clock.to_ns(raw);
+        let mut dur = None;
+        let mut page_ts = ts;
+        if self.is_span[kind as usize] && r.len() >= 20 {
+            let d = i64::from_le_bytes(r[12..20].try_into().unwrap());
+            let end = clock.to_ns(raw.wrapping_add(d as u64));
+            let d_ns = end.saturating_sub(ts);
+            dur = Some(d_ns as i64);
+            page_ts = end;
+        }
+        if kind == TraceEventKind::THREAD_INFO.0 {
+            self.note_thread(slot, r);
+        }
+        self.push(slot, r, page_ts, Some((ts, dur)));
+    }
+
+    fn note_thread(&mut self, slot: u8, r: &[u8]) {
+        if let Some((tid, name, kind)) = crate::recorder::thread_info(r) {
+            let s = &mut self.slots[slot as usize];
+            if s.name.is_empty() {
+                s.name = name.to_owned();
+            }
+            if s.tids.last() != Some(&tid) {
+                s.tids.push(tid);
+            }
+            s.kind = kind;
+            s.used = true;
+        }
+    }
+
+    /// Appends one record to the slot's page stream at page time `page_ts`; `patch` holds the
+    /// converted timestamp (and span duration) to write into the copy in the page.
+    fn push(&mut self, slot: u8, r: &[u8], page_ts: u64, patch: Option<(u64, Option<i64>)>) {
+        enum Next {
+            Emit,
+            Carrier,
+            Done,
+            Refused,
+        }
+        let i = slot as usize;
+        if self.slots[i].page.is_none() {
+            match PageWriter::new(self.core.page_size) {
+                Ok(p) => self.slots[i].page = Some(p),
+                Err(_) => return, // the page size was validated when the recorder started
+            }
+        }
+        // Page time never goes backwards across the slot's pages either.
+        let page_ts = page_ts.max(self.slots[i].last_ts);
+        loop {
+            let next = {
+                let s = &mut self.slots[i];
+                let page = s.page.as_mut().unwrap();
+                if s.pending > 0 && !page.is_empty() {
+                    Next::Emit
+                } else {
+                    if s.pending > 0 {
+                        s.pending = page.set_missed(s.pending).unwrap_or(s.pending);
+                    }
+                    let empty = page.is_empty();
+                    match page.try_push(page_ts, r) {
+                        Ok(dst) => {
+                            if let Some((ts, dur)) = patch {
+                                patch_times(dst, ts, dur);
+                            }
+                            s.written += 1;
+                            s.used = true;
+                            s.last_ts = page_ts;
+                            if s.opened.is_none() {
+                                s.opened = Some(Instant::now());
+                            }
+                            Next::Done
+                        }
+                        // Only with a missed count reserved: the record leaves no room for it.
+                        Err(PushError::Full) if empty => Next::Carrier,
+                        Err(PushError::Full) => Next::Emit,
+                        Err(_) => Next::Refused,
+                    }
+                }
+            };
+            match next {
+                Next::Done => return,
+                Next::Emit => self.emit_page(slot),
+                // Put the count on a small carrier record's page; this record goes on the next.
+                Next::Carrier => self.push_thread_info(slot, page_ts),
+                Next::Refused => {
+                    // Larger than a page can hold: producers refuse such writes, so only a
+                    // foreign record could get here. Count it rather than lose it silently.
+                    self.core
+                        .registry
+                        .slot(slot)
+                        .refused
+                        .fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn emit_page(&mut self, slot: u8) {
+        let s = &mut self.slots[slot as usize];
+        let Some(page) = s.page.as_mut() else { return };
+        if page.is_empty() {
+            return;
+        }
+        let n = page.records() as u64;
+        s.opened = None;
+        let bytes = page.finish();
+        match self.sink.write_page(slot, bytes) {
+            Ok(()) => {
+                self.core.progress.pages.fetch_add(1, Ordering::Relaxed);
+                self.core
+                    .progress
+                    .bytes
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                s.written -= n;
+                s.sink_lost += n;
+                self.core
+                    .progress
+                    .pages_lost
+                    .fetch_add(1, Ordering::Relaxed);
+                self.sink_error(&e);
+            }
+        }
+    }
+
+    fn sink_error(&self, e: &io::Error) {
+        self.core
+            .progress
+            .sink_errors
+            .fetch_add(1, Ordering::Relaxed);
+        let mut first = self.core.progress.first_error.lock();
+        if first.is_none() {
+            *first = Some(e.to_string());
+        }
+    }
+
+    fn slot_summaries(&self) -> Vec<SlotSummary> {
+        let reg = &self.core.registry;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.used || s.missed > 0)
+            .map(|(i, s)| {
+                let e = reg.slot(i as u8);
+                SlotSummary {
+                    slot: i as u8,
+                    name: s.name.clone(),
+                    thread_ids: s.tids.clone(),
+                    attempted: s.written + s.missed + s.sink_lost,
+                    written: s.written,
+                    missed: s.missed,
+                    filtered: e.filtered.load(Ordering::Relaxed),
+                    refused: e.refused.load(Ordering::Relaxed),
+                    sink_lost: s.sink_lost,
+                }
+            })
+            .collect()
+    }
+
+    fn publish(&self) {
+        let v = self.slot_summaries();
+        for s in &v {
+            self.core
+                .registry
+                .slot(s.slot)
+                .written
+                .store(s.written, Ordering::Relaxed);
+        }
+        *self.core.progress.slots.lock() = v;
+    }
+
+    fn summary(&self) -> SessionSummary {
+        SessionSummary {
+            page_size: self.core.page_size,
+            wall_anchor_ns: self.core.clock.wall_anchor_ns(),
+            monotonic_anchor_ns: self.core.clock.monotonic_anchor_ns(),
+            end_ns: crate::clock::monotonic_ns(),
+            slots: self.slot_summaries(),
+            no_slot: self.core.no_slot.load(Ordering::Relaxed),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// Writes the converted times into a record's copy in a page: the header timestamp, a span's
+/// duration, and a timestamped CeLog event's own 1 µs timestamp (low 32 bits).
+fn patch_times(dst: &mut [u8], ts: u64, dur: Option<i64>) {
+    dst[4..12].copy_from_slice(&(ts as i64).to_le_bytes());
+    if let Some(d) = dur {
+        dst[12..20].copy_from_slice(&d.to_le_bytes());
+    }
+    // A CeLog record: the event's header word at 12; bit 31 = T, then the u32 timestamp.
+    if dst[2] == TraceEventKind::CELOG.0 && dst.len() >= 20 && dst[15] & 0x80 != 0 {
+        dst[16..20].copy_from_slice(&((ts / 1000) as u32).to_le_bytes());
+    }
+}

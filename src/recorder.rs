@@ -1,0 +1,1385 @@
+//! The producer API and the recorder's lifecycle.
+//!
+//! A [`Recorder`] is built with [`RecorderBuilder`], started (which installs it process-wide and
+//! starts its flusher thread), and finished with [`Recorder::finish`], which writes out every
+//! record written before the call and returns the final [`Stats`]. While it runs, any thread
+//! records through free functions — no handle to pass around:
+//!
+//! ```
+//! use typhon_recorder::{recorder::RecorderBuilder, sink::MemorySink};
+//! let sink = MemorySink::new();
+//! let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+//! typhon_recorder::tick_start();
+//! typhon_recorder::ingress_received(7, 1, 0, 64);
+//! {
+//!     let _s = typhon_recorder::span("update");
+//!     typhon_recorder::phase_start(1);
+//! }
+//! let stats = rec.finish().unwrap();
+//! assert_eq!(stats.user_written(), 5); // ThreadInfo + 4 records
+//! assert_eq!(stats.total_missed(), 0);
+//! ```
+//!
+//! Cost model. With no recorder installed, or for a kind that is filtered out, a write is one
+//! relaxed load of a per-kind flag and a branch. Otherwise it is a thread-local lookup, a clock
+//! read (unless the caller supplies the timestamp), the record's stores into the thread's own ring
+//! and one Release store of the ring head. A thread's first write claims a slot and allocates its
+//! ring (once per slot, reused by later threads); after that nothing allocates, locks or makes a
+//! system call. A full ring drops the record and counts it.
+
+use crate::clock::Clock;
+use crate::codec::{self, correlation, records, TraceEventKind};
+use crate::registry::{Parked, Registry};
+use crate::ring::Producer;
+use crate::sink::{SessionSummary, Sink, SlotSummary};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::cell::RefCell;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub use crate::codec::correlation::IngressDropReason;
+pub use crate::codec::records::{ThreadKind, TraceContext};
+
+/// Per-kind enable flags: all false while no recorder is installed, so the disabled and filtered
+/// paths are the same single relaxed load.
+static KIND_ON: [AtomicBool; 256] = [const { AtomicBool::new(false) }; 256];
+/// Generation of the installed recorder (0 = none); a thread's cached slot belongs to one.
+static GEN: AtomicU64 = AtomicU64::new(0);
+static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
+static ACTIVE: RwLock<Option<Arc<Core>>> = RwLock::new(None);
+/// CeLog zones (CeLogSetZones): user and CE masks.
+static ZONE_USER: AtomicU32 = AtomicU32::new(u32::MAX);
+static ZONE_CE: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Errors from starting or finishing a recorder, and from writes that take variable input.
+#[derive(Debug)]
+pub enum RecorderError {
+    /// A configuration value is out of range.
+    Config(String),
+    /// Another recorder is installed in this process.
+    AlreadyInstalled,
+    /// An I/O error from the sink or the output file.
+    Io(std::io::Error),
+    /// The flusher thread panicked.
+    FlusherPanicked,
+}
+
+impl fmt::Display for RecorderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecorderError::Config(s) => write!(f, "invalid recorder configuration: {s}"),
+            RecorderError::AlreadyInstalled => {
+                f.write_str("a recorder is already installed in this process")
+            }
+            RecorderError::Io(e) => write!(f, "recorder I/O error: {e}"),
+            RecorderError::FlusherPanicked => f.write_str("the flusher thread panicked"),
+        }
+    }
+}
+
+impl std::error::Error for RecorderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RecorderError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for RecorderError {
+    fn from(e: std::io::Error) -> Self {
+        RecorderError::Io(e)
+    }
+}
+
+/// Why a write with variable-size input was not recorded. (Fixed-size writes cannot fail; a
+/// full ring is not an error but a counted drop.)
+///
+/// ```
+/// use typhon_recorder::recorder::WriteError;
+/// assert!(WriteError::TooLarge { size: 5000, max: 4072 }.to_string().contains("5000"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteError {
+    /// The record would not fit in one page (`size` > `max` = page size − 24).
+    TooLarge {
+        /// The record's size.
+        size: usize,
+        /// The largest record the recorder's page size allows.
+        max: usize,
+    },
+    /// The input is malformed (e.g. a NUL inside a span name, a CeLog id out of range).
+    Invalid(String),
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteError::TooLarge { size, max } => write!(
+                f,
+                "record of {size} bytes does not fit in a page (max {max}); use a larger page size"
+            ),
+            WriteError::Invalid(s) => write!(f, "invalid record: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// Recorder configuration.
+///
+/// ```
+/// use std::time::Duration;
+/// use typhon_recorder::recorder::RecorderBuilder;
+/// let b = RecorderBuilder::new().page_size(8192).ring_bytes(1 << 16)
+///     .flush_interval(Duration::from_millis(5));
+/// assert!(b.validate().is_ok());
+/// assert!(RecorderBuilder::new().page_size(5000).validate().is_err());
+/// ```
+pub struct RecorderBuilder {
+    sink: Option<Box<dyn Sink>>,
+    output: Option<PathBuf>,
+    page_size: usize,
+    ring_bytes: usize,
+    flush_interval: Duration,
+    max_page_age: Duration,
+    disabled: Vec<TraceEventKind>,
+}
+
+impl Default for RecorderBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Default bytes per slot ring (1 MiB, like Typhon's primary ring).
+pub const DEFAULT_RING_BYTES: usize = 1 << 20;
+/// Default flush interval.
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(10);
+
+impl RecorderBuilder {
+    /// Defaults: 4096-byte pages, 1 MiB per slot ring, 10 ms flush interval, pages older than
+    /// 1 s flushed even when not full, every kind enabled, no sink (set one or an output path).
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new();
+    /// assert!(b.validate().is_ok());
+    /// ```
+    pub fn new() -> Self {
+        Self {
+            sink: None,
+            output: None,
+            page_size: crate::page::DEFAULT_PAGE_SIZE,
+            ring_bytes: DEFAULT_RING_BYTES,
+            flush_interval: DEFAULT_FLUSH_INTERVAL,
+            max_page_age: Duration::from_secs(1),
+            disabled: Vec::new(),
+        }
+    }
+
+    /// Pages go to this sink.
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink);
+    /// # drop(b);
+    /// ```
+    pub fn sink(mut self, sink: impl Sink + 'static) -> Self {
+        self.sink = Some(Box::new(sink));
+        self
+    }
+
+    /// Record to a trace.dat file at `path` (pages stream to `<path>.parts/` while recording;
+    /// `finish()` assembles the file).
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new().output("/tmp/x.dat");
+    /// # drop(b);
+    /// ```
+    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
+        self.output = Some(path.into());
+        self
+    }
+
+    /// Page (sub-buffer) size: a power of two from 4096 to 1 MiB.
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new().page_size(16384);
+    /// assert!(b.validate().is_ok());
+    /// ```
+    pub fn page_size(mut self, bytes: usize) -> Self {
+        self.page_size = bytes;
+        self
+    }
+
+    /// Bytes per slot ring: a power of two, at least 4096 and at least twice the largest record.
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new().ring_bytes(4096);
+    /// assert!(b.validate().is_ok());
+    /// ```
+    pub fn ring_bytes(mut self, bytes: usize) -> Self {
+        self.ring_bytes = bytes;
+        self
+    }
+
+    /// How often the flusher drains every ring (it also wakes when a ring passes half full).
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .flush_interval(std::time::Duration::from_millis(1));
+    /// # drop(b);
+    /// ```
+    pub fn flush_interval(mut self, d: Duration) -> Self {
+        self.flush_interval = d;
+        self
+    }
+
+    /// A partly filled page is handed to the sink once it is this old (bounds what a crash can
+    /// lose for slow threads).
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .max_page_age(std::time::Duration::from_millis(100));
+    /// # drop(b);
+    /// ```
+    pub fn max_page_age(mut self, d: Duration) -> Self {
+        self.max_page_age = d;
+        self
+    }
+
+    /// Filters out a kind: its writes cost one load and a branch and are counted as filtered.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::TraceEventKind;
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new().disable(TraceEventKind::TICK_START);
+    /// # drop(b);
+    /// ```
+    pub fn disable(mut self, kind: TraceEventKind) -> Self {
+        self.disabled.push(kind);
+        self
+    }
+
+    /// Checks the configuration without starting anything.
+    ///
+    /// ```
+    /// let e = typhon_recorder::recorder::RecorderBuilder::new().ring_bytes(3000).validate();
+    /// assert!(e.is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), RecorderError> {
+        crate::page::validate_page_size(self.page_size)
+            .map_err(|e| RecorderError::Config(e.to_string()))?;
+        if !self.ring_bytes.is_power_of_two()
+            || self.ring_bytes < crate::ring::MIN_CAPACITY
+            || self.ring_bytes > crate::ring::MAX_CAPACITY
+        {
+            return Err(RecorderError::Config(format!(
+                "ring size {} must be a power of two between {} and {}",
+                self.ring_bytes,
+                crate::ring::MIN_CAPACITY,
+                crate::ring::MAX_CAPACITY
+            )));
+        }
+        if self.flush_interval.is_zero() {
+            return Err(RecorderError::Config("flush interval must be > 0".into()));
+        }
+        Ok(())
+    }
+
+    /// Starts the flusher and installs the recorder process-wide. Fails if one is installed.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// assert!(typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().is_err());
+    /// r.finish().unwrap();
+    /// ```
+    pub fn start(self) -> Result<Recorder, RecorderError> {
+        self.validate()?;
+        let sink: Box<dyn Sink> = match (self.sink, &self.output) {
+            (Some(s), None) => s,
+            (None, Some(path)) => {
+                Box::new(crate::filesink::FileSink::create(path, self.page_size)?)
+            }
+            (None, None) => {
+                return Err(RecorderError::Config(
+                    "no output: set a sink or an output path".into(),
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(RecorderError::Config(
+                    "set either a sink or an output path, not both".into(),
+                ))
+            }
+        };
+        let mut active = ACTIVE.write();
+        if active.is_some() {
+            return Err(RecorderError::AlreadyInstalled);
+        }
+        let gen = NEXT_GEN.fetch_add(1, Ordering::Relaxed);
+        let core = Arc::new(Core {
+            gen,
+            clock: Clock::new(),
+            registry: Registry::new(self.ring_bytes),
+            page_size: self.page_size,
+            max_record: crate::page::max_record_size(self.page_size),
+            flush_interval: self.flush_interval,
+            max_page_age: self.max_page_age,
+            no_slot: AtomicU64::new(0),
+            wake_pending: AtomicBool::new(false),
+            wake_lock: Mutex::new(()),
+            wake_cv: Condvar::new(),
+            finishing: AtomicBool::new(false),
+            progress: crate::flusher::Progress::default(),
+        });
+        let flusher = crate::flusher::spawn(core.clone(), sink)?;
+        *active = Some(core.clone());
+        // Relaxed: threads that see the new generation take the slow path, which reads ACTIVE
+        // under its lock; the lock orders the Core's construction.
+        GEN.store(gen, Ordering::Relaxed);
+        for (k, flag) in KIND_ON.iter().enumerate() {
+            let on = !self.disabled.contains(&TraceEventKind(k as u8));
+            flag.store(on, Ordering::Relaxed);
+        }
+        drop(active);
+        Ok(Recorder {
+            core,
+            flusher: Some(flusher),
+        })
+    }
+}
+
+/// State shared by the producers, the flusher and the handle.
+pub(crate) struct Core {
+    pub(crate) gen: u64,
+    pub(crate) clock: Clock,
+    pub(crate) registry: Registry,
+    pub(crate) page_size: usize,
+    pub(crate) max_record: usize,
+    pub(crate) flush_interval: Duration,
+    pub(crate) max_page_age: Duration,
+    pub(crate) no_slot: AtomicU64,
+    pub(crate) wake_pending: AtomicBool,
+    pub(crate) wake_lock: Mutex<()>,
+    pub(crate) wake_cv: Condvar,
+    pub(crate) finishing: AtomicBool,
+    pub(crate) progress: crate::flusher::Progress,
+}
+
+impl Core {
+    /// Wakes the flusher early (a ring passed half full, or a slot retired).
+    pub(crate) fn wake(&self) {
+        // AcqRel swap: only the first waker since the flusher last cleared the flag pays for
+        // the lock and the notify.
+        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+            let _g = self.wake_lock.lock();
+            self.wake_cv.notify_one();
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        self.progress.snapshot(self)
+    }
+}
+
+/// The running recorder. Dropping it finishes it (errors are then only logged to stderr).
+pub struct Recorder {
+    core: Arc<Core>,
+    flusher: Option<JoinHandle<Result<SessionSummary, std::io::Error>>>,
+}
+
+impl Recorder {
+    /// A snapshot of the counters now.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// typhon_recorder::tick_start();
+    /// let live = r.stats(); // records still in rings are not counted yet
+    /// assert!(live.user_attempted() <= 2);
+    /// assert_eq!(r.finish().unwrap().user_attempted(), 2); // ThreadInfo + TickStart
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.core.stats()
+    }
+
+    /// The recorder's clock now, in raw ticks (the unit of every `*_at` write).
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// let t = r.now();
+    /// typhon_recorder::tick_start_at(t);
+    /// r.finish().unwrap();
+    /// ```
+    pub fn now(&self) -> u64 {
+        self.core.clock.raw()
+    }
+
+    /// Converts CLOCK_MONOTONIC nanoseconds to the recorder's raw ticks.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// let t = r.ns_to_ticks(typhon_recorder::clock::monotonic_ns());
+    /// assert!(t > 0);
+    /// r.finish().unwrap();
+    /// ```
+    pub fn ns_to_ticks(&self, ns: u64) -> u64 {
+        self.core.clock.ns_to_raw(ns)
+    }
+
+    /// The recorder's clock.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// let c = r.clock().clone();
+    /// assert!(c.to_ns(c.raw()) > 0);
+    /// r.finish().unwrap();
+    /// ```
+    pub fn clock(&self) -> &Clock {
+        &self.core.clock
+    }
+
+    /// Uninstalls the recorder, writes out everything written before this call, joins the
+    /// flusher and returns the final counters.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// typhon_recorder::instant(1, 2);
+    /// let s = r.finish().unwrap();
+    /// assert_eq!(s.user_written(), 2);
+    /// ```
+    pub fn finish(mut self) -> Result<Stats, RecorderError> {
+        self.finish_inner()
+    }
+
+    fn finish_inner(&mut self) -> Result<Stats, RecorderError> {
+        let Some(handle) = self.flusher.take() else {
+            return Ok(self.core.stats());
+        };
+        {
+            let mut active = ACTIVE.write();
+            for flag in KIND_ON.iter() {
+                flag.store(false, Ordering::Relaxed);
+            }
+            GEN.store(0, Ordering::Relaxed);
+            *active = None;
+        }
+        self.core.finishing.store(true, Ordering::Release);
+        self.core.wake_pending.store(false, Ordering::Relaxed);
+        self.core.wake();
+        match handle.join() {
+            Ok(Ok(_summary)) => Ok(self.core.stats()),
+            Ok(Err(e)) => Err(RecorderError::Io(e)),
+            Err(_) => Err(RecorderError::FlusherPanicked),
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish_inner() {
+            eprintln!("typhon-recorder: finishing on drop failed: {e}");
+        }
+    }
+}
+
+/// Counters of a session (a snapshot, or the final values from `finish()`).
+///
+/// Per slot, `attempted = written + missed + sink_lost` holds exactly once the session has
+/// finished; while it runs, records still in rings are in none of the three.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Per-slot counters for every slot that recorded anything (slot 0 = the recorder).
+    pub slots: Vec<SlotSummary>,
+    /// Events not recorded because all 255 user slots were taken.
+    pub no_slot: u64,
+    /// Pages handed to the sink.
+    pub pages: u64,
+    /// Bytes handed to the sink.
+    pub bytes: u64,
+    /// Pages the sink failed to store.
+    pub pages_lost: u64,
+    /// Errors the sink returned.
+    pub sink_errors: u64,
+    /// The first sink error, as text.
+    pub first_sink_error: Option<String>,
+}
+
+impl Stats {
+    fn user(&self) -> impl Iterator<Item = &SlotSummary> {
+        self.slots.iter().filter(|s| s.slot != 0)
+    }
+    /// Records attempted by user threads (slots 1..=255).
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::recorder::Stats::default().user_attempted(), 0);
+    /// ```
+    pub fn user_attempted(&self) -> u64 {
+        self.user().map(|s| s.attempted).sum()
+    }
+    /// Records written by user threads.
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::recorder::Stats::default().user_written(), 0);
+    /// ```
+    pub fn user_written(&self) -> u64 {
+        self.user().map(|s| s.written).sum()
+    }
+    /// Records dropped because a ring was full, all slots.
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::recorder::Stats::default().total_missed(), 0);
+    /// ```
+    pub fn total_missed(&self) -> u64 {
+        self.slots.iter().map(|s| s.missed).sum()
+    }
+    /// Records in the output, all slots (slot 0 included).
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::recorder::Stats::default().total_written(), 0);
+    /// ```
+    pub fn total_written(&self) -> u64 {
+        self.slots.iter().map(|s| s.written).sum()
+    }
+    /// Writes filtered out, all slots.
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::recorder::Stats::default().total_filtered(), 0);
+    /// ```
+    pub fn total_filtered(&self) -> u64 {
+        self.slots.iter().map(|s| s.filtered).sum()
+    }
+    /// The counters of one slot.
+    ///
+    /// ```
+    /// assert!(typhon_recorder::recorder::Stats::default().slot(1).is_none());
+    /// ```
+    pub fn slot(&self, slot: u8) -> Option<&SlotSummary> {
+        self.slots.iter().find(|s| s.slot == slot)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread-local writer state.
+
+/// A thread's claim on a slot of one recorder.
+struct Writer {
+    core: Arc<Core>,
+    slot: u8,
+    producer: std::mem::ManuallyDrop<Producer>,
+    clock: quanta::Clock,
+    span_counter: u64,
+    /// Raw time of this slot's last record (the time of CeLog events written without one).
+    last_raw: u64,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Thread exit (or a new recorder): hand the ring back and let the flusher drain it.
+        // SAFETY: `producer` is taken exactly once, here, and `self` is not used afterwards.
+        let producer = unsafe { std::mem::ManuallyDrop::take(&mut self.producer) };
+        self.core.registry.retire(
+            self.slot,
+            Parked {
+                producer,
+                span_counter: self.span_counter,
+            },
+        );
+        self.core.wake();
+    }
+}
+
+struct Local {
+    gen: u64,
+    writer: Option<Writer>,
+    /// The recorder this thread failed to get a slot from (its events count as `no_slot`).
+    slotless: Option<Arc<Core>>,
+    /// Innermost open span of this thread (0 = none).
+    current_span: u64,
+    /// Explicit name and kind for this thread's ThreadInfo.
+    name: Option<String>,
+    kind: Option<ThreadKind>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            gen: 0,
+            writer: None,
+            slotless: None,
+            current_span: 0,
+            name: None,
+            kind: None,
+        })
+    };
+}
+
+fn os_tid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+#[cold]
+#[inline(never)]
+fn claim(l: &mut Local, gen: u64) {
+    l.writer = None; // retires a slot of a previous recorder
+    l.slotless = None;
+    l.gen = gen;
+    let Some(core) = ACTIVE.read().clone() else {
+        l.gen = 0;
+        return;
+    };
+    if core.gen != gen {
+        l.gen = core.gen;
+    }
+    match core.registry.claim() {
+        Ok(Some((slot, parked))) => {
+            let mut w = Writer {
+                clock: core.clock_handle(),
+                core,
+                slot,
+                producer: std::mem::ManuallyDrop::new(parked.producer),
+                span_counter: parked.span_counter,
+                last_raw: 0,
+            };
+            let tid = os_tid();
+            let name = l.name.clone().unwrap_or_else(|| {
+                std::thread::current()
+                    .name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("thread-{tid}"))
+            });
+            let kind = l.kind.unwrap_or(if tid == std::process::id() as i32 {
+                ThreadKind::Main
+            } else {
+                ThreadKind::Worker
+            });
+            let name = clamp_thread_name(&name);
+            let size = records::thread_info_len(name);
+            let ts = w.clock.raw();
+            w.last_raw = ts;
+            let slot = w.slot;
+            w.producer.write(size, |d| {
+                let _ = records::write_thread_info(d, slot, ts as i64, tid, name, kind);
+            });
+            l.writer = Some(w);
+        }
+        Ok(None) | Err(_) => {
+            // Counted by the caller, like every later event of this thread.
+            l.slotless = Some(core);
+        }
+    }
+}
+
+impl Core {
+    fn clock_handle(&self) -> quanta::Clock {
+        self.clock.quanta().clone()
+    }
+}
+
+/// Runs `f` with this thread's writer for the installed recorder, claiming a slot first if
+/// needed. Returns `None` (after counting the event as `no_slot`) when no slot could be had.
+#[inline(always)]
+fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
+    LOCAL
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            // Relaxed: only compared with this thread's cached generation; a mismatch takes the
+            // slow path, which synchronises through ACTIVE's lock.
+            let gen = GEN.load(Ordering::Relaxed);
+            if l.gen != gen {
+                claim(&mut l, gen);
+            }
+            let l = &mut *l;
+            match &mut l.writer {
+                Some(w) => Some(f(w, &mut l.current_span)),
+                None => {
+                    if let Some(c) = &l.slotless {
+                        c.no_slot.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None
+                }
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+#[inline(always)]
+fn enabled(kind: TraceEventKind) -> bool {
+    // Relaxed: a racy read of a configuration flag is fine; at worst one write around a
+    // start/finish is taken or skipped, which those calls document.
+    KIND_ON[kind.0 as usize].load(Ordering::Relaxed)
+}
+
+#[cold]
+#[inline(never)]
+fn count_filtered() {
+    if GEN.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(l) = l.try_borrow() {
+            if let Some(w) = &l.writer {
+                w.core
+                    .registry
+                    .slot(w.slot)
+                    .filtered
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+}
+
+impl Writer {
+    #[inline(always)]
+    fn ts(&mut self, at: Option<u64>) -> u64 {
+        let t = match at {
+            Some(t) => t,
+            None => self.clock.raw(),
+        };
+        self.last_raw = t;
+        t
+    }
+
+    #[inline(always)]
+    fn put(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        let ok = self.producer.write(size, fill);
+        if self.producer.passed_half() {
+            self.core.wake();
+        }
+        ok
+    }
+
+    #[cold]
+    fn refuse(&self) {
+        self.core
+            .registry
+            .slot(self.slot)
+            .refused
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Writes one fixed-size record: gate, writer, timestamp, encode, publish.
+macro_rules! fixed_write {
+    ($kind:expr, $size:expr, $at:expr, |$d:ident, $slot:ident, $ts:ident| $body:expr) => {{
+        if cfg!(feature = "compile-out") || !enabled($kind) {
+            if !cfg!(feature = "compile-out") {
+                count_filtered();
+            }
+            return;
+        }
+        with_writer(|w, _| {
+            let $ts = w.ts($at) as i64;
+            let $slot = w.slot;
+            w.put($size, |$d| $body);
+        });
+    }};
+}
+
+macro_rules! correlation_writes {
+    ($( $(#[$m:meta])* $name:ident, $name_at:ident, $kind:ident, $enc:path, ($($arg:ident : $ty:ty),*) );* $(;)?) => {$(
+        $(#[$m])*
+        #[inline]
+        pub fn $name($($arg: $ty),*) {
+            $name_at(None, $($arg),*)
+        }
+        #[doc = concat!("[`", stringify!($name), "`] with a caller-supplied timestamp in raw ticks",
+            " ([`Recorder::now`], [`Recorder::ns_to_ticks`]); `None` reads the clock.")]
+        #[inline]
+        pub fn $name_at(ts: Option<u64>, $($arg: $ty),*) {
+            const K: TraceEventKind = TraceEventKind::$kind;
+            fixed_write!(K, correlation::size_of(K), ts, |d, slot, t| $enc(d, slot, t, $($arg),*))
+        }
+    )*};
+}
+
+correlation_writes! {
+    /// Records IngressReceived: a message of `bytes` bytes arrived for `session`.
+    ///
+    /// ```
+    /// typhon_recorder::ingress_received(1, 2, 3, 4); // no recorder installed: a no-op
+    /// ```
+    ingress_received, ingress_received_at, INGRESS_RECEIVED, correlation::write_received,
+        (session: u32, seq: u16, wire_idx: u16, bytes: u16);
+    /// Records IngressAdmitted: the message was admitted for drain tick `drain_tick`.
+    ///
+    /// ```
+    /// typhon_recorder::ingress_admitted(1, 2, 3, 100);
+    /// ```
+    ingress_admitted, ingress_admitted_at, INGRESS_ADMITTED, correlation::write_admitted,
+        (session: u32, seq: u16, wire_idx: u16, drain_tick: u32);
+    /// Records IngressDropped: the message was dropped for `reason`.
+    ///
+    /// ```
+    /// use typhon_recorder::recorder::IngressDropReason;
+    /// typhon_recorder::ingress_dropped(1, 2, IngressDropReason::from_u8(1));
+    /// ```
+    ingress_dropped, ingress_dropped_at, INGRESS_DROPPED, correlation::write_dropped,
+        (session: u32, seq: u16, reason: IngressDropReason);
+    /// Records CommandConsumed: system `sys_idx` consumed the command.
+    ///
+    /// ```
+    /// typhon_recorder::command_consumed(1, 2, 5);
+    /// ```
+    command_consumed, command_consumed_at, COMMAND_CONSUMED, correlation::write_consumed,
+        (session: u32, seq: u16, sys_idx: u16);
+    /// Records EgressSent: `bytes` bytes with `acks` acknowledgements went to `session` at `tick`.
+    ///
+    /// ```
+    /// typhon_recorder::egress_sent(1, 100, 512, 3);
+    /// ```
+    egress_sent, egress_sent_at, EGRESS_SENT, correlation::write_sent,
+        (session: u32, tick: u32, bytes: u32, acks: u16);
+}
+
+/// Records TickStart.
+///
+/// ```
+/// typhon_recorder::tick_start();
+/// ```
+#[inline]
+pub fn tick_start() {
+    tick_start_at_opt(None)
+}
+/// [`tick_start`] with a caller-supplied timestamp in raw ticks.
+///
+/// ```
+/// typhon_recorder::tick_start_at(12345);
+/// ```
+#[inline]
+pub fn tick_start_at(ts: u64) {
+    tick_start_at_opt(Some(ts))
+}
+#[inline(always)]
+fn tick_start_at_opt(at: Option<u64>) {
+    fixed_write!(TraceEventKind::TICK_START, 12, at, |d, slot, t| {
+        let _ = records::write_tick_start(d, slot, t);
+    })
+}
+
+/// Records TickEnd with the tick's overload level and multiplier.
+///
+/// ```
+/// typhon_recorder::tick_end(0, 1);
+/// ```
+#[inline]
+pub fn tick_end(overload_level: u8, tick_multiplier: u8) {
+    tick_end_at_opt(None, overload_level, tick_multiplier)
+}
+/// [`tick_end`] with a caller-supplied timestamp in raw ticks.
+///
+/// ```
+/// typhon_recorder::tick_end_at(12345, 0, 1);
+/// ```
+#[inline]
+pub fn tick_end_at(ts: u64, overload_level: u8, tick_multiplier: u8) {
+    tick_end_at_opt(Some(ts), overload_level, tick_multiplier)
+}
+#[inline(always)]
+fn tick_end_at_opt(at: Option<u64>, o: u8, m: u8) {
+    fixed_write!(TraceEventKind::TICK_END, 14, at, |d, slot, t| {
+        let _ = records::write_tick_end(d, slot, t, o, m);
+    })
+}
+
+/// Records PhaseStart.
+///
+/// ```
+/// typhon_recorder::phase_start(2);
+/// ```
+#[inline]
+pub fn phase_start(phase: u8) {
+    phase_at_opt(TraceEventKind::PHASE_START, None, phase)
+}
+/// Records PhaseEnd.
+///
+/// ```
+/// typhon_recorder::phase_end(2);
+/// ```
+#[inline]
+pub fn phase_end(phase: u8) {
+    phase_at_opt(TraceEventKind::PHASE_END, None, phase)
+}
+/// [`phase_start`] with a caller-supplied timestamp in raw ticks.
+///
+/// ```
+/// typhon_recorder::phase_start_at(1, 2);
+/// ```
+#[inline]
+pub fn phase_start_at(ts: u64, phase: u8) {
+    phase_at_opt(TraceEventKind::PHASE_START, Some(ts), phase)
+}
+/// [`phase_end`] with a caller-supplied timestamp in raw ticks.
+///
+/// ```
+/// typhon_recorder::phase_end_at(1, 2);
+/// ```
+#[inline]
+pub fn phase_end_at(ts: u64, phase: u8) {
+    phase_at_opt(TraceEventKind::PHASE_END, Some(ts), phase)
+}
+#[inline(always)]
+fn phase_at_opt(kind: TraceEventKind, at: Option<u64>, phase: u8) {
+    fixed_write!(kind, 13, at, |d, slot, t| {
+        let _ = if kind == TraceEventKind::PHASE_START {
+            records::write_phase_start(d, slot, t, phase)
+        } else {
+            records::write_phase_end(d, slot, t, phase)
+        };
+    })
+}
+
+/// Records a generic Instant (`name_id` is an id of the caller's, `payload` any value).
+///
+/// ```
+/// typhon_recorder::instant(7, -1);
+/// ```
+#[inline]
+pub fn instant(name_id: i32, payload: i32) {
+    instant_at_opt(None, name_id, payload)
+}
+/// [`instant`] with a caller-supplied timestamp in raw ticks.
+///
+/// ```
+/// typhon_recorder::instant_at(1, 7, -1);
+/// ```
+#[inline]
+pub fn instant_at(ts: u64, name_id: i32, payload: i32) {
+    instant_at_opt(Some(ts), name_id, payload)
+}
+#[inline(always)]
+fn instant_at_opt(at: Option<u64>, name_id: i32, payload: i32) {
+    fixed_write!(TraceEventKind::INSTANT, 20, at, |d, slot, t| {
+        let _ = records::write_instant(d, slot, t, name_id, payload);
+    })
+}
+
+/// Names the calling thread (and sets its kind) for the ThreadInfo record written when it
+/// claims a slot. Call before the thread's first event; a later call applies from the next
+/// recorder on.
+///
+/// ```
+/// use typhon_recorder::recorder::{set_thread_info, ThreadKind};
+/// set_thread_info("net-io", ThreadKind::Worker);
+/// ```
+pub fn set_thread_info(name: &str, kind: ThreadKind) {
+    let _ = LOCAL.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            l.name = Some(name.to_owned());
+            l.kind = Some(kind);
+        }
+    });
+}
+
+/// Writes a record of any kind: `payload` is everything after the 12-byte common header. Kinds
+/// in the kind table must match its layout (exact size for fixed kinds, at least the minimum for
+/// variable ones); other kinds are the engine's own and are taken as they are.
+///
+/// ```
+/// use typhon_recorder::codec::TraceEventKind;
+/// typhon_recorder::write_record(TraceEventKind(100), &[1, 2, 3], None).unwrap();
+/// assert!(typhon_recorder::write_record(TraceEventKind::TICK_END, &[1], None).is_err());
+/// ```
+pub fn write_record(
+    kind: TraceEventKind,
+    payload: &[u8],
+    ts: Option<u64>,
+) -> Result<(), WriteError> {
+    let size = codec::CommonHeader::SIZE + payload.len();
+    if let Some(def) = codec::kind_def(kind) {
+        let ok = if def.fixed {
+            size == def.min_size
+        } else {
+            size >= def.min_size
+        };
+        if !ok {
+            return Err(WriteError::Invalid(format!(
+                "{} payload of {} bytes does not match its layout (record size {} , layout {}{})",
+                def.name,
+                payload.len(),
+                size,
+                if def.fixed { "" } else { "at least " },
+                def.min_size
+            )));
+        }
+    }
+    if cfg!(feature = "compile-out") {
+        return Ok(());
+    }
+    if !enabled(kind) {
+        count_filtered();
+        return Ok(());
+    }
+    with_writer(|w, _| {
+        if size > w.core.max_record {
+            w.refuse();
+            return Err(WriteError::TooLarge {
+                size,
+                max: w.core.max_record,
+            });
+        }
+        let t = w.ts(ts) as i64;
+        let slot = w.slot;
+        w.put(size, |d| {
+            codec::CommonHeader {
+                size: size as u16,
+                kind,
+                slot,
+                timestamp: t,
+            }
+            .write(d);
+            d[codec::CommonHeader::SIZE..size].copy_from_slice(payload);
+        });
+        Ok(())
+    })
+    .unwrap_or(Ok(()))
+}
+
+/// CeLogSetZones: which CeLog zones are recorded. An event is recorded iff
+/// `(zone_ce & its dwZoneCE) != 0 || (zone_user & its dwZoneUser) != 0`. `zone_process` is
+/// accepted for API parity and, as in CE, unused.
+///
+/// ```
+/// typhon_recorder::celog_set_zones(0, typhon_recorder::codec::celog::CELZONE_MISC, 0);
+/// typhon_recorder::celog_set_zones(u32::MAX, u32::MAX, u32::MAX);
+/// ```
+pub fn celog_set_zones(zone_user: u32, zone_ce: u32, zone_process: u32) {
+    let _ = zone_process;
+    let ce = codec::celog::validate_zones(zone_ce);
+    // Relaxed: configuration flags; writers pick up the change on their next event.
+    ZONE_USER.store(zone_user, Ordering::Relaxed);
+    ZONE_CE.store(ce, Ordering::Relaxed);
+}
+
+/// CeLogData: records one CeLog event (CEL_HEADER_V3) of id `id` with `data`, if its zones are
+/// enabled. `timestamp` false records no CeLog timestamp and reads no clock (the record takes the
+/// time of the thread's previous record); `flagged` adds the flag word with `flag`.
+///
+/// ```
+/// use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
+/// typhon_recorder::celog_data(true, CELID_USER, b"hello", 0, CELZONE_MISC, 0, false).unwrap();
+/// assert!(typhon_recorder::celog_data(true, CELID_USER, &[0; 4096], 0, CELZONE_MISC, 0, false).is_err());
+/// ```
+pub fn celog_data(
+    timestamp: bool,
+    id: u16,
+    data: &[u8],
+    zone_user: u32,
+    zone_ce: u32,
+    flag: u16,
+    flagged: bool,
+) -> Result<(), WriteError> {
+    celog_data_at(
+        timestamp.then_some(None),
+        id,
+        data,
+        zone_user,
+        zone_ce,
+        flag,
+        flagged,
+    )
+}
+
+/// [`celog_data`] with a caller-supplied timestamp: `Some(Some(ticks))` records that time,
+/// `Some(None)` reads the clock, `None` records no CeLog timestamp.
+///
+/// ```
+/// use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
+/// typhon_recorder::celog_data_at(Some(Some(99)), CELID_USER, b"x", 0, CELZONE_MISC, 3, true).unwrap();
+/// ```
+pub fn celog_data_at(
+    timestamp: Option<Option<u64>>,
+    id: u16,
+    data: &[u8],
+    zone_user: u32,
+    zone_ce: u32,
+    flag: u16,
+    flagged: bool,
+) -> Result<(), WriteError> {
+    let flag = flagged.then_some(flag);
+    // Validate before the gate, so bad input is reported whether or not a recorder runs.
+    if data.len() > codec::celog::MAX_DATA_SIZE {
+        return Err(WriteError::Invalid(format!(
+            "CeLog data of {} bytes exceeds {}",
+            data.len(),
+            codec::celog::MAX_DATA_SIZE
+        )));
+    }
+    if id > codec::celog::CELID_MAX {
+        return Err(WriteError::Invalid(format!(
+            "CeLog id {id:#x} exceeds 0x3FFF"
+        )));
+    }
+    let size = records::celog_record_len(data.len(), timestamp.is_some(), flag.is_some(), 0);
+    if cfg!(feature = "compile-out") {
+        return Ok(());
+    }
+    if !enabled(TraceEventKind::CELOG)
+        || !codec::celog::zones_enabled(
+            zone_user,
+            zone_ce,
+            ZONE_USER.load(Ordering::Relaxed),
+            ZONE_CE.load(Ordering::Relaxed),
+        )
+    {
+        count_filtered();
+        return Ok(());
+    }
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure, handled below.
+    let cpu = unsafe { libc::sched_getcpu() };
+    let cel_cpu = if cpu < 0 { 0 } else { cpu as u32 + 1 };
+    let size = if cel_cpu >= 15 { size + 4 } else { size };
+    with_writer(|w, _| {
+        if size > w.core.max_record {
+            w.refuse();
+            return Err(WriteError::TooLarge {
+                size,
+                max: w.core.max_record,
+            });
+        }
+        let t = match timestamp {
+            Some(at) => w.ts(at),
+            None => w.last_raw,
+        } as i64;
+        let slot = w.slot;
+        let mut res = Ok(());
+        w.put(size, |d| {
+            // The CeLog timestamp field is filled by the flusher from the record time (1 µs
+            // ticks on the monotonic base), so it is written as 0 here.
+            let ev = codec::celog::CelEvent {
+                id,
+                timestamp: timestamp.map(|_| 0),
+                flag,
+                cpu: cel_cpu,
+                data,
+            };
+            if let Err(e) = records::write_celog_record(d, slot, t, &ev) {
+                res = Err(WriteError::Invalid(e.to_string()));
+            }
+        });
+        res
+    })
+    .unwrap_or(Ok(()))
+}
+
+/// An open span; dropping it ends the span and writes its record (NamedSpan, or TracedSpan when
+/// it carries a trace context). Not `Send`: a span begins and ends on one thread.
+#[must_use = "a span ends when this guard is dropped"]
+pub struct SpanGuard<'a> {
+    name: &'a str,
+    start: u64,
+    span_id: u64,
+    parent: u64,
+    ctx: Option<TraceContext>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl SpanGuard<'_> {
+    /// This span's id (`slot << 56 | counter`), 0 when nothing is recorded.
+    ///
+    /// ```
+    /// let s = typhon_recorder::span("x");
+    /// assert_eq!(s.id(), 0); // no recorder installed
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.span_id
+    }
+
+    /// Ends the span at a caller-supplied time in raw ticks.
+    ///
+    /// ```
+    /// let s = typhon_recorder::span_at("x", 10);
+    /// s.end_at(20);
+    /// ```
+    pub fn end_at(mut self, ts: u64) {
+        self.finish(Some(ts));
+        self.span_id = 0;
+    }
+
+    fn finish(&mut self, end: Option<u64>) {
+        if self.span_id == 0 {
+            return;
+        }
+        let name = self.name;
+        let start = self.start;
+        let (id, parent, ctx) = (self.span_id, self.parent, self.ctx);
+        with_writer(|w, current| {
+            if *current == id {
+                *current = parent;
+            }
+            let end = match end {
+                Some(t) => t,
+                None => w.clock.raw(),
+            };
+            w.last_raw = end;
+            let dur = end.wrapping_sub(start) as i64;
+            let size = match ctx {
+                None => records::named_span_len(name),
+                Some(_) => records::traced_span_len(name),
+            };
+            if size > w.core.max_record {
+                w.refuse();
+                return;
+            }
+            let slot = w.slot;
+            let ext = records::SpanExt {
+                duration_ns: dur,
+                span_id: id,
+                parent_span_id: parent,
+            };
+            w.put(size, |d| {
+                let _ = match ctx {
+                    None => records::write_named_span(d, slot, start as i64, &ext, name),
+                    Some(c) => records::write_traced_span(d, slot, start as i64, &ext, c, name),
+                };
+            });
+        });
+    }
+}
+
+impl Drop for SpanGuard<'_> {
+    fn drop(&mut self) {
+        self.finish(None);
+    }
+}
+
+#[inline(always)]
+fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard<'_> {
+    let kind = if ctx.is_some() {
+        TraceEventKind::TRACED_SPAN
+    } else {
+        TraceEventKind::NAMED_SPAN
+    };
+    let mut g = SpanGuard {
+        name,
+        start: 0,
+        span_id: 0,
+        parent: 0,
+        ctx,
+        _not_send: std::marker::PhantomData,
+    };
+    if cfg!(feature = "compile-out") {
+        return g;
+    }
+    if !enabled(kind) {
+        count_filtered();
+        return g;
+    }
+    if name.as_bytes().contains(&0) {
+        // A NUL would end the name early in every reader: refuse rather than truncate.
+        with_writer(|w, _| w.refuse());
+        return g;
+    }
+    with_writer(|w, current| {
+        g.start = w.ts(at);
+        g.span_id = (w.slot as u64) << 56 | (w.span_counter & ((1 << 56) - 1));
+        w.span_counter += 1;
+        g.parent = *current;
+        *current = g.span_id;
+    });
+    g
+}
+
+/// Opens a NamedSpan; it ends when the guard drops. Its parent is the thread's innermost open
+/// span. Names with a NUL byte are refused (counted), never truncated.
+///
+/// ```
+/// let _outer = typhon_recorder::span("frame");
+/// let _inner = typhon_recorder::span("physics");
+/// ```
+#[inline]
+pub fn span(name: &str) -> SpanGuard<'_> {
+    begin_span(name, None, None)
+}
+
+/// [`span`] starting at a caller-supplied time in raw ticks (end it with [`SpanGuard::end_at`]
+/// or by dropping it).
+///
+/// ```
+/// let s = typhon_recorder::span_at("load", 100);
+/// s.end_at(200);
+/// ```
+#[inline]
+pub fn span_at(name: &str, start: u64) -> SpanGuard<'_> {
+    begin_span(name, None, Some(start))
+}
+
+/// Opens a TracedSpan carrying a trace context: a W3C trace id
+/// ([`TraceContext::from_w3c_bytes`]) or a command's causal id ([`command_causal_id`]).
+///
+/// ```
+/// let (hi, lo) = typhon_recorder::command_causal_id(7, 100, 3);
+/// let _s = typhon_recorder::traced_span("apply-command",
+///     typhon_recorder::recorder::TraceContext { hi, lo });
+/// ```
+#[inline]
+pub fn traced_span(name: &str, ctx: TraceContext) -> SpanGuard<'_> {
+    begin_span(name, Some(ctx), None)
+}
+
+/// [`traced_span`] starting at a caller-supplied time in raw ticks.
+///
+/// ```
+/// let s = typhon_recorder::traced_span_at("x", typhon_recorder::recorder::TraceContext { hi: 1, lo: 2 }, 5);
+/// s.end_at(9);
+/// ```
+#[inline]
+pub fn traced_span_at(name: &str, ctx: TraceContext, start: u64) -> SpanGuard<'_> {
+    begin_span(name, Some(ctx), Some(start))
+}
+
+pub use crate::codec::correlation::{command_causal_id, is_command_causal_id};
+
+/// Longest thread name a ThreadInfo record carries (longer names are cut at a character
+/// boundary: a display name, not data).
+pub const MAX_THREAD_NAME: usize = 64;
+
+pub(crate) fn clamp_thread_name(name: &str) -> &str {
+    if name.len() <= MAX_THREAD_NAME {
+        return name;
+    }
+    let mut end = MAX_THREAD_NAME;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// Decodes a ThreadInfo record: (thread id, name, kind).
+pub(crate) fn thread_info(r: &[u8]) -> Option<(i32, &str, ThreadKind)> {
+    match records::decode(r) {
+        Ok((
+            _,
+            records::Record::ThreadInfo {
+                thread_id,
+                name,
+                kind,
+            },
+        )) => Some((thread_id, name, kind)),
+        _ => None,
+    }
+}
+
+/// Serialises doctests and tests that install the process-wide recorder.
+#[doc(hidden)]
+pub fn doc_lock() -> parking_lot::MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock()
+}

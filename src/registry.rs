@@ -1,0 +1,235 @@
+//! The slot registry: 255 user slots (1..=255) that threads claim on their first event and retire
+//! when they exit.
+//!
+//! ```text
+//!            claim (thread, CAS)            retire (thread exit)         drained (flusher)
+//!   FREE ───────────────────────▶ ACTIVE ─────────────────────▶ RETIRING ─────────────────▶ FREE
+//! ```
+//!
+//! A slot's ring is allocated on its first claim and kept for every later claim: the producer end
+//! is parked in the slot when a thread retires and handed to the next claimer, the consumer end is
+//! taken once by the flusher. The flusher frees a retiring slot only after draining everything its
+//! last thread wrote, so a new thread never shares a ring with records of the old one in flight.
+
+use crate::ring::{Consumer, Producer};
+use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use parking_lot::Mutex;
+
+/// Slot state: nobody owns it.
+pub const FREE: u8 = 0;
+/// Slot state: a thread owns the producer end.
+pub const ACTIVE: u8 = 1;
+/// Slot state: its thread exited; the flusher must drain it before it is reused.
+pub const RETIRING: u8 = 2;
+
+/// Number of slots, slot 0 (the recorder's own stream) included.
+pub const SLOTS: usize = 256;
+
+/// Producer end plus the per-slot state that must survive a thread: parked while the slot is free.
+#[derive(Debug)]
+pub struct Parked {
+    /// The ring's producer end.
+    pub producer: Producer,
+    /// Next span counter value (span ids are `slot << 56 | counter`, never reused).
+    pub span_counter: u64,
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+/// One slot.
+#[derive(Debug, Default)]
+pub struct SlotEntry {
+    /// FREE, ACTIVE or RETIRING.
+    pub state: AtomicU8,
+    /// The producer end while no thread owns the slot (None before the first claim).
+    pub parked: Mutex<Option<Parked>>,
+    /// The consumer end until the flusher takes it.
+    pub consumer: Mutex<Option<Consumer>>,
+    /// Writes refused as invalid (written by the owning thread).
+    pub refused: AtomicU64,
+    /// Writes filtered out (written by the owning thread).
+    pub filtered: AtomicU64,
+    /// Records delivered in pages (written by the flusher).
+    pub written: AtomicU64,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+/// The table of slots.
+///
+/// ```
+/// use typhon_recorder::registry::Registry;
+/// let r = Registry::new(4096);
+/// let (slot, parked) = r.claim().unwrap().unwrap();
+/// assert_eq!(slot, 1);
+/// r.retire(slot, parked);
+/// assert!(r.take_consumer(1).is_some());
+/// ```
+#[derive(Debug)]
+pub struct Registry {
+    slots: Box<[SlotEntry]>,
+    /// One past the highest slot ever claimed (the flusher scans below it).
+    high_water: AtomicU8,
+    ring_bytes: usize,
+}
+
+impl Registry {
+    /// A registry whose rings will have `ring_bytes` bytes each (checked by the caller).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(8192);
+    /// assert_eq!(r.high_water(), 1);
+    /// ```
+    pub fn new(ring_bytes: usize) -> Self {
+        Self {
+            slots: (0..SLOTS).map(|_| SlotEntry::default()).collect(),
+            high_water: AtomicU8::new(1),
+            ring_bytes,
+        }
+    }
+
+    /// The slot entry `i`.
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// assert_eq!(r.slot(3).state.load(std::sync::atomic::Ordering::Relaxed), 0);
+    /// ```
+    pub fn slot(&self, i: u8) -> &SlotEntry {
+        &self.slots[i as usize]
+    }
+
+    /// One past the highest slot ever claimed (at least 1).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// r.claim().unwrap();
+    /// assert_eq!(r.high_water(), 2);
+    /// ```
+    pub fn high_water(&self) -> usize {
+        // Acquire pairs with the Release in `claim`: a slot below the value is fully set up.
+        match self.high_water.load(Ordering::Acquire) {
+            0 => SLOTS,
+            n => n as usize,
+        }
+    }
+
+    /// Claims a free user slot for the calling thread: `Ok(None)` when all 255 are taken,
+    /// `Err` when the slot's ring could not be created. Allocates the ring on a slot's first claim.
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// let a = r.claim().unwrap().unwrap();
+    /// let b = r.claim().unwrap().unwrap();
+    /// assert_eq!((a.0, b.0), (1, 2));
+    /// ```
+    pub fn claim(&self) -> Result<Option<(u8, Parked)>, crate::ring::RingError> {
+        for i in 1..SLOTS {
+            let e = &self.slots[i];
+            // Relaxed pre-check to skip owned slots cheaply; the CAS decides.
+            if e.state.load(Ordering::Relaxed) != FREE {
+                continue;
+            }
+            // Acquire on success pairs with the flusher's Release store of FREE: the previous
+            // owner's records were all drained before we reuse the ring.
+            if e.state
+                .compare_exchange(FREE, ACTIVE, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            let mut parked = e.parked.lock();
+            let p = match parked.take() {
+                Some(p) => p,
+                None => {
+                    let (producer, consumer) = match crate::ring::ring(self.ring_bytes) {
+                        Ok(pc) => pc,
+                        Err(err) => {
+                            e.state.store(FREE, Ordering::Release);
+                            return Err(err);
+                        }
+                    };
+                    *e.consumer.lock() = Some(consumer);
+                    Parked {
+                        producer,
+                        span_counter: 1,
+                    }
+                }
+            };
+            drop(parked);
+            // Raise the high-water mark past this slot. Release: the flusher, seeing the new mark
+            // with Acquire, also sees the consumer stored above.
+            let want = (i + 1) as u8; // 256 wraps to 0, read back as SLOTS
+            let mut cur = self.high_water.load(Ordering::Relaxed);
+            while cur != 0 && (want == 0 || cur < want) {
+                match self.high_water.compare_exchange_weak(
+                    cur,
+                    want,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(c) => cur = c,
+                }
+            }
+            return Ok(Some((i as u8, p)));
+        }
+        Ok(None)
+    }
+
+    /// Gives the producer end back at thread exit and marks the slot RETIRING.
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// let (s, p) = r.claim().unwrap().unwrap();
+    /// r.retire(s, p);
+    /// assert_eq!(r.slot(s).state.load(std::sync::atomic::Ordering::Relaxed), 2);
+    /// ```
+    pub fn retire(&self, slot: u8, parked: Parked) {
+        let e = &self.slots[slot as usize];
+        *e.parked.lock() = Some(parked);
+        // Release: the flusher's Acquire load of RETIRING sees every record this thread
+        // published (each publish is a Release store of the ring head before this store).
+        e.state.store(RETIRING, Ordering::Release);
+    }
+
+    /// Takes the consumer end of a slot (the flusher does this once per slot).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// assert!(r.take_consumer(1).is_none());
+    /// r.claim().unwrap();
+    /// assert!(r.take_consumer(1).is_some());
+    /// assert!(r.take_consumer(1).is_none());
+    /// ```
+    pub fn take_consumer(&self, slot: u8) -> Option<Consumer> {
+        self.slots[slot as usize].consumer.lock().take()
+    }
+
+    /// Marks a drained RETIRING slot FREE again (flusher only).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// let (s, p) = r.claim().unwrap().unwrap();
+    /// r.retire(s, p);
+    /// r.release(s);
+    /// assert_eq!(r.claim().unwrap().unwrap().0, s);
+    /// ```
+    pub fn release(&self, slot: u8) {
+        // Release: pairs with the claimer's Acquire CAS (see `claim`).
+        self.slots[slot as usize]
+            .state
+            .store(FREE, Ordering::Release);
+    }
+}

@@ -1,0 +1,385 @@
+//! The recorder pipeline end to end through the memory sink: exact accounting, order, slot reuse,
+//! overload, time extends and long records.
+
+mod common;
+
+use common::{read_stream, PageView};
+use std::collections::HashMap;
+use std::time::Duration;
+use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
+use typhon_recorder::codec::records;
+use typhon_recorder::codec::TraceEventKind as K;
+use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
+use typhon_recorder::sink::{MemorySink, SessionSummary, Sink};
+
+/// Pages of every slot, decoded and checked.
+fn streams(sink: &MemorySink) -> Vec<Vec<PageView>> {
+    sink.pages()
+        .lock()
+        .slots
+        .iter()
+        .map(|p| read_stream(p))
+        .collect()
+}
+
+/// The thread name of each slot's first ThreadInfo.
+fn slot_names(streams: &[Vec<PageView>]) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for (slot, pages) in streams.iter().enumerate() {
+        for p in pages {
+            for (_, r) in &p.records {
+                if r[2] == K::THREAD_INFO.0 {
+                    m.entry(thread_name(r)).or_insert(slot);
+                }
+            }
+        }
+    }
+    m
+}
+
+fn thread_name(r: &[u8]) -> String {
+    match records::decode(r).unwrap().1 {
+        records::Record::ThreadInfo { name, .. } => name.to_string(),
+        other => panic!("not a ThreadInfo: {other:?}"),
+    }
+}
+
+/// The sequence number a test record carries (None for records without one).
+fn seq_of(r: &[u8]) -> Option<u64> {
+    match typhon_recorder::codec::TraceEventKind(r[2]) {
+        K::INSTANT => Some(u32::from_le_bytes(r[16..20].try_into().unwrap()) as u64),
+        K::INGRESS_RECEIVED => Some(
+            u16::from_le_bytes(r[16..18].try_into().unwrap()) as u64
+                | (u16::from_le_bytes(r[18..20].try_into().unwrap()) as u64) << 16,
+        ),
+        K::EGRESS_SENT => Some(u32::from_le_bytes(r[16..20].try_into().unwrap()) as u64),
+        K::CELOG => {
+            let (ev, _) = typhon_recorder::codec::celog::decode_event(&r[12..]).unwrap();
+            Some(u32::from_le_bytes(ev.data[..4].try_into().unwrap()) as u64)
+        }
+        _ => None,
+    }
+}
+
+fn write_seq(t: u32, i: u32) {
+    match i % 4 {
+        0 => typhon_recorder::instant(t as i32, i as i32),
+        1 => typhon_recorder::ingress_received(t, i as u16, (i >> 16) as u16, 64),
+        2 => typhon_recorder::egress_sent(t, i, 128, 1),
+        _ => typhon_recorder::celog_data(
+            i % 8 == 3,
+            CELID_USER,
+            &i.to_le_bytes(),
+            0,
+            CELZONE_MISC,
+            7,
+            i % 3 == 0,
+        )
+        .unwrap(),
+    }
+}
+
+/// Checks a slot's stream: sequence numbers strictly increase and every jump equals the missed
+/// count on the page where it happens. Returns (records carrying a sequence, total missed).
+fn check_sequence(pages: &[PageView]) -> (u64, u64) {
+    let mut next = 0u64;
+    let mut seen = 0;
+    let mut missed_total = 0;
+    let mut carried = 0u64;
+    for p in pages {
+        if p.missed > 0 {
+            missed_total += p.missed as u64;
+            carried += p.missed as u64;
+        }
+        for (_, r) in &p.records {
+            if let Some(i) = seq_of(r) {
+                assert_eq!(
+                    i,
+                    next + carried,
+                    "a gap must equal the missed count before it"
+                );
+                next = i + 1;
+                carried = 0;
+                seen += 1;
+            }
+        }
+    }
+    (seen, missed_total)
+}
+
+#[test]
+fn eight_threads_million_records_each_all_accounted() {
+    let _g = doc_lock();
+    const THREADS: u32 = 8;
+    const N: u32 = 1_000_000;
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .ring_bytes(1 << 22)
+        .start()
+        .unwrap();
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            std::thread::Builder::new()
+                .name(format!("w{t}"))
+                .spawn(move || {
+                    for i in 0..N {
+                        write_seq(t, i);
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    let stats = rec.finish().unwrap();
+    let st = streams(&sink);
+    let names = slot_names(&st);
+    for t in 0..THREADS {
+        let slot = names[&format!("w{t}")];
+        let (seen, missed) = check_sequence(&st[slot]);
+        assert_eq!(
+            seen + missed,
+            N as u64,
+            "thread {t}: records + missed = attempted"
+        );
+        let s = stats.slot(slot as u8).unwrap();
+        let in_file: u64 = st[slot].iter().map(|p| p.records.len() as u64).sum();
+        assert_eq!(s.written, in_file);
+        assert_eq!(s.missed, missed);
+        assert_eq!(s.attempted, s.written + s.missed);
+    }
+    assert_eq!(stats.no_slot, 0);
+}
+
+/// A sink that takes its time, so rings overflow.
+struct Slow(MemorySink, Duration);
+impl Sink for Slow {
+    fn write_page(&mut self, slot: u8, page: &[u8]) -> std::io::Result<()> {
+        std::thread::sleep(self.1);
+        self.0.write_page(slot, page)
+    }
+    fn finish(&mut self, s: &SessionSummary) -> std::io::Result<()> {
+        self.0.finish(s)
+    }
+}
+
+#[test]
+fn overload_drops_are_counted_exactly_and_placed_after_their_gap() {
+    let _g = doc_lock();
+    let mem = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(Slow(mem.clone(), Duration::from_millis(2)))
+        .ring_bytes(4096)
+        .flush_interval(Duration::from_millis(1))
+        .start()
+        .unwrap();
+    const N: u32 = 300_000;
+    let hs: Vec<_> = (0..2)
+        .map(|t| {
+            std::thread::Builder::new()
+                .name(format!("o{t}"))
+                .spawn(move || (0..N).for_each(|i| write_seq(t, i)))
+                .unwrap()
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    let stats = rec.finish().unwrap();
+    let st = streams(&mem);
+    let names = slot_names(&st);
+    let mut total_missed = 0;
+    for t in 0..2 {
+        let slot = names[&format!("o{t}")];
+        let (seen, missed) = check_sequence(&st[slot]);
+        assert_eq!(seen + missed, N as u64);
+        let s = stats.slot(slot as u8).unwrap();
+        assert_eq!(s.missed, missed);
+        assert_eq!(s.attempted, s.written + s.missed);
+        let thread_infos: u64 = st[slot]
+            .iter()
+            .flat_map(|p| &p.records)
+            .filter(|(_, r)| r[2] == K::THREAD_INFO.0)
+            .count() as u64;
+        // Every record in the file is a sequenced record or a ThreadInfo (the claim's, plus
+        // carriers of trailing drops).
+        assert_eq!(s.written, seen + thread_infos);
+        total_missed += missed;
+    }
+    assert!(total_missed > 0, "the slow sink must cause drops");
+}
+
+#[test]
+fn thousand_short_lived_threads_reuse_slots() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .ring_bytes(4096)
+        .flush_interval(Duration::from_millis(1))
+        .start()
+        .unwrap();
+    for batch in 0..50 {
+        let hs: Vec<_> = (0..20)
+            .map(|k| {
+                let t = batch * 20 + k;
+                std::thread::Builder::new()
+                    .name(format!("s{t}"))
+                    .spawn(move || (0..10).for_each(|i| write_seq(t, i)))
+                    .unwrap()
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+    }
+    let stats = rec.finish().unwrap();
+    let st = streams(&sink);
+    let mut per_thread: HashMap<String, u64> = HashMap::new();
+    let mut current: HashMap<usize, String> = HashMap::new();
+    for (slot, pages) in st.iter().enumerate().skip(1) {
+        for p in pages {
+            for (_, r) in &p.records {
+                if r[2] == K::THREAD_INFO.0 {
+                    current.insert(slot, thread_name(r));
+                } else {
+                    *per_thread.entry(current[&slot].clone()).or_default() += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(per_thread.len(), 1000);
+    assert!(per_thread.values().all(|&n| n == 10));
+    let max_slot = st.len() - 1;
+    assert!(
+        max_slot < 255,
+        "slots must be reused, highest used {max_slot}"
+    );
+    assert_eq!(stats.total_missed(), 0);
+    assert_eq!(stats.user_written(), 1000 * 11);
+}
+
+#[test]
+fn three_hundred_live_threads_count_the_slotless() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .ring_bytes(4096)
+        .start()
+        .unwrap();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(300));
+    let hs: Vec<_> = (0..300u32)
+        .map(|t| {
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                write_seq(t, 0);
+                b.wait(); // all 300 alive at once
+                write_seq(t, 1);
+            })
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    let stats = rec.finish().unwrap();
+    assert_eq!(stats.no_slot, 45 * 2);
+    assert_eq!(stats.user_written(), 255 * 3);
+}
+
+#[test]
+fn long_gaps_use_time_extends_and_big_records_the_long_form() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+    let t0 = rec.now();
+    let ns = |k: u64| rec.ns_to_ticks(rec.clock().to_ns(t0) + k);
+    std::thread::spawn({
+        let (a, b, c) = (ns(50_000_000), ns(550_000_000), ns(2_050_000_000));
+        move || {
+            typhon_recorder::set_thread_info("gaps", records::ThreadKind::Worker);
+            typhon_recorder::instant_at(a, 1, 1);
+            typhon_recorder::instant_at(b, 1, 2); // 0.5 s later: > 2^27 ns
+            let name = "n".repeat(100); // 138-byte NamedSpan: long form
+            let s = typhon_recorder::span_at(&name, b);
+            s.end_at(c);
+        }
+    })
+    .join()
+    .unwrap();
+    rec.finish().unwrap();
+    let pages = sink.pages();
+    let pages = pages.lock();
+    let slot_pages = &pages.slots[1];
+    assert_eq!(slot_pages.len(), 1);
+    let page = &slot_pages[0];
+    // Walk the raw record headers.
+    let commit = u64::from_le_bytes(page[8..16].try_into().unwrap()) as usize & ((1 << 27) - 1);
+    let mut off = 16;
+    let mut types = Vec::new();
+    while off < 16 + commit {
+        let h = u32::from_le_bytes(page[off..off + 4].try_into().unwrap());
+        let t = h & 31;
+        types.push(t);
+        off += match t {
+            0 => 8 + u32::from_le_bytes(page[off + 4..off + 8].try_into().unwrap()) as usize - 4,
+            30 => 8,
+            n => 4 + 4 * n as usize,
+        };
+    }
+    // ThreadInfo, Instant, extend + Instant, extend + long NamedSpan.
+    assert_eq!(types, vec![6, 5, 30, 5, 30, 0]);
+    let v = common::read_page(page);
+    let times: Vec<u64> = v.records.iter().map(|r| r.0).collect();
+    assert!(times[2] - times[1] >= 499_000_000 && times[3] - times[2] >= 1_499_000_000);
+}
+
+#[test]
+fn records_of_a_thread_that_panics_are_kept() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+    let r = std::thread::spawn(|| {
+        for i in 0..100 {
+            typhon_recorder::instant(9, i);
+        }
+        panic!("worker failed");
+    })
+    .join();
+    assert!(r.is_err());
+    let stats = rec.finish().unwrap();
+    assert_eq!(stats.user_written(), 101);
+}
+
+#[test]
+fn spans_nest_and_carry_ids() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+    std::thread::spawn(|| {
+        let outer = typhon_recorder::span("outer");
+        let oid = outer.id();
+        let (hi, lo) = typhon_recorder::command_causal_id(5, 77, 9);
+        {
+            let inner = typhon_recorder::traced_span(
+                "inner",
+                typhon_recorder::recorder::TraceContext { hi, lo },
+            );
+            assert_eq!(inner.id(), oid + 1);
+        }
+        drop(outer);
+    })
+    .join()
+    .unwrap();
+    rec.finish().unwrap();
+    let st = streams(&sink);
+    let recs: Vec<_> = st[1].iter().flat_map(|p| p.records.clone()).collect();
+    let inner = records::decode_fields(&recs[1].1).unwrap();
+    let outer = records::decode_fields(&recs[2].1).unwrap();
+    assert_eq!(inner.def.unwrap().kind, K::TRACED_SPAN);
+    assert_eq!(outer.def.unwrap().kind, K::NAMED_SPAN);
+    let oid = outer.get("span_id").unwrap().as_u64().unwrap();
+    assert_eq!(oid >> 56, 1);
+    assert_eq!(inner.get("parent_span_id").unwrap().as_u64(), Some(oid));
+    assert_eq!(outer.get("parent_span_id").unwrap().as_u64(), Some(0));
+    let hi = inner.get("trace_id_hi").unwrap().as_u64().unwrap();
+    assert!(typhon_recorder::is_command_causal_id(hi));
+    // Page time of a span is its end: the outer span (ends last) is after the inner one.
+    assert!(recs[2].0 >= recs[1].0);
+    let dur = outer.get("duration_ns").unwrap();
+    assert!(matches!(dur, records::FieldValue::Signed(d) if d >= 0));
+}
