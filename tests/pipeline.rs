@@ -1,9 +1,9 @@
 //! The recorder pipeline end to end through the memory sink: exact accounting, order, slot reuse,
 //! overload, time extends and long records.
 
-mod common;
+mod recording;
 
-use common::{read_stream, PageView};
+use recording::{read_stream, PageView};
 use std::collections::HashMap;
 use std::time::Duration;
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
@@ -323,7 +323,7 @@ fn long_gaps_use_time_extends_and_big_records_the_long_form() {
     }
     // ThreadInfo, Instant, extend + Instant, extend + long NamedSpan.
     assert_eq!(types, vec![6, 5, 30, 5, 30, 0]);
-    let v = common::read_page(page);
+    let v = recording::read_page(page);
     let times: Vec<u64> = v.records.iter().map(|r| r.0).collect();
     assert!(times[2] - times[1] >= 499_000_000 && times[3] - times[2] >= 1_499_000_000);
 }
