@@ -1,4 +1,78 @@
-fn main() {
-    eprintln!("typhon-rec: not built yet");
-    std::process::exit(2);
+//! `typhon-rec`: record a demo workload, and read, summarise, split and recover trace.dat files.
+
+mod demo;
+mod inspect;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "typhon-rec", version, about = "typhon-recorder: record and read Typhon trace.dat files")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Record a synthetic game/server workload to a trace.dat and print a summary.
+    Demo(demo::DemoArgs),
+    /// Print every record in time order with named fields, like `trace-cmd report`.
+    Report {
+        /// The trace.dat file.
+        file: PathBuf,
+    },
+    /// Per slot (thread) and per kind: counts, missed, time span, rates.
+    Stats {
+        /// The trace.dat file.
+        file: PathBuf,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the raw sub-buffer pages of one slot, one file per page, for kbuffer tools.
+    Pages {
+        /// The trace.dat file.
+        file: PathBuf,
+        /// The slot (= CPU number in the file).
+        #[arg(long)]
+        slot: u32,
+        /// Output directory (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
+    Recover {
+        /// The output path the recording was writing to.
+        out: PathBuf,
+    },
+    /// Measure write latency, throughput and the flusher against the speed targets.
+    Bench {
+        /// A short run (under 30 s).
+        #[arg(long)]
+        quick: bool,
+        /// Print only one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Demo(a) => demo::run(a),
+        Cmd::Report { file } => inspect::report(&file),
+        Cmd::Stats { file, json } => inspect::stats(&file, json),
+        Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
+        Cmd::Recover { out } => inspect::recover(&out),
+        Cmd::Bench { quick, json } => inspect::bench(quick, json),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("typhon-rec: {e}");
+            ExitCode::from(1)
+        }
+    }
 }

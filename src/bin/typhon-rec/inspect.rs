@@ -1,0 +1,211 @@
+//! Reading recordings: report, stats, pages, recover.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use typhon_recorder::codec::{records, TraceEventKind};
+use typhon_recorder::tracedat::TraceFile;
+
+pub type Res = Result<(), String>;
+
+fn open(file: &Path) -> Result<TraceFile, String> {
+    TraceFile::open(file).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+fn comm(f: &TraceFile, cpu: u32) -> String {
+    f.cmdline(cpu as i64).unwrap_or("<...>").to_string()
+}
+
+fn secs(ts: u64) -> String {
+    format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
+}
+
+/// One line per record in time order, with a line before each record that follows lost ones.
+pub fn report(file: &Path) -> Res {
+    let f = open(file)?;
+    let out = std::io::stdout();
+    let mut out = BufWriter::new(out.lock());
+    let mut line = String::new();
+    let mut n = 0u64;
+    for r in f.records() {
+        let r = r.map_err(|e| format!("{}: after {n} records: {e}", file.display()))?;
+        match r.missed_before {
+            Some(k) if k > 0 => writeln!(out, "CPU:{} [{k} EVENTS DROPPED]", r.cpu),
+            Some(_) => writeln!(out, "CPU:{} [EVENTS DROPPED]", r.cpu),
+            None => Ok(()),
+        }
+        .map_err(|e| e.to_string())?;
+        line.clear();
+        let c = comm(&f, r.cpu);
+        let _ = write!(line, "{c:>16}-{:<5} [{:03}] {}: ", r.cpu, r.cpu, secs(r.ts));
+        match records::decode_fields(r.data) {
+            Ok(d) => {
+                let name = d.def.map_or_else(
+                    || format!("Kind[{}]", d.header.kind.0),
+                    |k| k.name.to_string(),
+                );
+                let _ = write!(line, "{name:<16} ");
+                let _ = records::write_fields(&d, &mut line);
+            }
+            Err(e) => {
+                let kind = r.data.get(2).map_or(0, |&k| k);
+                let _ = write!(line, "{:<16} [undecodable: {e}]", TraceEventKind(kind));
+            }
+        }
+        n += 1;
+        if writeln!(out, "{line}").is_err() {
+            return Ok(()); // closed pipe (e.g. `| head`): not an error
+        }
+    }
+    out.flush().ok();
+    Ok(())
+}
+
+#[derive(Default)]
+struct Acc {
+    count: u64,
+    missed: u64,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Acc {
+    fn add(&mut self, ts: u64) {
+        self.count += 1;
+        self.first.get_or_insert(ts);
+        self.last = self.last.max(ts);
+    }
+    fn span_s(&self) -> f64 {
+        self.first.map_or(0.0, |f| (self.last - f) as f64 / 1e9)
+    }
+    fn rate(&self) -> f64 {
+        let s = self.span_s();
+        if s > 0.0 {
+            self.count as f64 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Per slot and per kind counts, missed, time span and rates.
+pub fn stats(file: &Path, json: bool) -> Res {
+    let f = open(file)?;
+    let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
+    let mut kinds: BTreeMap<u8, Acc> = BTreeMap::new();
+    let mut all = Acc::default();
+    for r in f.records() {
+        let r = r.map_err(|e| format!("{}: {e}", file.display()))?;
+        let s = slots.entry(r.cpu).or_default();
+        if let Some(m) = r.missed_before.filter(|&m| m > 0) {
+            s.missed += m as u64;
+            all.missed += m as u64;
+        }
+        s.add(r.ts);
+        all.add(r.ts);
+        kinds.entry(r.data.get(2).copied().unwrap_or(0)).or_default().add(r.ts);
+    }
+    if json {
+        let v = serde_json::json!({
+            "file": file.display().to_string(),
+            "records": all.count,
+            "missed": all.missed,
+            "span_s": all.span_s(),
+            "slots": slots.iter().map(|(c, a)| serde_json::json!({
+                "slot": c, "name": comm(&f, *c), "records": a.count, "missed": a.missed,
+                "span_s": a.span_s(), "records_per_s": a.rate(),
+            })).collect::<Vec<_>>(),
+            "kinds": kinds.iter().map(|(k, a)| serde_json::json!({
+                "kind": k, "name": TraceEventKind(*k).to_string(), "records": a.count,
+                "span_s": a.span_s(), "records_per_s": a.rate(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{v:#}");
+        return Ok(());
+    }
+    println!(
+        "{}: {} records, {} missed, {:.3} s",
+        file.display(),
+        all.count,
+        all.missed,
+        all.span_s()
+    );
+    println!(
+        "\n{:>4}  {:<20} {:>12} {:>10} {:>10} {:>14}",
+        "slot", "thread", "records", "missed", "span s", "records/s"
+    );
+    for (c, a) in &slots {
+        println!(
+            "{:>4}  {:<20} {:>12} {:>10} {:>10.3} {:>14.0}",
+            c,
+            comm(&f, *c),
+            a.count,
+            a.missed,
+            a.span_s(),
+            a.rate()
+        );
+    }
+    println!(
+        "\n{:>4}  {:<20} {:>12} {:>10} {:>14}",
+        "kind", "name", "records", "span s", "records/s"
+    );
+    for (k, a) in &kinds {
+        println!(
+            "{:>4}  {:<20} {:>12} {:>10.3} {:>14.0}",
+            k,
+            TraceEventKind(*k).to_string(),
+            a.count,
+            a.span_s(),
+            a.rate()
+        );
+    }
+    Ok(())
+}
+
+/// The raw pages of one slot, one file per page.
+pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
+    let f = open(file)?;
+    if slot >= f.cpus() {
+        return Err(format!(
+            "{}: no slot {slot} (the file has slots 0..{})",
+            file.display(),
+            f.cpus()
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut n = 0;
+    for (i, page) in f.pages(slot).enumerate() {
+        let p = out.join(format!("slot-{slot:03}-page-{i:06}.raw"));
+        std::fs::write(&p, page).map_err(|e| format!("{}: {e}", p.display()))?;
+        n += 1;
+    }
+    println!(
+        "wrote {n} pages of {} bytes to {} (read one with: cargo run --example kbuffer_dump -- FILE)",
+        f.page_size(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// Recovers a killed recording.
+pub fn recover(out: &Path) -> Res {
+    let r = typhon_recorder::filesink::recover(out).map_err(|e| e.to_string())?;
+    println!(
+        "recovered {}: {} slots, {} records, {} missed",
+        out.display(),
+        r.slots.len(),
+        r.records,
+        r.missed
+    );
+    for (slot, pages, records) in &r.slots {
+        println!("  slot {slot:>3}: {pages} pages, {records} records");
+    }
+    Ok(())
+}
+
+/// Benchmarks (measurement code lives in the library's `bench` module).
+pub fn bench(quick: bool, json: bool) -> Res {
+    let _ = (quick, json);
+    Err("bench is not built into this binary yet".into())
+}
