@@ -1085,9 +1085,7 @@ impl Record<'_> {
                 kind,
             } => write_thread_info(d, slot, ts, thread_id, name, kind),
             Record::Correlation(instant) => {
-                let need = correlation::size_of(instant.kind());
-                let have = d.len();
-                let d = reserve(d, need).map_err(|_| EncodeError::DstTooSmall { need, have })?;
+                let d = reserve(d, correlation::size_of(instant.kind()))?;
                 Ok(correlation::CorrelationInstantData {
                     slot,
                     timestamp: ts,
