@@ -614,7 +614,14 @@ impl TraceFile {
         self.parse_kallsyms_printk(&mut c, 0)?;
         self.parse_kallsyms_printk(&mut c, 1)?;
         self.parse_cmdlines(&mut c)?;
+        let at = c.off();
         self.cpus = c.u32("cpu count")?;
+        if self.cpus > MAX_CPUS {
+            return corrupt(
+                format!("{} cpus (at most {MAX_CPUS} supported)", self.cpus),
+                at,
+            );
+        }
         let mut has_clock = false;
         loop {
             let at = c.off();
