@@ -522,9 +522,9 @@ impl CorrelationInstantData {
 ///
 /// ```
 /// use typhon_recorder::codec::{correlation::*, DecodeError, TraceEventKind};
-/// let mut buf = [0u8; 24];
+/// let mut buf = [0u8; 28];
 /// write_sent(&mut buf, 1, 2, 3, 4, 5, 6);
-/// assert!(decode(&buf).is_ok());
+/// assert!(decode(&buf).is_ok()); // the 2 bytes after the record are ignored
 /// buf[0] = 27;
 /// assert!(matches!(decode(&buf), Err(DecodeError::SizeMismatch { .. })));
 /// assert!(matches!(decode(&buf[..10]), Err(DecodeError::Truncated { .. })));

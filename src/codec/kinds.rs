@@ -175,15 +175,37 @@ use FieldType::*;
 
 /// Bytes of the span extension that follows the common header of every span record:
 /// `i64 duration_ns, u64 span_id, u64 parent_span_id, u8 flags`.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::kinds::SPAN_EXT_SIZE, 25);
+/// ```
 pub const SPAN_EXT_SIZE: usize = 25;
 /// Offset of the span extension's `duration_ns` field inside a span record.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::kinds::SPAN_DURATION_OFFSET, 12);
+/// ```
 pub const SPAN_DURATION_OFFSET: usize = 12;
 /// Offset of the span flags byte inside a span record.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::kinds::SPAN_FLAGS_OFFSET, 36);
+/// ```
 pub const SPAN_FLAGS_OFFSET: usize = 36;
 /// Span flags bit 0: a 16-byte trace context (`trace_id_hi`, `trace_id_lo`) follows the flags.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::kinds::SPAN_FLAG_TRACE_CONTEXT, 1);
+/// ```
 pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 
 /// Every kind this SDK writes, in kind order.
+///
+/// ```
+/// use typhon_recorder::codec::KINDS;
+/// assert_eq!(KINDS.len(), 14);
+/// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
+/// ```
 pub const KINDS: &[KindDef] = &[
     KindDef {
         kind: K::TICK_START,

@@ -42,32 +42,102 @@ pub struct TraceEventKind(pub u8);
 
 impl TraceEventKind {
     /// Start of a scheduler tick (instant, no payload).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TICK_START.0, 0);
+    /// ```
     pub const TICK_START: Self = Self(0);
     /// End of a scheduler tick: `u8 overload_level, u8 tick_multiplier`.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TICK_END.0, 1);
+    /// ```
     pub const TICK_END: Self = Self(1);
     /// Start of a tick phase: `u8 phase`.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::PHASE_START.0, 2);
+    /// ```
     pub const PHASE_START: Self = Self(2);
     /// End of a tick phase: `u8 phase`.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::PHASE_END.0, 3);
+    /// ```
     pub const PHASE_END: Self = Self(3);
     /// A generic instant: `i32 name_id, i32 payload`.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::INSTANT.0, 6);
+    /// ```
     pub const INSTANT: Self = Self(6);
     /// A span carrying a 16-byte trace context (W3C trace id or command causal id) and a name.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACED_SPAN.0, 11);
+    /// ```
     pub const TRACED_SPAN: Self = Self(11);
     /// Thread metadata, written when a thread claims a slot.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::THREAD_INFO.0, 77);
+    /// ```
     pub const THREAD_INFO: Self = Self(77);
     /// A network message was received (correlation instant).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::INGRESS_RECEIVED.0, 236);
+    /// ```
     pub const INGRESS_RECEIVED: Self = Self(236);
     /// A received message was admitted for the next drain tick (correlation instant).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::INGRESS_ADMITTED.0, 237);
+    /// ```
     pub const INGRESS_ADMITTED: Self = Self(237);
     /// A received message was dropped (correlation instant).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::INGRESS_DROPPED.0, 238);
+    /// ```
     pub const INGRESS_DROPPED: Self = Self(238);
     /// An admitted command was consumed by a system (correlation instant).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::COMMAND_CONSUMED.0, 239);
+    /// ```
     pub const COMMAND_CONSUMED: Self = Self(239);
     /// A reply or state update was sent (correlation instant).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::EGRESS_SENT.0, 240);
+    /// ```
     pub const EGRESS_SENT: Self = Self(240);
     /// A span with a NUL-terminated name and no trace context.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_SPAN.0, 246);
+    /// ```
     pub const NAMED_SPAN: Self = Self(246);
     /// One complete CEL_HEADER_V3 CeLog event as payload.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::CELOG.0, 255);
+    /// ```
     pub const CELOG: Self = Self(255);
 
     /// The kind's name from the kind table, or `None` for a kind this crate does not know.
@@ -247,10 +317,25 @@ pub struct CommonHeader {
 
 impl CommonHeader {
     /// Bytes in the header.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::CommonHeader;
+    /// assert_eq!(CommonHeader::SIZE, 12);
+    /// ```
     pub const SIZE: usize = 12;
     /// Offset of the timestamp field inside a record.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::CommonHeader;
+    /// assert_eq!(CommonHeader::TIMESTAMP_OFFSET, 4);
+    /// ```
     pub const TIMESTAMP_OFFSET: usize = 4;
     /// Largest record size the format allows (0xFFFF is the ring's wrap marker).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::CommonHeader;
+    /// assert_eq!(CommonHeader::MAX_RECORD, 0xFFFE);
+    /// ```
     pub const MAX_RECORD: usize = 0xFFFE;
 
     /// Writes the header into `d[..12]`.

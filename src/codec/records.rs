@@ -754,7 +754,8 @@ fn utf8(b: &[u8]) -> Result<&str, DecodeError> {
 /// least `min_size`; every field lies inside the record; `CStr` fields have their NUL and `LenStr`
 /// lengths stay in bounds; strings are UTF-8; the fields end exactly at the record's end; span
 /// flags agree with the kind (bit 0 set iff the kind has a trace context, other bits 0); a CeLog
-/// record holds exactly one valid event. An unknown kind decodes to its header and raw payload.
+/// record holds exactly one valid event with zero padding. So every record it accepts re-encodes
+/// to the same bytes. An unknown kind decodes to its header and raw payload.
 ///
 /// # Errors
 /// The [`DecodeError`] describing the first problem found.
@@ -860,13 +861,18 @@ pub fn decode_fields(record: &[u8]) -> Result<DecodedRecord<'_>, DecodeError> {
         }
     }
     if def.kind == K::CELOG {
-        let (_, used) = celog::decode_event(out.payload)?;
+        let (ev, used) = celog::decode_event(out.payload)?;
         if used != out.payload.len() {
             return Err(DecodeError::SizeMismatch {
                 kind: header.kind,
                 expected: CommonHeader::SIZE + used,
                 found: size,
             });
+        }
+        // Our records carry zero padding (no stale bytes reach a file); anything else is corrupt.
+        let data_end = used - ((ev.data.len() + 3) & !3) + ev.data.len();
+        if out.payload[data_end..].iter().any(|&b| b != 0) {
+            return Err(DecodeError::BadField("event"));
         }
     }
     Ok(out)
@@ -1079,9 +1085,7 @@ impl Record<'_> {
                 kind,
             } => write_thread_info(d, slot, ts, thread_id, name, kind),
             Record::Correlation(instant) => {
-                let need = correlation::size_of(instant.kind());
-                let have = d.len();
-                let d = reserve(d, need).map_err(|_| EncodeError::DstTooSmall { need, have })?;
+                let d = reserve(d, correlation::size_of(instant.kind()))?;
                 Ok(correlation::CorrelationInstantData {
                     slot,
                     timestamp: ts,

@@ -1,12 +1,14 @@
-//! A trace.dat reader: version 6, and the uncompressed version 7 files trace-cmd ≥ 3.0 writes
-//! by default. It reads files from any writer (kernel events included) far enough to list event
+//! A trace.dat reader: version 6, and version 7 (the sectioned format trace-cmd ≥ 3.0 writes by
+//! default) when uncompressed; a compressed file gives [`TraceDatError::Compressed`]. It reads files from any writer (kernel events included) far enough to list event
 //! formats, cmdlines, options and per-CPU page data, and to iterate records per CPU or merged
 //! across CPUs in time order.
 //!
 //! Every length and offset read from the file is checked against the file: corrupt or
 //! truncated input gives a [`TraceDatError`], never a panic or an allocation sized by the file.
+//! Pages are walked with the [`crate::kbuffer`] port (libtraceevent kbuffer semantics).
 
 use super::writer::{FileMeta, MAGIC, OPTION_TRACECLOCK, OPTION_TYPHON_META};
+use crate::kbuffer::{Endian, KBuffer, LongSize};
 use core::fmt;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -614,7 +616,14 @@ impl TraceFile {
         self.parse_kallsyms_printk(&mut c, 0)?;
         self.parse_kallsyms_printk(&mut c, 1)?;
         self.parse_cmdlines(&mut c)?;
+        let at = c.off();
         self.cpus = c.u32("cpu count")?;
+        if self.cpus > MAX_CPUS {
+            return corrupt(
+                format!("{} cpus (at most {MAX_CPUS} supported)", self.cpus),
+                at,
+            );
+        }
         let mut has_clock = false;
         loop {
             let at = c.off();
@@ -1096,14 +1105,25 @@ impl TraceFile {
     /// assert_eq!(f.cpu_records(0).count(), 0);
     /// ```
     pub fn cpu_records(&self, cpu: u32) -> CpuRecords<'_> {
-        let bytes = self.cpu_bytes(cpu);
+        let long = if self.commit_size == 4 {
+            LongSize::Four
+        } else {
+            LongSize::Eight
+        };
+        let endian = if self.big_endian {
+            Endian::Big
+        } else {
+            Endian::Little
+        };
         CpuRecords {
-            file: self,
             cpu,
-            bytes,
+            pages: self.cpu_bytes(cpu).chunks(self.page_size as usize),
+            page_size: self.page_size as usize,
             base: self.cpu_data(cpu).map_or(0, |d| d.0),
-            next_page: 0,
-            page: None,
+            page_at: 0,
+            kb: KBuffer::new(long, endian),
+            loaded: false,
+            fresh: false,
             done: false,
         }
     }
@@ -1145,23 +1165,12 @@ impl TraceFile {
     }
 }
 
-/// Decoding state of one loaded page.
-#[derive(Debug)]
-struct PageState<'a> {
-    page: &'a [u8],
-    /// File offset of the page (for errors).
-    at: u64,
-    ts: u64,
-    /// Commit size: data bytes after the page header.
-    size: usize,
-    /// Offset (from the data start) of the next record header to decode.
-    next: usize,
-    missed: Option<i64>,
-}
-
-/// Iterator over one CPU's records; see [`TraceFile::cpu_records`].
+/// Iterator over one CPU's records; see [`TraceFile::cpu_records`]. Pages are walked with the
+/// [`KBuffer`] port, so timestamps and missed counts are what libtraceevent (and therefore
+/// `trace-cmd report`) sees.
 ///
-/// After an error it ends.
+/// Where kbuffer would hand out bogus records (zero words inside the commit) or stop on a page
+/// that runs past its end, this iterator yields a [`TraceDatError::Corrupt`] and ends.
 ///
 /// ```
 /// # use typhon_recorder::tracedat::{write_tracedat, FileMeta, TraceFile};
@@ -1173,149 +1182,24 @@ struct PageState<'a> {
 /// ```
 #[derive(Debug)]
 pub struct CpuRecords<'a> {
-    file: &'a TraceFile,
     cpu: u32,
-    bytes: &'a [u8],
+    pages: std::slice::Chunks<'a, u8>,
+    page_size: usize,
+    /// File offset of the CPU data and of the loaded page.
     base: u64,
-    next_page: usize,
-    page: Option<PageState<'a>>,
+    page_at: u64,
+    kb: KBuffer<'a>,
+    /// A page is loaded and `kb` is on (or before, if `fresh`) a record.
+    loaded: bool,
+    /// The next call reads the current record instead of advancing.
+    fresh: bool,
     done: bool,
 }
 
-const COMMIT_MASK: u64 = (1 << 27) - 1;
-const MISSED_EVENTS: u64 = 1 << 31;
-const MISSED_STORED: u64 = 1 << 30;
-
 impl<'a> CpuRecords<'a> {
-    fn load(&mut self) -> Result<bool> {
-        let ps = self.file.page_size as usize;
-        let start = self.next_page;
-        if start >= self.bytes.len() {
-            return Ok(false);
-        }
-        let at = self.base.saturating_add(start as u64);
-        let Some(page) = start
-            .checked_add(ps)
-            .and_then(|end| self.bytes.get(start..end))
-        else {
-            return corrupt(
-                format!("cpu {}: partial page at the end of its data", self.cpu),
-                at,
-            );
-        };
-        self.next_page = start + ps;
-        let be = self.file.big_endian;
-        let hdr = self.file.page_header_size;
-        let cs = self.file.commit_size;
-        let ts = read_uint(&page[..8], be);
-        let commit = read_uint(&page[8..8 + cs], be);
-        let size = (commit & COMMIT_MASK) as usize;
-        if hdr + size > page.len() {
-            return corrupt(
-                format!("cpu {}: page commit {size} exceeds the page", self.cpu),
-                at,
-            );
-        }
-        let missed = if commit & MISSED_EVENTS != 0 {
-            if commit & MISSED_STORED != 0 {
-                match page.get(hdr + size..hdr + size + cs) {
-                    // kbuffer returns the count as a C int.
-                    Some(b) => Some(i64::from(read_uint(b, be) as u32 as i32)),
-                    None => Some(-1),
-                }
-            } else {
-                Some(-1)
-            }
-        } else {
-            None
-        };
-        self.page = Some(PageState {
-            page,
-            at,
-            ts,
-            size,
-            next: 0,
-            missed,
-        });
-        Ok(true)
-    }
-
-    /// Decodes the next data record of the loaded page, or `None` at its end.
-    fn step(&mut self) -> Result<Option<Record<'a>>> {
-        let cpu = self.cpu;
-        let be = self.file.big_endian;
-        let hdr = self.file.page_header_size;
-        let Some(p) = self.page.as_mut() else {
-            return Ok(None);
-        };
-        let data = &p.page[hdr..hdr + p.size];
-        let word = |off: usize| -> Option<u32> {
-            data.get(off..off.checked_add(4)?)
-                .map(|b| read_uint(b, be) as u32)
-        };
-        while p.next < p.size {
-            let curr = p.next;
-            let at = p.at + (hdr + curr) as u64;
-            let Some(h) = word(curr) else {
-                return corrupt(format!("cpu {cpu}: record header past commit"), at);
-            };
-            let (type_len, delta) = if be {
-                (h >> 27, u64::from(h & 0x07FF_FFFF))
-            } else {
-                (h & 31, u64::from(h >> 5))
-            };
-            let arr = word(curr + 4);
-            match type_len {
-                29 => {
-                    // Padding: kbuffer adds its delta and skips 4 + array[0] bytes.
-                    let Some(len) = arr else {
-                        p.next = p.size;
-                        break;
-                    };
-                    p.ts = p.ts.wrapping_add(delta);
-                    p.next = curr.saturating_add(4).saturating_add(len as usize);
-                }
-                30 | 31 => {
-                    let Some(hi) = arr else {
-                        return corrupt(format!("cpu {cpu}: time record past commit"), at);
-                    };
-                    let v = (u64::from(hi) << 27).wrapping_add(delta);
-                    p.ts = if type_len == 30 {
-                        p.ts.wrapping_add(v)
-                    } else {
-                        v | (p.ts & (0xF8u64 << 56))
-                    };
-                    p.next = curr + 8;
-                }
-                _ => {
-                    let (index, len) = if type_len == 0 {
-                        let Some(l) = arr else {
-                            return corrupt(format!("cpu {cpu}: length word past commit"), at);
-                        };
-                        if l < 4 {
-                            return corrupt(format!("cpu {cpu}: record length word {l}"), at);
-                        }
-                        (curr + 8, ((l as usize - 4) + 3) & !3)
-                    } else {
-                        (curr + 4, type_len as usize * 4)
-                    };
-                    let end = index + len;
-                    let Some(payload) = data.get(index..end) else {
-                        return corrupt(format!("cpu {cpu}: record runs past commit"), at);
-                    };
-                    p.ts = p.ts.wrapping_add(delta);
-                    p.next = end;
-                    let missed_before = if curr == 0 { p.missed } else { None };
-                    return Ok(Some(Record {
-                        cpu,
-                        ts: p.ts,
-                        data: payload,
-                        missed_before,
-                    }));
-                }
-            }
-        }
-        Ok(None)
+    fn fail(&mut self, what: String, at: u64) -> Option<Result<Record<'a>>> {
+        self.done = true;
+        Some(corrupt(format!("cpu {}: {what}", self.cpu), at))
     }
 }
 
@@ -1327,25 +1211,50 @@ impl<'a> Iterator for CpuRecords<'a> {
             return None;
         }
         loop {
-            match self.step() {
-                Ok(Some(r)) => return Some(Ok(r)),
-                Ok(None) => {}
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
+            if self.loaded {
+                let ev = if std::mem::take(&mut self.fresh) {
+                    self.kb.read_event()
+                } else {
+                    self.kb.next_event()
+                };
+                match ev {
+                    Some(ev) => {
+                        let at = self.page_at + ev.data_offset as u64;
+                        if self.kb.event_size() <= 0 {
+                            let n = self.kb.event_size();
+                            return self
+                                .fail(format!("record of size {n} (zero bytes in commit)"), at);
+                        }
+                        let missed = self.kb.missed_events();
+                        return Some(Ok(Record {
+                            cpu: self.cpu,
+                            ts: ev.timestamp,
+                            data: ev.data,
+                            missed_before: (missed != 0).then_some(i64::from(missed)),
+                        }));
+                    }
+                    None => {
+                        if let Some(e) = self.kb.error() {
+                            return self.fail(e.to_string(), self.page_at);
+                        }
+                        self.loaded = false;
+                    }
                 }
             }
-            match self.load() {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.done = true;
-                    return None;
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
+            let Some(page) = self.pages.next() else {
+                self.done = true;
+                return None;
+            };
+            self.page_at = self.base;
+            self.base = self.base.saturating_add(page.len() as u64);
+            if page.len() != self.page_size {
+                return self.fail("partial page at the end of its data".into(), self.page_at);
             }
+            if let Err(e) = self.kb.load_subbuffer(page) {
+                return self.fail(e.to_string(), self.page_at);
+            }
+            self.loaded = true;
+            self.fresh = true;
         }
     }
 }

@@ -409,7 +409,8 @@ fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<
 ///
 /// Each [`SlotPages`] is streamed from its source into its page-aligned place (CPU n = slot n);
 /// the CPU count is the highest slot (of `slot_data` or `meta.slots`) + 1, CPUs without pages
-/// are empty. Cmdlines come from `meta.slots` names. Errors (`InvalidInput`): a page size that is
+/// are empty. Cmdlines come from `meta.slots` names (control characters become `?`); note that
+/// libtraceevent shows pid 0, i.e. slot 0 (the recorder itself), as `<idle>` whatever its name. Errors (`InvalidInput`): a page size that is
 /// not a power of two in 4096..=1 MiB, a length that is not a multiple of the page size, a slot
 /// given twice, a bad clock name; `UnexpectedEof` if a source ends before `len` bytes, and
 /// `InvalidData` if it has more.
