@@ -72,7 +72,10 @@ fn rust_port_matches_the_man_page_example() {
             "{name}: (stdout, stderr, status) differ, C left, Rust right"
         );
         events += c.0.lines().filter(|l| l.starts_with(" event ")).count();
-        saved += c.0.lines().filter(|l| l.starts_with(" saved event 20 ")).count();
+        saved +=
+            c.0.lines()
+                .filter(|l| l.starts_with(" saved event 20 "))
+                .count();
         compared += 1;
     }
     let missing = dir.join("does-not-exist").to_str().unwrap().to_string();
@@ -91,6 +94,9 @@ fn rust_port_matches_the_man_page_example() {
     assert_eq!(String::from_utf8(c.stdout).unwrap(), r.0);
 
     eprintln!("kbuffer_dump: {compared} files, {events} event lines identical to the C example");
-    assert!(events > 1000 && saved > 10, "{events} events, {saved} read_at_offset re-reads");
+    assert!(
+        events > 1000 && saved > 10,
+        "{events} events, {saved} read_at_offset re-reads"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
