@@ -76,8 +76,9 @@ pub enum LongSize {
 }
 
 impl LongSize {
-    /// `KBUFFER_LSIZE_SAME_AS_HOST`: 8 if this program's `long` is 8 bytes or the kernel's
-    /// machine name (`uname -m`) contains "64", else 4.
+    /// `KBUFFER_LSIZE_SAME_AS_HOST`: 8 if this program's `long` is 8 bytes or its target
+    /// architecture name contains "64", else 4. (C asks `uname()` for the running kernel's machine
+    /// name instead, which differs only for 32-bit programs on 64-bit kernels.)
     ///
     /// ```
     /// # use typhon_recorder::kbuffer::LongSize;

@@ -421,32 +421,34 @@ impl PageWriter {
             }
         }
 
-        let buf = &mut self.buf[..];
-        let mut at = PAGE_HEADER_SIZE + self.len;
+        let base = PAGE_HEADER_SIZE + self.len;
+        // One bounds check for the whole record; the writes below index inside `rec`.
+        let rec = &mut self.buf[base..base + need];
+        let mut at = 0;
         let rec_delta = if extend {
-            let ext = [
-                TYPE_TIME_EXTEND | (((delta & TS_MASK) as u32) << 5),
-                (delta >> TS_SHIFT) as u32,
-            ];
-            buf[at..at + 4].copy_from_slice(&ext[0].to_le_bytes());
-            buf[at + 4..at + 8].copy_from_slice(&ext[1].to_le_bytes());
-            at += 8;
+            let lo = TYPE_TIME_EXTEND | (((delta & TS_MASK) as u32) << 5);
+            let hi = (delta >> TS_SHIFT) as u32;
+            rec[0..4].copy_from_slice(&lo.to_le_bytes());
+            rec[4..8].copy_from_slice(&hi.to_le_bytes());
+            at = 8;
             0
         } else {
             delta as u32
         };
         if long_form {
-            buf[at..at + 4].copy_from_slice(&(rec_delta << 5).to_le_bytes());
-            buf[at + 4..at + 8].copy_from_slice(&((padded + 4) as u32).to_le_bytes());
+            rec[at..at + 4].copy_from_slice(&(rec_delta << 5).to_le_bytes());
+            rec[at + 4..at + 8].copy_from_slice(&((padded + 4) as u32).to_le_bytes());
             at += 8;
         } else {
             let word = (padded / 4) as u32 | rec_delta << 5;
-            buf[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            rec[at..at + 4].copy_from_slice(&word.to_le_bytes());
             at += 4;
         }
-        // The padding may hold stale bytes of an earlier page: zero it (at most 4 bytes).
-        buf[at + n..at + padded].fill(0);
-        buf[at..at + n].copy_from_slice(payload);
+        // The padding may hold stale bytes of an earlier page: zero the last word (it covers the
+        // at most 3 padding bytes, or the 4 bytes of an empty payload), then copy the payload.
+        rec[need - 4..need].copy_from_slice(&[0; 4]);
+        rec[at..at + n].copy_from_slice(payload);
+        let at = base + at;
 
         if self.records == 0 {
             // The page time continues the previous page's: it never goes back.
