@@ -205,8 +205,6 @@ pub struct PageWriter {
     last_ts: u64,
     /// Lost-record count stored on this page (0 = none).
     missed: u64,
-    /// Count moved off this page to the next one (see `try_push`).
-    carry: u64,
     /// Bytes at and past this offset are known to be zero.
     dirty_end: usize,
 }
@@ -220,7 +218,6 @@ impl fmt::Debug for PageWriter {
             .field("page_ts", &self.page_ts)
             .field("last_ts", &self.last_ts)
             .field("missed", &self.missed)
-            .field("carry", &self.carry)
             .finish()
     }
 }
@@ -243,7 +240,6 @@ impl PageWriter {
             page_ts: 0,
             last_ts: 0,
             missed: 0,
-            carry: 0,
             dirty_end: PAGE_HEADER_SIZE,
         })
     }
@@ -373,11 +369,10 @@ impl PageWriter {
     /// page and push it again on the next one), or [`PushError::TooLarge`] when it could never fit
     /// (`payload.len() > max_record_size(page_size)`).
     ///
-    /// A page with a missed count has 8 bytes fewer for records. If a record that would fit on an
-    /// empty page does not fit on an empty page only because of those 8 bytes, the writer moves
-    /// the count to the next page (it is then what [`missed`](Self::missed) reports after
-    /// [`finish`](Self::finish)) and writes the record, so `Full` never comes from an empty page
-    /// and no count is lost.
+    /// A page with a missed count has 8 bytes fewer for records. A record that fits an empty
+    /// page but not beside the count gets [`PushError::Full`] on the empty page: the count must
+    /// stay in front of the records that followed the gap, so the caller first pushes a smaller
+    /// record (the flusher writes a ThreadInfo) and puts the big record on the next page.
     ///
     /// ```
     /// # use typhon_recorder::page::{PageWriter, PushError};
@@ -411,14 +406,11 @@ impl PageWriter {
         };
         let need = rec_len + if extend { 8 } else { 0 };
         if self.len + need > self.cap {
-            if self.records == 0 && need <= page_data {
-                // Fits an empty page, only not beside the reserved count: move the count on.
-                self.carry = self.carry.saturating_add(self.missed);
-                self.missed = 0;
-                self.cap = page_data;
-            } else {
-                return Err(PushError::Full);
-            }
+            // On an empty page this means the record fits a page but not beside the reserved
+            // missed count. The count must stay right before the records that followed the gap,
+            // so the caller puts it on a page of its own with a smaller record first (the
+            // flusher uses a ThreadInfo record) and pushes this record on the next page.
+            return Err(PushError::Full);
         }
 
         let base = PAGE_HEADER_SIZE + self.len;
@@ -499,8 +491,8 @@ impl PageWriter {
         self.len = 0;
         self.records = 0;
         self.page_ts = 0;
-        self.missed = core::mem::take(&mut self.carry);
-        self.cap = self.buf.len() - PAGE_HEADER_SIZE - if self.missed != 0 { 8 } else { 0 };
+        self.missed = 0;
+        self.cap = self.buf.len() - PAGE_HEADER_SIZE;
         &self.buf[..]
     }
 }
@@ -632,17 +624,17 @@ mod tests {
     }
 
     #[test]
-    fn count_moves_on_when_only_the_reservation_blocks_a_record() {
+    fn a_record_that_fits_only_without_the_count_is_full_on_an_empty_page() {
         let mut w = PageWriter::new(4096).unwrap();
         w.set_missed(9).unwrap();
-        w.try_push(1, &[1; 4072]).unwrap();
-        let p = w.finish();
-        assert_eq!(u64_at(p, 8), 4080);
-        assert_eq!(w.missed(), 9);
-        w.try_push(2, &[1; 4]).unwrap();
+        assert_eq!(w.try_push(1, &[1; 4072]), Err(PushError::Full));
+        w.try_push(1, &[1; 4]).unwrap();
         let p = w.finish();
         assert_eq!(u64_at(p, 8), 8 | RB_MISSED_EVENTS | RB_MISSED_STORED);
         assert_eq!(u64_at(p, 24), 9);
+        assert_eq!(w.missed(), 0);
+        w.try_push(2, &[1; 4072]).unwrap();
+        assert_eq!(u64_at(w.finish(), 8), 4080);
     }
 
     #[test]

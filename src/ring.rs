@@ -336,7 +336,7 @@ pub enum Entry<'a> {
 /// use typhon_recorder::ring::{ring, Entry};
 /// let (mut p, mut c) = ring(4096).unwrap();
 /// while p.write(1000, |r| { r[..2].copy_from_slice(&1000u16.to_le_bytes()); }) {}
-/// p.write(12, |r| { r[..2].copy_from_slice(&12u16.to_le_bytes()); }); // dropped: ring full
+/// assert!(!p.write(200, |r| { r[..2].copy_from_slice(&200u16.to_le_bytes()); })); // full: dropped
 /// let mut n = 0;
 /// c.drain(|e| if let Entry::Record(_) = e { n += 1 });
 /// assert!(p.write(12, |r| { r[..2].copy_from_slice(&12u16.to_le_bytes()); }));

@@ -81,7 +81,10 @@ impl Sampler {
         let t0 = self.clock.raw();
         f();
         let t1 = self.clock.raw();
-        let ns = self.clock.delta_as_nanos(t0, t1).saturating_sub(self.bracket);
+        let ns = self
+            .clock
+            .delta_as_nanos(t0, t1)
+            .saturating_sub(self.bracket);
         let _ = self.hist.record(ns.max(1));
     }
 }
@@ -118,9 +121,16 @@ fn worker(idx: u32, rate: u64, stop: Arc<AtomicBool>) -> (u64, Histogram<u64>) {
             let (hi, lo) = typhon_recorder::command_causal_id(session, drain_tick, seq);
             {
                 let _span = typhon_recorder::traced_span("apply-command", TraceContext { hi, lo });
-                s.time(|| typhon_recorder::command_consumed(session, seq, (seq % 7) as u16));
+                s.time(|| typhon_recorder::command_consumed(session, seq, seq % 7));
             }
-            s.time(|| typhon_recorder::egress_sent(session, drain_tick, 128 + (seq as u32 % 900), 1 + seq % 3));
+            s.time(|| {
+                typhon_recorder::egress_sent(
+                    session,
+                    drain_tick,
+                    128 + (seq as u32 % 900),
+                    1 + seq % 3,
+                )
+            });
             records += 4;
         }
         let batch = records as u32;
@@ -189,7 +199,10 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
 
 pub fn run(a: DemoArgs) -> Result<(), String> {
     if !(a.duration > 0.0 && a.duration.is_finite()) {
-        return Err(format!("--duration must be a positive number of seconds, got {}", a.duration));
+        return Err(format!(
+            "--duration must be a positive number of seconds, got {}",
+            a.duration
+        ));
     }
     if a.threads == 0 || a.threads > 250 {
         return Err(format!("--threads must be 1..=250, got {}", a.threads));
@@ -239,10 +252,14 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     stop.store(true, Ordering::Relaxed);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("bounds");
     for w in workers {
-        let (_, h) = w.join().map_err(|_| "a worker thread panicked".to_string())?;
+        let (_, h) = w
+            .join()
+            .map_err(|_| "a worker thread panicked".to_string())?;
         hist.add(h).map_err(|e| e.to_string())?;
     }
-    ticker.join().map_err(|_| "the tick thread panicked".to_string())?;
+    ticker
+        .join()
+        .map_err(|_| "the tick thread panicked".to_string())?;
     let elapsed = t0.elapsed().as_secs_f64();
     let stats = rec.finish().map_err(|e| e.to_string())?;
 
@@ -295,7 +312,10 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         println!("{v}");
         return Ok(());
     }
-    println!("typhon-rec demo: {} worker threads + game loop for {elapsed:.2} s", a.threads);
+    println!(
+        "typhon-rec demo: {} worker threads + game loop for {elapsed:.2} s",
+        a.threads
+    );
     println!(
         "  records   {written} written ({:.2} M/s), {missed} missed, {attempted} attempted, {} filtered",
         written as f64 / elapsed / 1e6,

@@ -27,8 +27,7 @@ pub fn report(file: &Path) -> Res {
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     let mut line = String::new();
-    let mut n = 0u64;
-    for r in f.records() {
+    for (n, r) in f.records().enumerate() {
         let r = r.map_err(|e| format!("{}: after {n} records: {e}", file.display()))?;
         match r.missed_before {
             Some(k) if k > 0 => writeln!(out, "CPU:{} [{k} EVENTS DROPPED]", r.cpu),
@@ -53,7 +52,6 @@ pub fn report(file: &Path) -> Res {
                 let _ = write!(line, "{:<16} [undecodable: {e}]", TraceEventKind(kind));
             }
         }
-        n += 1;
         if writeln!(out, "{line}").is_err() {
             return Ok(()); // closed pipe (e.g. `| head`): not an error
         }
@@ -104,7 +102,10 @@ pub fn stats(file: &Path, json: bool) -> Res {
         }
         s.add(r.ts);
         all.add(r.ts);
-        kinds.entry(r.data.get(2).copied().unwrap_or(0)).or_default().add(r.ts);
+        kinds
+            .entry(r.data.get(2).copied().unwrap_or(0))
+            .or_default()
+            .add(r.ts);
     }
     if json {
         let v = serde_json::json!({

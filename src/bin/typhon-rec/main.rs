@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "typhon-rec", version, about = "typhon-recorder: record and read Typhon trace.dat files")]
+#[command(
+    name = "typhon-rec",
+    version,
+    about = "typhon-recorder: record and read Typhon trace.dat files"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
