@@ -1,0 +1,121 @@
+//! The `typhon-rec` binary: the demo's summary describes its file exactly, and report, stats
+//! and pages read it back; bad input gives a message and a non-zero exit, never a panic.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("typhon-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn assert_clean_failure(o: &Output) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "should fail: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("typhon-rec") || err.contains("error"), "{err}");
+}
+
+#[test]
+fn demo_json_report_stats_and_pages() {
+    let d = scratch("demo");
+    let out = d.join("demo.dat");
+    let o = rec(&[
+        "demo",
+        "--out",
+        out.to_str().unwrap(),
+        "--duration",
+        "0.5",
+        "--threads",
+        "2",
+        "--rate",
+        "20000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON on stdout");
+    for k in ["file", "attempted", "written", "missed", "filtered", "pages", "bytes", "slots"] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    let written = v["written"].as_u64().unwrap();
+    let missed = v["missed"].as_u64().unwrap();
+    assert_eq!(v["attempted"].as_u64().unwrap(), written + missed);
+    let slots = v["slots"].as_array().unwrap();
+    assert!(slots.iter().any(|s| s["slot"] == 0), "slot 0 is counted too");
+    assert_eq!(slots.len(), 4, "recorder + game loop + 2 workers");
+    let sum: u64 = slots.iter().map(|s| s["written"].as_u64().unwrap()).sum();
+    assert_eq!(sum, written);
+    assert_eq!(
+        v["bytes"].as_u64().unwrap(),
+        std::fs::metadata(&out).unwrap().len()
+    );
+
+    // report: one line per record (plus drop lines).
+    let o = rec(&["report", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines = text.lines().filter(|l| !l.contains("EVENTS DROPPED]")).count() as u64;
+    assert_eq!(lines, written);
+    for kind in [
+        "IngressReceived",
+        "IngressAdmitted",
+        "IngressDropped",
+        "CommandConsumed",
+        "EgressSent",
+        "TracedSpan",
+        "NamedSpan",
+        "TickStart",
+        "TickEnd",
+        "PhaseStart",
+        "CeLog",
+        "ThreadInfo",
+    ] {
+        assert!(text.contains(kind), "demo records {kind}");
+    }
+    assert!(text.contains("game-loop") && text.contains("net-worker-1"));
+
+    // stats --json agrees.
+    let o = rec(&["stats", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success());
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["records"].as_u64().unwrap(), written);
+    assert_eq!(s["missed"].as_u64().unwrap(), missed);
+
+    // pages: raw pages of slot 1, each a page_size file.
+    let pdir = d.join("pages");
+    let o = rec(&["pages", out.to_str().unwrap(), "--slot", "1", "--out", pdir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files: Vec<_> = std::fs::read_dir(&pdir).unwrap().collect();
+    assert!(!files.is_empty());
+    for f in files {
+        assert_eq!(std::fs::metadata(f.unwrap().path()).unwrap().len(), 4096);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let d = scratch("bad");
+    let missing = d.join("nope.dat");
+    assert_clean_failure(&rec(&["report", missing.to_str().unwrap()]));
+    let junk = d.join("junk.dat");
+    std::fs::write(&junk, b"not a trace file at all").unwrap();
+    assert_clean_failure(&rec(&["report", junk.to_str().unwrap()]));
+    assert_clean_failure(&rec(&["stats", junk.to_str().unwrap()]));
+    assert_clean_failure(&rec(&["recover", missing.to_str().unwrap()]));
+    let o = rec(&["demo", "--out", d.join("x.dat").to_str().unwrap(), "--ring-size", "3000"]);
+    assert_clean_failure(&o);
+    let o = rec(&["demo", "--out", d.join("y.dat").to_str().unwrap(), "--duration", "-1"]);
+    assert_clean_failure(&o);
+    assert!(!Path::new(&d.join("y.dat")).exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
