@@ -4,7 +4,7 @@
 //! caller: each body runs under [`std::panic::catch_unwind`] and a panic becomes
 //! [`TYPHON_ERR_PANIC`]. Errors are `int32_t` codes, 0 = [`TYPHON_OK`], negative = an error,
 //! named by [`typhon_error_name`]. The header `include/typhon_recorder.h` is generated from this
-//! module with cbindgen (`cbindgen.toml`; `TYPHON_BLESS=1 cargo test --test ffi_header`
+//! module with cbindgen (`cbindgen.toml`; `TYPHON_BLESS=1 cargo test -p typhon-ffi-header`
 //! rewrites it, and that test fails while it is out of date).
 //!
 //! Pointer contracts, shared by every function that takes one:
@@ -901,6 +901,9 @@ unsafe fn begin(
         // SAFETY: the caller's contract for (name, name_len).
         let n = try_code!(unsafe { self::name(name, name_len) });
         match recorder::span_begin(n, ctx, at) {
+            // Nothing recorded (no recorder, filtered): still report a NUL in the name, so
+            // hosts see the same error whether or not a recorder runs.
+            Ok(0) if n.as_bytes().contains(&0) => TYPHON_ERR_INVALID,
             Ok(id) => {
                 // SAFETY: as above.
                 unsafe { span_id.write(id) };

@@ -1,13 +1,13 @@
 //! The checked-in C header `include/typhon_recorder.h` must be what cbindgen generates from
 //! `src/ffi.rs` with `cbindgen.toml`, with the Rust-only parts of the doc comments (doctest code
-//! blocks, intra-doc link brackets) removed. `TYPHON_BLESS=1 cargo test --test ffi_header`
+//! blocks, intra-doc link brackets) removed. `TYPHON_BLESS=1 cargo test -p typhon-ffi-header`
 //! rewrites it.
 
 use std::path::Path;
 
 #[test]
 fn header_is_up_to_date() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
     let mut generated = Vec::new();
     cbindgen::Builder::new()
@@ -27,7 +27,7 @@ fn header_is_up_to_date() {
     assert!(
         checked_in == generated,
         "include/typhon_recorder.h is out of date with src/ffi.rs: run \
-         `TYPHON_BLESS=1 cargo test --test ffi_header` and commit the result"
+         `TYPHON_BLESS=1 cargo test -p typhon-ffi-header` and commit the result"
     );
 }
 
