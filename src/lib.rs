@@ -21,13 +21,15 @@
 //! - [`recorder`]: the producer API (free functions and guards) and the recorder's lifecycle;
 //! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
-//! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer.
+//! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
+//! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 pub mod clock;
 pub mod codec;
+pub mod ffi;
 pub mod filesink;
 pub mod flusher;
 pub mod kbuffer;
@@ -44,7 +46,7 @@ pub use recorder::{
     celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
     egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,
     ingress_received, ingress_received_at, instant, instant_at, phase_end, phase_end_at,
-    phase_start, phase_start_at, set_thread_info, span, span_at, tick_end, tick_end_at, tick_start,
-    tick_start_at, traced_span, traced_span_at, write_record, Recorder, RecorderBuilder, SpanGuard,
-    Stats,
+    phase_start, phase_start_at, set_thread_info, span, span_at, span_begin, span_end, tick_end,
+    tick_end_at, tick_start, tick_start_at, traced_span, traced_span_at, write_record, Recorder,
+    RecorderBuilder, SpanGuard, Stats,
 };

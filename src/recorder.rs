@@ -114,6 +114,13 @@ pub enum WriteError {
     },
     /// The input is malformed (e.g. a NUL inside a span name, a CeLog id out of range).
     Invalid(String),
+    /// [`span_end`] was given a span that is not the thread's innermost open one.
+    SpanMismatch {
+        /// The span the caller tried to end.
+        span_id: u64,
+        /// The thread's innermost open span (0 = none).
+        innermost: u64,
+    },
 }
 
 impl fmt::Display for WriteError {
@@ -124,6 +131,10 @@ impl fmt::Display for WriteError {
                 "record of {size} bytes does not fit in a page (max {max}); use a larger page size"
             ),
             WriteError::Invalid(s) => write!(f, "invalid record: {s}"),
+            WriteError::SpanMismatch { span_id, innermost } => write!(
+                f,
+                "span {span_id:#x} is not the innermost open span ({innermost:#x})"
+            ),
         }
     }
 }
@@ -1217,41 +1228,58 @@ impl SpanGuard<'_> {
         if self.span_id == 0 {
             return;
         }
-        let name = self.name;
-        let start = self.start;
-        let (id, parent, ctx) = (self.span_id, self.parent, self.ctx);
-        with_writer(|w, current| {
-            if *current == id {
-                *current = parent;
-            }
-            let end = match end {
-                Some(t) => t,
-                None => w.clock.raw(),
-            };
-            w.last_raw = end;
-            let dur = end.wrapping_sub(start) as i64;
-            let size = match ctx {
-                None => records::named_span_len(name),
-                Some(_) => records::traced_span_len(name),
-            };
-            if size > w.core.max_record {
-                w.refuse();
-                return;
-            }
-            let slot = w.slot;
-            let ext = records::SpanExt {
-                duration_ns: dur,
-                span_id: id,
-                parent_span_id: parent,
-            };
-            w.put(size, |d| {
-                let _ = match ctx {
-                    None => records::write_named_span(d, slot, start as i64, &ext, name),
-                    Some(c) => records::write_traced_span(d, slot, start as i64, &ext, c, name),
-                };
-            });
-        });
+        end_span(
+            self.name,
+            self.start,
+            self.span_id,
+            self.parent,
+            self.ctx,
+            end,
+        );
     }
+}
+
+/// Ends an open span: restores the thread's innermost span and writes the span record (the one
+/// record-writing path of guards and of [`span_end`]).
+fn end_span(
+    name: &str,
+    start: u64,
+    id: u64,
+    parent: u64,
+    ctx: Option<TraceContext>,
+    end: Option<u64>,
+) {
+    with_writer(|w, current| {
+        if *current == id {
+            *current = parent;
+        }
+        let end = match end {
+            Some(t) => t,
+            None => w.clock.raw(),
+        };
+        w.last_raw = end;
+        let dur = end.wrapping_sub(start) as i64;
+        let size = match ctx {
+            None => records::named_span_len(name),
+            Some(_) => records::traced_span_len(name),
+        };
+        if size > w.core.max_record {
+            w.refuse();
+            return;
+        }
+        let slot = w.slot;
+        let ext = records::SpanExt {
+            duration_ns: dur,
+            span_id: id,
+            parent_span_id: parent,
+        };
+        w.put(size, |d| {
+            let _ = match ctx {
+                None => records::write_named_span(d, slot, start as i64, &ext, name),
+                Some(c) => records::write_traced_span(d, slot, start as i64, &ext, c, name),
+            };
+        });
+    });
 }
 
 impl Drop for SpanGuard<'_> {
@@ -1262,11 +1290,6 @@ impl Drop for SpanGuard<'_> {
 
 #[inline(always)]
 fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard<'_> {
-    let kind = if ctx.is_some() {
-        TraceEventKind::TRACED_SPAN
-    } else {
-        TraceEventKind::NAMED_SPAN
-    };
     let mut g = SpanGuard {
         name,
         start: 0,
@@ -1275,26 +1298,197 @@ fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGua
         ctx,
         _not_send: std::marker::PhantomData,
     };
+    if let Ok(Some(o)) = open_span(name, ctx, at) {
+        (g.start, g.span_id, g.parent) = (o.start, o.id, o.parent);
+    }
+    g
+}
+
+/// A span opened by [`open_span`]: its start, id, parent and the recorder generation.
+struct Opened {
+    start: u64,
+    id: u64,
+    parent: u64,
+    gen: u64,
+}
+
+/// Opens a span (the one begin path of guards and of [`span_begin`]): `Ok(None)` when nothing
+/// is recorded (compiled out, no recorder, filtered, no slot), `Err` for a name with a NUL (the
+/// write is counted as refused).
+#[inline(always)]
+fn open_span(
+    name: &str,
+    ctx: Option<TraceContext>,
+    at: Option<u64>,
+) -> Result<Option<Opened>, WriteError> {
+    let kind = if ctx.is_some() {
+        TraceEventKind::TRACED_SPAN
+    } else {
+        TraceEventKind::NAMED_SPAN
+    };
     if cfg!(feature = "compile-out") {
-        return g;
+        return Ok(None);
     }
     if !enabled(kind) {
         count_filtered();
-        return g;
+        return Ok(None);
     }
     if name.as_bytes().contains(&0) {
         // A NUL would end the name early in every reader: refuse rather than truncate.
         with_writer(|w, _| w.refuse());
-        return g;
+        return Err(WriteError::Invalid("span name contains a NUL byte".into()));
     }
-    with_writer(|w, current| {
-        g.start = w.ts(at);
-        g.span_id = (w.slot as u64) << 56 | (w.span_counter & ((1 << 56) - 1));
+    Ok(with_writer(|w, current| {
+        let start = w.ts(at);
+        let id = (w.slot as u64) << 56 | (w.span_counter & ((1 << 56) - 1));
         w.span_counter += 1;
-        g.parent = *current;
-        *current = g.span_id;
+        let parent = *current;
+        *current = id;
+        Opened {
+            start,
+            id,
+            parent,
+            gen: w.core.gen,
+        }
+    }))
+}
+
+/// A span opened with [`span_begin`] and not yet ended.
+struct OpenSpan {
+    /// The name, in a buffer kept (with its capacity) for later spans of the thread.
+    name: String,
+    start: u64,
+    id: u64,
+    parent: u64,
+    ctx: Option<TraceContext>,
+    gen: u64,
+}
+
+/// The thread's spans opened with [`span_begin`]: `open[..depth]` are open; entries past `depth`
+/// keep their name buffers, so a thread that stays within its deepest nesting so far allocates
+/// nothing.
+struct SpanStack {
+    open: Vec<OpenSpan>,
+    depth: usize,
+}
+
+thread_local! {
+    static SPAN_STACK: RefCell<SpanStack> = const {
+        RefCell::new(SpanStack { open: Vec::new(), depth: 0 })
+    };
+}
+
+/// Opens a span without a guard, for callers that cannot hold one (the C ABI, engines whose
+/// begin and end are separate calls): a NamedSpan, or a TracedSpan when `ctx` is given, starting
+/// now or at `at` (raw ticks). End it with [`span_end`] on the same thread; spans end innermost
+/// first. Returns the span id, or 0 when nothing is recorded (no recorder, filtered, no slot,
+/// compiled out) — [`span_end`] accepts 0 as a no-op.
+///
+/// Guard spans ([`span`]) and these nest with each other: each one's parent is the thread's
+/// innermost open span of either sort.
+///
+/// # Errors
+/// [`WriteError::Invalid`] for a name with a NUL byte (counted as refused).
+///
+/// ```
+/// # let _g = typhon_recorder::recorder::doc_lock();
+/// use typhon_recorder::recorder::{span_begin, span_end, RecorderBuilder};
+/// let sink = typhon_recorder::sink::MemorySink::new();
+/// let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+/// let outer = span_begin("frame", None, None).unwrap();
+/// let inner = span_begin("physics", None, None).unwrap();
+/// assert!(span_end(outer, None).is_err()); // not the innermost
+/// span_end(inner, None).unwrap();
+/// span_end(outer, None).unwrap();
+/// assert_eq!(rec.finish().unwrap().user_written(), 3); // ThreadInfo + 2 spans
+/// ```
+pub fn span_begin(
+    name: &str,
+    ctx: Option<TraceContext>,
+    at: Option<u64>,
+) -> Result<u64, WriteError> {
+    let Some(o) = open_span(name, ctx, at)? else {
+        return Ok(0);
+    };
+    let pushed = SPAN_STACK.try_with(|st| {
+        let Ok(mut st) = st.try_borrow_mut() else {
+            return false;
+        };
+        let st = &mut *st;
+        // Spans left open by an earlier recorder can never end in this one: forget them.
+        while st.depth > 0 && st.open[st.depth - 1].gen != o.gen {
+            st.depth -= 1;
+        }
+        if st.depth == st.open.len() {
+            st.open.push(OpenSpan {
+                name: String::new(),
+                start: 0,
+                id: 0,
+                parent: 0,
+                ctx: None,
+                gen: 0,
+            });
+        }
+        let e = &mut st.open[st.depth];
+        e.name.clear();
+        e.name.push_str(name);
+        (e.start, e.id, e.parent, e.ctx, e.gen) = (o.start, o.id, o.parent, ctx, o.gen);
+        st.depth += 1;
+        true
     });
-    g
+    if pushed != Ok(true) {
+        // Thread exit in progress: the span cannot be tracked, so it is not recorded; put the
+        // thread's innermost span back.
+        with_writer(|_, current| *current = o.parent);
+        return Ok(0);
+    }
+    Ok(o.id)
+}
+
+/// Ends the span `span_id` opened with [`span_begin`] on this thread, now or at `at` (raw ticks),
+/// and writes its record. `span_id` 0 (nothing was recorded) is a no-op.
+///
+/// # Errors
+/// [`WriteError::SpanMismatch`] if `span_id` is not this thread's innermost open
+/// [`span_begin`] span; nothing is ended then.
+///
+/// ```
+/// use typhon_recorder::recorder::{span_begin, span_end};
+/// let id = span_begin("x", None, Some(10)).unwrap(); // 0: no recorder installed
+/// span_end(id, Some(20)).unwrap();
+/// assert!(span_end(12345, None).is_err());
+/// ```
+pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
+    if span_id == 0 {
+        return Ok(());
+    }
+    let r = SPAN_STACK.try_with(|st| {
+        let Ok(mut st) = st.try_borrow_mut() else {
+            return Err(WriteError::SpanMismatch {
+                span_id,
+                innermost: 0,
+            });
+        };
+        let st = &mut *st;
+        let innermost = match st.depth {
+            0 => 0,
+            d => st.open[d - 1].id,
+        };
+        if innermost != span_id {
+            return Err(WriteError::SpanMismatch { span_id, innermost });
+        }
+        st.depth -= 1;
+        let e = &st.open[st.depth];
+        // A span of an earlier recorder is forgotten, not written into this one.
+        if e.gen == GEN.load(Ordering::Relaxed) {
+            end_span(&e.name, e.start, e.id, e.parent, e.ctx, at);
+        }
+        Ok(())
+    });
+    r.unwrap_or(Err(WriteError::SpanMismatch {
+        span_id,
+        innermost: 0,
+    }))
 }
 
 /// Opens a NamedSpan; it ends when the guard drops. Its parent is the thread's innermost open
