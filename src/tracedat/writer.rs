@@ -151,7 +151,9 @@ impl FileMeta {
     ///
     /// ```
     /// use typhon_recorder::tracedat::FileMeta;
-    /// assert!(FileMeta::from_json(&serde_json::json!({"page_size": "x"})).is_err());
+    /// let mut j = FileMeta::new(4096).to_json();
+    /// j["page_size"] = j["clock"].clone(); // a string where a number belongs
+    /// assert!(FileMeta::from_json(&j).is_err());
     /// ```
     pub fn from_json(v: &Value) -> Result<Self, String> {
         let obj = v.as_object().ok_or("metadata is not a JSON object")?;
