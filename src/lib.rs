@@ -21,11 +21,13 @@
 //! - [`recorder`]: the producer API (free functions and guards) and the recorder's lifecycle;
 //! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
-//! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer.
+//! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
+//! - [`bench`]: the write-cost benchmark behind `typhon-rec bench`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod clock;
 pub mod codec;
 pub mod filesink;
