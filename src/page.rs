@@ -444,9 +444,11 @@ impl PageWriter {
             buf[at..at + 4].copy_from_slice(&word.to_le_bytes());
             at += 4;
         }
-        // The padding may hold stale bytes of an earlier page: zero it (at most 4 bytes).
-        buf[at + n..at + padded].fill(0);
-        buf[at..at + n].copy_from_slice(payload);
+        // The padding may hold stale bytes of an earlier page: zero it. It lies inside the last
+        // 4 bytes of the padded payload (padded - 4 < n <= padded, or n = 0 and padded = 4), so
+        // one fixed 4-byte store clears it before the payload overwrites its own part.
+        buf[at + padded - 4..at + padded].copy_from_slice(&[0; 4]);
+        copy_small(&mut buf[at..at + n], payload);
 
         if self.records == 0 {
             // The page time continues the previous page's: it never goes back.
@@ -500,6 +502,24 @@ impl PageWriter {
         self.missed = core::mem::take(&mut self.carry);
         self.cap = self.buf.len() - PAGE_HEADER_SIZE - if self.missed != 0 { 8 } else { 0 };
         &self.buf[..]
+    }
+}
+
+/// `dst.copy_from_slice(src)` without a `memcpy` call for the small records that make up most
+/// of a page (a call per 24-byte record was a visible part of the flusher's per-record cost).
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) {
+    if src.len() > 64 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (d, s) in (&mut d).zip(&mut s) {
+        d.copy_from_slice(s);
+    }
+    for (d, s) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *d = *s;
     }
 }
 
