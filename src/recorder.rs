@@ -359,6 +359,11 @@ impl RecorderBuilder {
     }
 }
 
+/// The installed recorder's shared state, if any (for the bench module's drain waits).
+pub(crate) fn active_core() -> Option<Arc<Core>> {
+    ACTIVE.read().clone()
+}
+
 /// State shared by the producers, the flusher and the handle.
 pub(crate) struct Core {
     pub(crate) gen: u64,
