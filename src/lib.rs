@@ -22,11 +22,13 @@
 //! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
 //! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
-//! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts.
+//! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts;
+//! - [`bench`]: the write-cost benchmark behind `typhon-rec bench`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod clock;
 pub mod codec;
 pub mod ffi;

@@ -439,7 +439,7 @@ impl PageWriter {
         // The padding may hold stale bytes of an earlier page: zero the last word (it covers the
         // at most 3 padding bytes, or the 4 bytes of an empty payload), then copy the payload.
         rec[need - 4..need].copy_from_slice(&[0; 4]);
-        rec[at..at + n].copy_from_slice(payload);
+        copy_small(&mut rec[at..at + n], payload);
         let at = base + at;
 
         if self.records == 0 {
@@ -494,6 +494,24 @@ impl PageWriter {
         self.missed = 0;
         self.cap = self.buf.len() - PAGE_HEADER_SIZE;
         &self.buf[..]
+    }
+}
+
+/// `dst.copy_from_slice(src)` without a `memcpy` call for the small records that make up most
+/// of a page (a call per 24-byte record was a visible part of the flusher's per-record cost).
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) {
+    if src.len() > 64 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (d, s) in (&mut d).zip(&mut s) {
+        d.copy_from_slice(s);
+    }
+    for (d, s) in d.into_remainder().iter_mut().zip(s.remainder()) {
+        *d = *s;
     }
 }
 

@@ -36,7 +36,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::cell::RefCell;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -44,9 +44,13 @@ use std::time::Duration;
 pub use crate::codec::correlation::IngressDropReason;
 pub use crate::codec::records::{ThreadKind, TraceContext};
 
-/// Per-kind enable flags: all false while no recorder is installed, so the disabled and filtered
-/// paths are the same single relaxed load.
-static KIND_ON: [AtomicBool; 256] = [const { AtomicBool::new(false) }; 256];
+/// Per-kind state: [`KIND_OFF`] while no recorder is installed, else [`KIND_ON`] or
+/// [`KIND_FILTERED`]. One relaxed byte load decides the disabled, filtered and enabled paths; the
+/// disabled path makes no call (it used to call `count_filtered` just to find no recorder).
+static KIND_STATE: [AtomicU8; 256] = [const { AtomicU8::new(KIND_OFF) }; 256];
+const KIND_OFF: u8 = 0;
+const KIND_FILTERED: u8 = 1;
+const KIND_ON: u8 = 2;
 /// Generation of the installed recorder (0 = none); a thread's cached slot belongs to one.
 static GEN: AtomicU64 = AtomicU64::new(0);
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
@@ -354,9 +358,9 @@ impl RecorderBuilder {
         // Relaxed: threads that see the new generation take the slow path, which reads ACTIVE
         // under its lock; the lock orders the Core's construction.
         GEN.store(gen, Ordering::Relaxed);
-        for (k, flag) in KIND_ON.iter().enumerate() {
+        for (k, flag) in KIND_STATE.iter().enumerate() {
             let on = !self.disabled.contains(&TraceEventKind(k as u8));
-            flag.store(on, Ordering::Relaxed);
+            flag.store(if on { KIND_ON } else { KIND_FILTERED }, Ordering::Relaxed);
         }
         drop(active);
         Ok(Recorder {
@@ -364,6 +368,11 @@ impl RecorderBuilder {
             flusher: Some(flusher),
         })
     }
+}
+
+/// The installed recorder's shared state, if any (for the bench module's drain waits).
+pub(crate) fn active_core() -> Option<Arc<Core>> {
+    ACTIVE.read().clone()
 }
 
 /// State shared by the producers, the flusher and the handle.
@@ -484,8 +493,8 @@ impl Recorder {
         };
         {
             let mut active = ACTIVE.write();
-            for flag in KIND_ON.iter() {
-                flag.store(false, Ordering::Relaxed);
+            for flag in KIND_STATE.iter() {
+                flag.store(KIND_OFF, Ordering::Relaxed);
             }
             GEN.store(0, Ordering::Relaxed);
             *active = None;
@@ -735,7 +744,13 @@ fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
 fn enabled(kind: TraceEventKind) -> bool {
     // Relaxed: a racy read of a configuration flag is fine; at worst one write around a
     // start/finish is taken or skipped, which those calls document.
-    KIND_ON[kind.0 as usize].load(Ordering::Relaxed)
+    kind_state(kind) == KIND_ON
+}
+
+#[inline(always)]
+fn kind_state(kind: TraceEventKind) -> u8 {
+    // Relaxed: as in `enabled`.
+    KIND_STATE[kind.0 as usize].load(Ordering::Relaxed)
 }
 
 #[cold]
@@ -790,8 +805,12 @@ impl Writer {
 /// Writes one fixed-size record: gate, writer, timestamp, encode, publish.
 macro_rules! fixed_write {
     ($kind:expr, $size:expr, $at:expr, |$d:ident, $slot:ident, $ts:ident| $body:expr) => {{
-        if cfg!(feature = "compile-out") || !enabled($kind) {
-            if !cfg!(feature = "compile-out") {
+        if cfg!(feature = "compile-out") {
+            return;
+        }
+        let state = kind_state($kind);
+        if state != KIND_ON {
+            if state == KIND_FILTERED {
                 count_filtered();
             }
             return;
@@ -1034,8 +1053,11 @@ pub fn write_record(
     if cfg!(feature = "compile-out") {
         return Ok(());
     }
-    if !enabled(kind) {
-        count_filtered();
+    let state = kind_state(kind);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
         return Ok(());
     }
     with_writer(|w, _| {
@@ -1329,8 +1351,11 @@ fn open_span(
     if cfg!(feature = "compile-out") {
         return Ok(None);
     }
-    if !enabled(kind) {
-        count_filtered();
+    let state = kind_state(kind);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
         return Ok(None);
     }
     if name.as_bytes().contains(&0) {

@@ -43,14 +43,26 @@ fn demo_json_report_stats_and_pages() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON on stdout");
-    for k in ["file", "attempted", "written", "missed", "filtered", "pages", "bytes", "slots"] {
+    for k in [
+        "file",
+        "attempted",
+        "written",
+        "missed",
+        "filtered",
+        "pages",
+        "bytes",
+        "slots",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
     let written = v["written"].as_u64().unwrap();
     let missed = v["missed"].as_u64().unwrap();
     assert_eq!(v["attempted"].as_u64().unwrap(), written + missed);
     let slots = v["slots"].as_array().unwrap();
-    assert!(slots.iter().any(|s| s["slot"] == 0), "slot 0 is counted too");
+    assert!(
+        slots.iter().any(|s| s["slot"] == 0),
+        "slot 0 is counted too"
+    );
     assert_eq!(slots.len(), 4, "recorder + game loop + 2 workers");
     let sum: u64 = slots.iter().map(|s| s["written"].as_u64().unwrap()).sum();
     assert_eq!(sum, written);
@@ -63,7 +75,10 @@ fn demo_json_report_stats_and_pages() {
     let o = rec(&["report", out.to_str().unwrap()]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
-    let lines = text.lines().filter(|l| !l.contains("EVENTS DROPPED]")).count() as u64;
+    let lines = text
+        .lines()
+        .filter(|l| !l.contains("EVENTS DROPPED]"))
+        .count() as u64;
     assert_eq!(lines, written);
     for kind in [
         "IngressReceived",
@@ -92,7 +107,14 @@ fn demo_json_report_stats_and_pages() {
 
     // pages: raw pages of slot 1, each a page_size file.
     let pdir = d.join("pages");
-    let o = rec(&["pages", out.to_str().unwrap(), "--slot", "1", "--out", pdir.to_str().unwrap()]);
+    let o = rec(&[
+        "pages",
+        out.to_str().unwrap(),
+        "--slot",
+        "1",
+        "--out",
+        pdir.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let files: Vec<_> = std::fs::read_dir(&pdir).unwrap().collect();
     assert!(!files.is_empty());
@@ -112,9 +134,21 @@ fn bad_input_is_an_error_not_a_panic() {
     assert_clean_failure(&rec(&["report", junk.to_str().unwrap()]));
     assert_clean_failure(&rec(&["stats", junk.to_str().unwrap()]));
     assert_clean_failure(&rec(&["recover", missing.to_str().unwrap()]));
-    let o = rec(&["demo", "--out", d.join("x.dat").to_str().unwrap(), "--ring-size", "3000"]);
+    let o = rec(&[
+        "demo",
+        "--out",
+        d.join("x.dat").to_str().unwrap(),
+        "--ring-size",
+        "3000",
+    ]);
     assert_clean_failure(&o);
-    let o = rec(&["demo", "--out", d.join("y.dat").to_str().unwrap(), "--duration", "-1"]);
+    let o = rec(&[
+        "demo",
+        "--out",
+        d.join("y.dat").to_str().unwrap(),
+        "--duration",
+        "-1",
+    ]);
     assert_clean_failure(&o);
     assert!(!Path::new(&d.join("y.dat")).exists());
     let _ = std::fs::remove_dir_all(&d);

@@ -207,6 +207,11 @@ pub fn recover(out: &Path) -> Res {
 
 /// Benchmarks (measurement code lives in the library's `bench` module).
 pub fn bench(quick: bool, json: bool) -> Res {
-    let _ = (quick, json);
-    Err("bench is not built into this binary yet".into())
+    let report = typhon_recorder::bench::run(&typhon_recorder::bench::BenchOptions { quick });
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        println!("{report}");
+    }
+    Ok(())
 }

@@ -1,0 +1,1048 @@
+//! The write-cost benchmark behind `typhon-rec bench`: side-by-side figures for this recorder,
+//! the physical floors and peer libraries, measured in one run on the machine at hand, and the
+//! speed targets as ratios between them.
+//!
+//! Everything is measured in-process and in phases, one after another (only one recorder can be
+//! installed at a time):
+//!
+//! 1. **ns/op figures** (`clock_ns`, `write_clock_ns`, …): tight loops of `n` calls, timed with the
+//!    TSC around the whole loop; each figure is the median over several runs. These are
+//!    *amortised throughput costs* (Δtime / calls), the same quantity criterion reports.
+//!    The recorder runs with its default 1 MiB ring draining into a `NullSink`; each run of
+//!    20 000 calls starts once the flusher has drained the previous one, so no run measures the
+//!    ring-full path (drops of this phase are reported as `ns_phase_drops`).
+//! 2. **Per-call latency**: every call bracketed by `lfence; rdtsc; lfence` … `lfence; rdtsc`,
+//!    the median empty-bracket cost subtracted, recorded in an HdrHistogram. The flusher runs
+//!    and writes a real trace file (a [`FileSink`](crate::filesink::FileSink) on a temporary
+//!    path, removed afterwards), default ring size. Calls are paced at 2 M/s (one every 500 ns,
+//!    spinning in between), within what the flusher drains into a file; a call delayed by a
+//!    stall is timed from its own start (no coordinated-omission correction), and drops are
+//!    reported next to the percentiles. The first call of the thread (slot claim, ring
+//!    allocation) is reported separately.
+//! 3. **Multi-thread throughput** at 1, 2 and 4 threads (default ring, NullSink): records/s
+//!    over all threads, with the drops next to each figure.
+//! 4. **Flusher throughput**: one producer writes as fast as it can into a 64 MiB ring while the
+//!    flusher drains; the figure is records written to pages divided by the flusher thread's
+//!    on-CPU time (from `/proc/self/task/<tid>/schedstat`), i.e. records per second of flusher
+//!    CPU — into a NullSink and into the file sink.
+//! 5. **Drops at 5 M records/s**: 2 threads, each writing 2.5 M records/s paced in 1 ms batches
+//!    (sleep until the next batch's deadline), default ring size, for a fixed duration.
+//!
+//! ```no_run
+//! use typhon_recorder::bench::{run, BenchOptions};
+//! let report = run(&BenchOptions { quick: true });
+//! println!("{report}");
+//! println!("{}", report.to_json());
+//! ```
+
+use crate::recorder::RecorderBuilder;
+use crate::sink::NullSink;
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+use std::fmt;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What to run.
+#[derive(Clone, Debug, Default)]
+pub struct BenchOptions {
+    /// Fewer and shorter runs: the whole benchmark finishes in well under 30 s.
+    pub quick: bool,
+}
+
+/// One ns/op figure: the median of several runs, with the fastest and slowest run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NsFigure {
+    /// Median ns per call over the runs.
+    pub median: f64,
+    /// Fastest run.
+    pub min: f64,
+    /// Slowest run.
+    pub max: f64,
+}
+
+/// Per-call latency distribution (ns, empty-bracket cost subtracted).
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    /// Calls sampled.
+    pub samples: u64,
+    /// The median empty-bracket cost that was subtracted (ns).
+    pub bracket_ns: f64,
+    /// Percentiles, ns.
+    pub p50: f64,
+    /// 99th percentile, ns.
+    pub p99: f64,
+    /// 99.9th percentile, ns.
+    pub p999: f64,
+    /// 99.99th percentile, ns.
+    pub p9999: f64,
+    /// Largest sample, ns.
+    pub max: f64,
+    /// The first call of a fresh thread (claims a slot and writes its ThreadInfo), ns.
+    pub first_call: f64,
+    /// Records dropped during the latency run.
+    pub drops: u64,
+    /// Bytes of the trace file written.
+    pub file_bytes: u64,
+}
+
+/// Throughput of `threads` producer threads writing as fast as they can.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadThroughput {
+    /// Producer threads.
+    pub threads: usize,
+    /// Records attempted per second, all threads together.
+    pub records_per_s: f64,
+    /// Records dropped (ring full).
+    pub drops: u64,
+    /// Records attempted.
+    pub attempted: u64,
+}
+
+/// Flusher drain rate for one sink.
+#[derive(Clone, Debug, Default)]
+pub struct FlusherThroughput {
+    /// Records moved from rings to pages per second of flusher CPU time.
+    pub records_per_s: f64,
+    /// Ring bytes moved per second of flusher CPU time, in MB/s (10^6).
+    pub mb_per_s: f64,
+    /// Records written to pages during the run.
+    pub records: u64,
+    /// Flusher CPU time, seconds.
+    pub cpu_s: f64,
+}
+
+/// A speed target checked as a ratio between two figures of this run.
+#[derive(Clone, Debug)]
+pub struct TargetCheck {
+    /// Short name.
+    pub name: &'static str,
+    /// The target, in words.
+    pub target: &'static str,
+    /// The measured ratio (or value).
+    pub measured: f64,
+    /// The limit the measured value is compared with.
+    pub limit: f64,
+    /// Whether the target is met.
+    pub pass: bool,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct BenchReport {
+    /// Whether this was a `--quick` run.
+    pub quick: bool,
+    /// CPU model and logical CPU count.
+    pub machine: String,
+    /// quanta `Clock::raw` alone.
+    pub clock: NsFigure,
+    /// IngressReceived with the recorder's clock.
+    pub write_clock: NsFigure,
+    /// IngressReceived with a caller-supplied timestamp.
+    pub write_caller_ts: NsFigure,
+    /// Every correlation kind with the recorder's clock: (name, figure).
+    pub kinds: Vec<(&'static str, NsFigure)>,
+    /// CeLog event (8 data bytes) with a timestamp.
+    pub celog_ts: NsFigure,
+    /// CeLog event (8 data bytes) without a timestamp.
+    pub celog_no_ts: NsFigure,
+    /// Span begin/end pair with the recorder's clock (two clock reads).
+    pub span: NsFigure,
+    /// Span begin/end pair with caller-supplied times.
+    pub span_caller_ts: NsFigure,
+    /// Bare 24-byte store plus Release publish of a local SPSC-like ring.
+    pub store_floor: NsFigure,
+    /// crossbeam `ArrayQueue::push` of a 24-byte record (popped outside the timing).
+    pub arrayqueue: NsFigure,
+    /// `std::sync::mpsc::Sender::send` of a 24-byte record (received outside the timing).
+    pub mpsc: NsFigure,
+    /// The peer profiler's name.
+    pub peer: &'static str,
+    /// The peer profiler's span (enter + exit), with a real reporter installed.
+    pub peer_span: NsFigure,
+    /// A write with no recorder installed.
+    pub disabled: NsFigure,
+    /// Drops of the recorder during the ns/op phase (should be 0).
+    pub ns_phase_drops: u64,
+    /// Per-call latency with the flusher writing a file.
+    pub latency: Latency,
+    /// Throughput at 1, 2 and 4 threads.
+    pub threads: Vec<ThreadThroughput>,
+    /// Flusher into a NullSink.
+    pub flusher_null: FlusherThroughput,
+    /// Flusher into the file sink.
+    pub flusher_file: FlusherThroughput,
+    /// Drops at 5 M records/s from 2 threads (default ring).
+    pub drops_at_5m: u64,
+    /// Records attempted in that phase.
+    pub attempted_at_5m: u64,
+    /// Targets, checked.
+    pub targets: Vec<TargetCheck>,
+    /// Wall time of the whole run, seconds.
+    pub elapsed_s: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing primitives.
+
+/// Raw timestamp for loop timing (no fences: whole loops are timed).
+#[inline(always)]
+fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc is available on every x86_64 CPU and has no preconditions.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        QUANTA.with(|q| q.raw())
+    }
+}
+
+/// Fenced timestamp for per-call brackets: earlier instructions finish before it is read and
+/// later ones do not start before it is read.
+#[inline(always)]
+fn fenced_ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_lfence, _rdtsc};
+        // SAFETY: lfence and rdtsc are available on every x86_64 CPU (SSE2 is baseline) and have
+        // no preconditions.
+        unsafe {
+            _mm_lfence();
+            let t = _rdtsc();
+            _mm_lfence();
+            t
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        QUANTA.with(|q| q.raw())
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+thread_local! {
+    static QUANTA: quanta::Clock = quanta::Clock::new();
+}
+
+/// Nanoseconds per tick of [`ticks`], calibrated against `Instant` over ~20 ms.
+fn ns_per_tick() -> f64 {
+    let (i0, t0) = (Instant::now(), ticks());
+    std::thread::sleep(Duration::from_millis(20));
+    let (i1, t1) = (Instant::now(), ticks());
+    i1.duration_since(i0).as_nanos() as f64 / (t1 - t0).max(1) as f64
+}
+
+#[derive(Clone, Copy)]
+struct Timer {
+    ns_per_tick: f64,
+    runs: usize,
+    n: u64,
+    /// Called before each timed run: waits until the flusher has drained the ring, so every run
+    /// starts with an empty ring and none of them measures the ring-full (drop) path.
+    settle: Option<fn()>,
+}
+
+/// Waits until the installed recorder's flusher has drained everything written so far (its
+/// written count stops moving across a few flush intervals).
+fn settle_recorder() {
+    let Some(core) = crate::recorder::active_core() else {
+        return;
+    };
+    let mut last = core.stats().user_written();
+    let mut stable = 0;
+    while stable < 3 {
+        std::thread::sleep(Duration::from_millis(2));
+        let w = core.stats().user_written();
+        stable = if w == last { stable + 1 } else { 0 };
+        last = w;
+    }
+}
+
+impl Timer {
+    /// Runs `body(n)` (which must make `n` calls) `runs` times after one warm-up, returning the
+    /// median, min and max ns per call.
+    fn measure(&self, mut body: impl FnMut(u64)) -> NsFigure {
+        body(self.n / 4 + 1);
+        let mut v: Vec<f64> = (0..self.runs)
+            .map(|_| {
+                if let Some(s) = self.settle {
+                    s();
+                }
+                let t0 = ticks();
+                body(self.n);
+                let t1 = ticks();
+                (t1 - t0) as f64 * self.ns_per_tick / self.n as f64
+            })
+            .collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        NsFigure {
+            median: v[v.len() / 2],
+            min: v[0],
+            max: v[v.len() - 1],
+        }
+    }
+
+    /// Like [`measure`](Self::measure) for batched operations: `body` times its own batches and
+    /// returns (ticks spent in timed parts, calls made).
+    fn measure_self_timed(&self, mut body: impl FnMut(u64) -> (u64, u64)) -> NsFigure {
+        body(self.n / 4 + 1);
+        let mut v: Vec<f64> = (0..self.runs)
+            .map(|_| {
+                let (t, calls) = body(self.n);
+                t as f64 * self.ns_per_tick / calls.max(1) as f64
+            })
+            .collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        NsFigure {
+            median: v[v.len() / 2],
+            min: v[0],
+            max: v[v.len() - 1],
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The floor: a minimal local SPSC-like store loop.
+
+/// A 24-byte record stored into a ring buffer followed by a Release store of the head, the
+/// least any SPSC ring can do per record. Nobody consumes: the position wraps.
+struct FloorRing {
+    buf: Box<[u64]>,
+    head: AtomicU64,
+    pos: usize,
+}
+
+impl FloorRing {
+    fn new() -> Self {
+        Self {
+            buf: vec![0u64; 1 << 14].into_boxed_slice(),
+            head: AtomicU64::new(0),
+            pos: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn write(&mut self, a: u64, b: u64, c: u64) {
+        let mask = self.buf.len() - 1;
+        let p = self.pos;
+        self.buf[p & mask] = a;
+        self.buf[(p + 1) & mask] = b;
+        self.buf[(p + 2) & mask] = c;
+        self.pos = p + 3;
+        // Release: publishes the three stores above to a (hypothetical) consumer's Acquire load,
+        // exactly what the recorder's ring does per record.
+        self.head.store(self.pos as u64, Ordering::Release);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers.
+
+#[derive(Clone, Copy, Default)]
+#[allow(dead_code)] // the fields are the payload being moved, never read back
+struct Rec24([u64; 3]);
+
+struct DiscardReporter(std::sync::Arc<AtomicU64>);
+
+impl fastrace::collector::Reporter for DiscardReporter {
+    fn report(&mut self, spans: Vec<fastrace::collector::SpanRecord>) {
+        // Relaxed: a statistic.
+        self.0.fetch_add(spans.len() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Installs fastrace's global collector with a reporter that counts and discards span records
+/// (once per process; fastrace keeps its reporter for the process lifetime).
+fn fastrace_reporter() -> std::sync::Arc<AtomicU64> {
+    static COUNT: std::sync::OnceLock<std::sync::Arc<AtomicU64>> = std::sync::OnceLock::new();
+    COUNT
+        .get_or_init(|| {
+            let c = std::sync::Arc::new(AtomicU64::new(0));
+            fastrace::set_reporter(
+                DiscardReporter(c.clone()),
+                fastrace::collector::Config::default().report_interval(Duration::from_millis(10)),
+            );
+            c
+        })
+        .clone()
+}
+
+/// fastrace LocalSpan enter+exit: `n` spans, in traces of 1000 local spans under one root (the
+/// shape of fastrace's own `compare` benchmark; the root's cost is amortised over its children).
+fn fastrace_spans(n: u64) {
+    use fastrace::prelude::*;
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(1000);
+        let root = Span::root("root", SpanContext::random());
+        {
+            let _g = root.set_local_parent();
+            for _ in 0..k {
+                let _s = LocalSpan::enter_with_local_parent("update");
+                black_box(&_s);
+            }
+        }
+        drop(root);
+        left -= k;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases.
+
+const BIG_RING: usize = 64 << 20;
+/// Offered load of the latency phase, records per second.
+const LATENCY_RATE: u64 = 2_000_000;
+
+fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{model}, {cpus} logical CPUs")
+}
+
+fn floors_and_peers(r: &mut BenchReport, t: &Timer) {
+    let q = quanta::Clock::new();
+    r.clock = t.measure(|n| {
+        for _ in 0..n {
+            black_box(q.raw());
+        }
+    });
+    let mut ring = FloorRing::new();
+    r.store_floor = t.measure(|n| {
+        for i in 0..n {
+            ring.write(black_box(i), black_box(7), black_box(9));
+        }
+    });
+    black_box(&ring.buf);
+    const BATCH: u64 = 512;
+    let aq = crossbeam_queue::ArrayQueue::<Rec24>::new(BATCH as usize);
+    r.arrayqueue = t.measure_self_timed(|n| {
+        let mut spent = 0;
+        let mut done = 0;
+        while done < n {
+            let t0 = ticks();
+            for i in 0..BATCH {
+                let _ = aq.push(Rec24([black_box(i), 7, 9]));
+            }
+            spent += ticks() - t0;
+            while aq.pop().is_some() {}
+            done += BATCH;
+        }
+        (spent, done)
+    });
+    let (tx, rx) = std::sync::mpsc::channel::<Rec24>();
+    r.mpsc = t.measure_self_timed(|n| {
+        let mut spent = 0;
+        let mut done = 0;
+        while done < n {
+            let t0 = ticks();
+            for i in 0..BATCH {
+                let _ = tx.send(Rec24([black_box(i), 7, 9]));
+            }
+            spent += ticks() - t0;
+            while rx.try_recv().is_ok() {}
+            done += BATCH;
+        }
+        (spent, done)
+    });
+    r.peer = "fastrace";
+    let _count = fastrace_reporter();
+    r.peer_span = t.measure(fastrace_spans);
+    fastrace::flush();
+}
+
+fn disabled(r: &mut BenchReport, t: &Timer) {
+    r.disabled = t.measure(|n| {
+        for i in 0..n {
+            crate::ingress_received(black_box(i as u32), 1, 2, 64);
+        }
+    });
+}
+
+fn recorder_ns(r: &mut BenchReport, t: &Timer) {
+    // Default ring; each run (20 000 calls, < 1 MiB) starts from a drained ring, so no run
+    // measures the ring-full path, and the ring stays cache-warm as it does in steady use.
+    let Ok(rec) = RecorderBuilder::new()
+        .sink(NullSink)
+        .flush_interval(Duration::from_millis(1))
+        .start()
+    else {
+        return;
+    };
+    let t = &Timer {
+        settle: Some(settle_recorder),
+        n: 20_000,
+        runs: t.runs * 3,
+        ..*t
+    };
+    use crate::recorder::IngressDropReason;
+    // Claim the slot before timing.
+    crate::tick_start();
+    r.write_clock = t.measure(|n| {
+        for i in 0..n {
+            crate::ingress_received(black_box(i as u32), 1, 2, 64);
+        }
+    });
+    let now = rec.now();
+    r.write_caller_ts = t.measure(|n| {
+        for i in 0..n {
+            crate::ingress_received_at(Some(black_box(now + i)), i as u32, 1, 2, 64);
+        }
+    });
+    r.kinds = vec![
+        ("ingress_received", r.write_clock),
+        (
+            "ingress_admitted",
+            t.measure(|n| {
+                for i in 0..n {
+                    crate::ingress_admitted(black_box(i as u32), 1, 2, 100);
+                }
+            }),
+        ),
+        (
+            "ingress_dropped",
+            t.measure(|n| {
+                for i in 0..n {
+                    crate::ingress_dropped(black_box(i as u32), 1, IngressDropReason::QueueFull);
+                }
+            }),
+        ),
+        (
+            "command_consumed",
+            t.measure(|n| {
+                for i in 0..n {
+                    crate::command_consumed(black_box(i as u32), 1, 5);
+                }
+            }),
+        ),
+        (
+            "egress_sent",
+            t.measure(|n| {
+                for i in 0..n {
+                    crate::egress_sent(black_box(i as u32), 100, 512, 3);
+                }
+            }),
+        ),
+    ];
+    use crate::codec::celog::{CELID_USER, CELZONE_MISC};
+    r.celog_ts = t.measure(|n| {
+        for i in 0..n {
+            let _ = crate::celog_data(
+                true,
+                CELID_USER,
+                &i.to_le_bytes(),
+                0,
+                CELZONE_MISC,
+                0,
+                false,
+            );
+        }
+    });
+    r.celog_no_ts = t.measure(|n| {
+        for i in 0..n {
+            let _ = crate::celog_data(
+                false,
+                CELID_USER,
+                &i.to_le_bytes(),
+                0,
+                CELZONE_MISC,
+                0,
+                false,
+            );
+        }
+    });
+    r.span = t.measure(|n| {
+        for _ in 0..n {
+            let s = crate::span(black_box("update"));
+            black_box(&s);
+        }
+    });
+    r.span_caller_ts = t.measure(|n| {
+        for i in 0..n {
+            let s = crate::span_at(black_box("update"), now + i);
+            s.end_at(now + i + 10);
+        }
+    });
+    if let Ok(s) = rec.finish() {
+        r.ns_phase_drops = s.total_missed();
+    }
+}
+
+fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
+    let path = std::env::temp_dir().join(format!("typhon-bench-{}.dat", std::process::id()));
+    let Ok(rec) = RecorderBuilder::new().output(&path).start() else {
+        return;
+    };
+    let interval = (1e9 / LATENCY_RATE as f64 / ns_per_tick) as u64;
+    let lat = std::thread::Builder::new()
+        .name("bench-latency".into())
+        .spawn(move || {
+            let t0 = fenced_ticks();
+            crate::ingress_received(0, 1, 2, 64);
+            let first = fenced_ticks() - t0;
+            // Empty-bracket cost: median of many empty brackets.
+            let mut empty: Vec<u64> = (0..10_001)
+                .map(|_| {
+                    let a = fenced_ticks();
+                    let b = fenced_ticks();
+                    b - a
+                })
+                .collect();
+            empty.sort_unstable();
+            let bracket = empty[empty.len() / 2];
+            let mut h = Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("bounds are valid");
+            let mut next = ticks();
+            for i in 0..samples {
+                // Paced: one call per interval, so the offered load stays within what the
+                // flusher drains into a file and the ring (default size) does not fill.
+                while ticks() < next {
+                    std::hint::spin_loop();
+                }
+                next += interval;
+                let a = fenced_ticks();
+                crate::ingress_received(i as u32, 1, 2, 64);
+                let b = fenced_ticks();
+                let _ = h.record((b - a).saturating_sub(bracket).max(1));
+            }
+            (first, bracket, h)
+        })
+        .expect("spawn latency thread")
+        .join();
+    let stats = rec.finish();
+    let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir_all(crate::filesink::parts_dir(&path));
+    let Ok((first, bracket, h)) = lat else { return };
+    let ns = |ticks: u64| ticks as f64 * ns_per_tick;
+    r.latency = Latency {
+        samples: h.len(),
+        bracket_ns: ns(bracket),
+        p50: ns(h.value_at_quantile(0.5)),
+        p99: ns(h.value_at_quantile(0.99)),
+        p999: ns(h.value_at_quantile(0.999)),
+        p9999: ns(h.value_at_quantile(0.9999)),
+        max: ns(h.max()),
+        first_call: ns(first.saturating_sub(bracket)),
+        drops: stats.map_or(0, |s| s.total_missed()),
+        file_bytes,
+    };
+}
+
+fn threads(r: &mut BenchReport, per_thread: u64) {
+    for n in [1usize, 2, 4] {
+        let Ok(rec) = RecorderBuilder::new().sink(NullSink).start() else {
+            return;
+        };
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n + 1));
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                let b = barrier.clone();
+                std::thread::spawn(move || {
+                    crate::tick_start();
+                    b.wait();
+                    let t0 = Instant::now();
+                    for i in 0..per_thread {
+                        crate::ingress_received(black_box(i as u32), 1, 2, 64);
+                    }
+                    t0.elapsed()
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        for h in hs {
+            let _ = h.join();
+        }
+        let wall = start.elapsed();
+        let stats = rec.finish().unwrap_or_default();
+        let attempted = per_thread * n as u64;
+        r.threads.push(ThreadThroughput {
+            threads: n,
+            records_per_s: attempted as f64 / wall.as_secs_f64(),
+            drops: stats.total_missed(),
+            attempted,
+        });
+    }
+}
+
+/// On-CPU nanoseconds of the thread named `name` in this process (from schedstat).
+fn thread_cpu_ns(name: &str) -> Option<u64> {
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let p = e.path();
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let s = std::fs::read_to_string(p.join("schedstat")).ok()?;
+            return s.split_whitespace().next()?.parse().ok();
+        }
+    }
+    None
+}
+
+fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
+    let path = std::env::temp_dir().join(format!("typhon-bench-flush-{}.dat", std::process::id()));
+    let b = RecorderBuilder::new()
+        .ring_bytes(BIG_RING)
+        .flush_interval(Duration::from_millis(1));
+    let b = if to_file {
+        b.output(&path)
+    } else {
+        b.sink(NullSink)
+    };
+    let Ok(rec) = b.start() else {
+        return FlusherThroughput::default();
+    };
+    let cpu0 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
+    let now = rec.now();
+    let producer = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut i = 0u64;
+        while t0.elapsed() < dur {
+            for _ in 0..1024 {
+                crate::ingress_received_at(Some(now + i), i as u32, 1, 2, 64);
+                i += 1;
+            }
+        }
+    });
+    let _ = producer.join();
+    // Wait until the flusher caught up (it is otherwise idle), then read its CPU time.
+    let before = rec.stats().user_written();
+    let mut last = before;
+    loop {
+        std::thread::sleep(Duration::from_millis(5));
+        let w = rec.stats().user_written();
+        if w == last {
+            break;
+        }
+        last = w;
+    }
+    let cpu1 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
+    let stats = rec.stats();
+    drop(rec);
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir_all(crate::filesink::parts_dir(&path));
+    let records = stats.user_written();
+    let cpu_s = (cpu1.saturating_sub(cpu0)) as f64 / 1e9;
+    let rps = records as f64 / cpu_s.max(1e-9);
+    FlusherThroughput {
+        records_per_s: rps,
+        mb_per_s: rps * 24.0 / 1e6,
+        records,
+        cpu_s,
+    }
+}
+
+fn drops_at_5m(r: &mut BenchReport, dur: Duration) {
+    let Ok(rec) = RecorderBuilder::new().sink(NullSink).start() else {
+        return;
+    };
+    const PER_THREAD_PER_MS: u64 = 2_500;
+    let hs: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let mut batch = 0u64;
+                let mut sent = 0u64;
+                while t0.elapsed() < dur {
+                    for i in 0..PER_THREAD_PER_MS {
+                        crate::ingress_received(black_box(i as u32), 1, 2, 64);
+                    }
+                    sent += PER_THREAD_PER_MS;
+                    batch += 1;
+                    let deadline = t0 + Duration::from_millis(batch);
+                    let now = Instant::now();
+                    if deadline > now {
+                        std::thread::sleep(deadline - now);
+                    }
+                }
+                sent
+            })
+        })
+        .collect();
+    let sent: u64 = hs.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    let stats = rec.finish().unwrap_or_default();
+    r.drops_at_5m = stats.total_missed();
+    r.attempted_at_5m = sent;
+}
+
+fn targets(r: &BenchReport) -> Vec<TargetCheck> {
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+    let le = |name, target, measured: f64, limit: f64| TargetCheck {
+        name,
+        target,
+        measured,
+        limit,
+        pass: measured <= limit,
+    };
+    let ge = |name, target, measured: f64, limit: f64| TargetCheck {
+        name,
+        target,
+        measured,
+        limit,
+        pass: measured >= limit,
+    };
+    vec![
+        le(
+            "write_clock_vs_clock",
+            "write with the recorder's clock <= 1.25 x a clock read alone",
+            ratio(r.write_clock.median, r.clock.median),
+            1.25,
+        ),
+        le(
+            "write_caller_ts_vs_store_floor",
+            "write with a caller timestamp <= 2.5 x the bare 24-byte store + release floor",
+            ratio(r.write_caller_ts.median, r.store_floor.median),
+            2.5,
+        ),
+        ge(
+            "arrayqueue_vs_write_caller_ts",
+            "crossbeam ArrayQueue push >= 1.5 x slower than our write (caller timestamp)",
+            ratio(r.arrayqueue.median, r.write_caller_ts.median),
+            1.5,
+        ),
+        ge(
+            "peer_span_vs_span",
+            "peer profiler span >= 2 x slower than our span pair",
+            ratio(r.peer_span.median, r.span.median),
+            2.0,
+        ),
+        le(
+            "p999_vs_p50",
+            "p99.9 <= 4 x p50 with the flusher writing a file",
+            ratio(r.latency.p999, r.latency.p50),
+            4.0,
+        ),
+        ge(
+            "flusher_records_per_s",
+            "flusher >= 40 M records/s into a null sink on one core",
+            r.flusher_null.records_per_s,
+            40e6,
+        ),
+        le(
+            "disabled_ns",
+            "disabled write <= 1 ns",
+            r.disabled.median,
+            1.0,
+        ),
+        le(
+            "drops_at_5m",
+            "no drops at 5 M records/s from 2 threads, default ring",
+            r.drops_at_5m as f64,
+            0.0,
+        ),
+    ]
+}
+
+/// Runs every phase, one after another. Needs no recorder to be installed (phases that cannot
+/// install theirs report zeros).
+pub fn run(opts: &BenchOptions) -> BenchReport {
+    let start = Instant::now();
+    let npt = ns_per_tick();
+    let t = Timer {
+        ns_per_tick: npt,
+        runs: if opts.quick { 5 } else { 11 },
+        n: if opts.quick { 200_000 } else { 1_000_000 },
+        settle: None,
+    };
+    let mut r = BenchReport {
+        quick: opts.quick,
+        machine: machine(),
+        ..Default::default()
+    };
+    disabled(&mut r, &t);
+    floors_and_peers(&mut r, &t);
+    recorder_ns(&mut r, &t);
+    latency(&mut r, if opts.quick { 1_000_000 } else { 10_000_000 }, npt);
+    threads(&mut r, if opts.quick { 2_000_000 } else { 10_000_000 });
+    let fd = Duration::from_millis(if opts.quick { 500 } else { 2000 });
+    r.flusher_null = flusher(false, fd);
+    r.flusher_file = flusher(true, fd);
+    drops_at_5m(
+        &mut r,
+        Duration::from_millis(if opts.quick { 1000 } else { 3000 }),
+    );
+    r.targets = targets(&r);
+    r.elapsed_s = start.elapsed().as_secs_f64();
+    r
+}
+
+fn fig(f: &NsFigure) -> Value {
+    json!({ "median": f.median, "min": f.min, "max": f.max })
+}
+
+impl BenchReport {
+    /// The figures as JSON: flat keys for the headline numbers (ns medians), then details.
+    ///
+    /// ```
+    /// let r = typhon_recorder::bench::BenchReport::default();
+    /// assert!(r.to_json()["clock_ns"].is_number());
+    /// ```
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "quick": self.quick,
+            "machine": self.machine,
+            "clock_ns": self.clock.median,
+            "write_clock_ns": self.write_clock.median,
+            "write_caller_ts_ns": self.write_caller_ts.median,
+            "store_floor_ns": self.store_floor.median,
+            "arrayqueue_ns": self.arrayqueue.median,
+            "mpsc_ns": self.mpsc.median,
+            "span_ns": self.span.median,
+            "span_caller_ts_ns": self.span_caller_ts.median,
+            "celog_ts_ns": self.celog_ts.median,
+            "celog_no_ts_ns": self.celog_no_ts.median,
+            "peer": self.peer,
+            "peer_span_ns": self.peer_span.median,
+            "disabled_ns": self.disabled.median,
+            "p50_ns": self.latency.p50,
+            "p99_ns": self.latency.p99,
+            "p999_ns": self.latency.p999,
+            "p9999_ns": self.latency.p9999,
+            "max_ns": self.latency.max,
+            "first_call_ns": self.latency.first_call,
+            "bracket_ns": self.latency.bracket_ns,
+            "latency_drops": self.latency.drops,
+            "flusher_records_per_s": self.flusher_null.records_per_s,
+            "flusher_mb_per_s": self.flusher_null.mb_per_s,
+            "flusher_file_records_per_s": self.flusher_file.records_per_s,
+            "flusher_file_mb_per_s": self.flusher_file.mb_per_s,
+            "drops_at_5m": self.drops_at_5m,
+            "attempted_at_5m": self.attempted_at_5m,
+            "ns_phase_drops": self.ns_phase_drops,
+            "elapsed_s": self.elapsed_s,
+        });
+        v["threads"] = json!(self
+            .threads
+            .iter()
+            .map(|t| json!({
+                "threads": t.threads, "records_per_s": t.records_per_s,
+                "drops": t.drops, "attempted": t.attempted,
+            }))
+            .collect::<Vec<_>>());
+        v["kinds_ns"] = Value::Object(
+            self.kinds
+                .iter()
+                .map(|(k, f)| (k.to_string(), fig(f)))
+                .collect(),
+        );
+        v["figures"] = json!({
+            "clock": fig(&self.clock), "write_clock": fig(&self.write_clock),
+            "write_caller_ts": fig(&self.write_caller_ts), "store_floor": fig(&self.store_floor),
+            "arrayqueue": fig(&self.arrayqueue), "mpsc": fig(&self.mpsc), "span": fig(&self.span),
+            "span_caller_ts": fig(&self.span_caller_ts), "peer_span": fig(&self.peer_span),
+            "celog_ts": fig(&self.celog_ts), "celog_no_ts": fig(&self.celog_no_ts),
+            "disabled": fig(&self.disabled),
+        });
+        v["targets"] = json!(self
+            .targets
+            .iter()
+            .map(|t| json!({
+                "name": t.name, "target": t.target, "measured": t.measured,
+                "limit": t.limit, "pass": t.pass,
+            }))
+            .collect::<Vec<_>>());
+        v["all_pass"] = json!(self.targets.iter().all(|t| t.pass));
+        v
+    }
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let row = |f: &mut fmt::Formatter<'_>, name: &str, x: &NsFigure| {
+            writeln!(
+                f,
+                "  {name:<34} {:>8.2} ns  (runs {:.2}–{:.2})",
+                x.median, x.min, x.max
+            )
+        };
+        writeln!(
+            f,
+            "typhon-rec bench{} — {}",
+            if self.quick { " --quick" } else { "" },
+            self.machine
+        )?;
+        writeln!(f, "ns per call (median of runs, loop-timed):")?;
+        row(f, "clock read (quanta Clock::raw)", &self.clock)?;
+        row(f, "store floor (24 B + release)", &self.store_floor)?;
+        row(f, "write, recorder clock", &self.write_clock)?;
+        row(f, "write, caller timestamp", &self.write_caller_ts)?;
+        for (k, x) in &self.kinds {
+            row(f, &format!("  {k}"), x)?;
+        }
+        row(f, "CeLog event, timestamp", &self.celog_ts)?;
+        row(f, "CeLog event, no timestamp", &self.celog_no_ts)?;
+        row(f, "span pair, recorder clock", &self.span)?;
+        row(f, "span pair, caller timestamps", &self.span_caller_ts)?;
+        row(f, "crossbeam ArrayQueue push", &self.arrayqueue)?;
+        row(f, "std mpsc send", &self.mpsc)?;
+        row(
+            f,
+            &format!("{} span (enter+exit)", self.peer),
+            &self.peer_span,
+        )?;
+        row(f, "disabled (no recorder)", &self.disabled)?;
+        let l = &self.latency;
+        writeln!(
+            f,
+            "per-call latency ({} samples, flusher writing a file, bracket {:.1} ns subtracted):",
+            l.samples, l.bracket_ns
+        )?;
+        writeln!(
+            f,
+            "  p50 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.0}  first call {:.0} ns; drops {}",
+            l.p50, l.p99, l.p999, l.p9999, l.max, l.first_call, l.drops
+        )?;
+        writeln!(f, "throughput (default ring, NullSink):")?;
+        for t in &self.threads {
+            writeln!(
+                f,
+                "  {} thread(s): {:.1} M records/s, drops {} of {}",
+                t.threads,
+                t.records_per_s / 1e6,
+                t.drops,
+                t.attempted
+            )?;
+        }
+        for (name, x) in [
+            ("null sink", &self.flusher_null),
+            ("file sink", &self.flusher_file),
+        ] {
+            writeln!(
+                f,
+                "flusher into {name}: {:.1} M records/s ({:.0} MB/s) per second of flusher CPU ({} records, {:.3} s CPU)",
+                x.records_per_s / 1e6,
+                x.mb_per_s,
+                x.records,
+                x.cpu_s
+            )?;
+        }
+        writeln!(
+            f,
+            "drops at 5 M records/s from 2 threads (default ring): {} of {}",
+            self.drops_at_5m, self.attempted_at_5m
+        )?;
+        writeln!(f, "targets:")?;
+        for t in &self.targets {
+            writeln!(
+                f,
+                "  [{}] {:<32} {:>10.3} (limit {}) — {}",
+                if t.pass { "pass" } else { "FAIL" },
+                t.name,
+                t.measured,
+                t.limit,
+                t.target
+            )?;
+        }
+        write!(f, "elapsed {:.1} s", self.elapsed_s)
+    }
+}
