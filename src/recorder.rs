@@ -624,28 +624,48 @@ impl Drop for Writer {
     }
 }
 
-struct Local {
+/// The per-event state of a thread: plain data, no destructor, so every access is a plain
+/// thread-local address computation (no lazy-registration or liveness check).
+struct Hot {
+    /// Generation of the recorder `writer` belongs to ([`DEAD`] once the thread is exiting).
     gen: u64,
-    writer: Option<Writer>,
-    /// The recorder this thread failed to get a slot from (its events count as `no_slot`).
-    slotless: Option<Arc<Core>>,
+    /// This thread's writer, owned by [`OWNER`]; null when the thread has none.
+    writer: *mut Writer,
     /// Innermost open span of this thread (0 = none).
     current_span: u64,
-    /// Explicit name and kind for this thread's ThreadInfo.
+}
+
+/// `Hot::gen` of a thread whose thread-locals are being destroyed: never claims again.
+const DEAD: u64 = u64::MAX;
+
+/// What the thread owns: its writer (dropping it retires the slot) and its ThreadInfo settings.
+struct Owner {
+    writer: Option<Box<Writer>>,
     name: Option<String>,
     kind: Option<ThreadKind>,
 }
 
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // Thread exit: detach the writer from the hot state first, so writes from later
+        // thread-local destructors find no writer (and count as no-slot) instead of using it.
+        let _ = HOT.try_with(|h| {
+            // SAFETY: no `with_writer` call is running on this thread (a thread-local destructor
+            // runs outside them), so this is the only reference to `Hot`.
+            let h = unsafe { &mut *h.get() };
+            h.writer = std::ptr::null_mut();
+            h.gen = DEAD;
+        });
+        self.writer = None; // retires the slot
+    }
+}
+
 thread_local! {
-    static LOCAL: RefCell<Local> = const {
-        RefCell::new(Local {
-            gen: 0,
-            writer: None,
-            slotless: None,
-            current_span: 0,
-            name: None,
-            kind: None,
-        })
+    static HOT: std::cell::UnsafeCell<Hot> = const {
+        std::cell::UnsafeCell::new(Hot { gen: 0, writer: std::ptr::null_mut(), current_span: 0 })
+    };
+    static OWNER: RefCell<Owner> = const {
+        RefCell::new(Owner { writer: None, name: None, kind: None })
     };
 }
 
@@ -654,55 +674,69 @@ fn os_tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
+/// The slow path of the first event of a thread, or of its first event under a new recorder:
+/// retires the old slot, claims one of the installed recorder and writes the ThreadInfo.
 #[cold]
 #[inline(never)]
-fn claim(l: &mut Local, gen: u64) {
-    l.writer = None; // retires a slot of a previous recorder
-    l.slotless = None;
-    l.gen = gen;
-    let Some(core) = ACTIVE.read().clone() else {
-        l.gen = 0;
+fn claim(h: &mut Hot, gen: u64) {
+    if h.gen == DEAD {
         return;
-    };
-    if core.gen != gen {
-        l.gen = core.gen;
     }
-    match core.registry.claim() {
-        Ok(Some((slot, parked))) => {
-            let mut w = Writer {
-                clock: core.clock_handle(),
-                core,
-                slot,
-                producer: std::mem::ManuallyDrop::new(parked.producer),
-                span_counter: parked.span_counter,
-                last_raw: 0,
-            };
-            let tid = os_tid();
-            let name = l.name.clone().unwrap_or_else(|| {
-                std::thread::current()
-                    .name()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| format!("thread-{tid}"))
-            });
-            let kind = l.kind.unwrap_or(if tid == std::process::id() as i32 {
-                ThreadKind::Main
-            } else {
-                ThreadKind::Worker
-            });
-            let name = clamp_thread_name(&name);
-            let size = records::thread_info_len(name);
-            let ts = w.clock.raw();
-            w.last_raw = ts;
-            let slot = w.slot;
-            w.producer.write(size, |d| {
-                let _ = records::write_thread_info(d, slot, ts as i64, tid, name, kind);
-            });
-            l.writer = Some(w);
-        }
-        Ok(None) | Err(_) => {
-            // Counted by the caller, like every later event of this thread.
-            l.slotless = Some(core);
-        }
+    h.writer = std::ptr::null_mut();
+    h.gen = gen;
+    let claimed = OWNER.try_with(|o| {
+        let mut o = o.borrow_mut();
+        o.writer = None; // retires a slot of a previous recorder
+        let Some(core) = ACTIVE.read().clone() else {
+            return 0;
+        };
+        let gen = core.gen;
+        let Ok(Some((slot, parked))) = core.registry.claim() else {
+            return gen; // no slot: this thread's events count as no-slot
+        };
+        let mut w = Box::new(Writer {
+            clock: core.clock_handle(),
+            core,
+            slot,
+            producer: std::mem::ManuallyDrop::new(parked.producer),
+            span_counter: parked.span_counter,
+            last_raw: 0,
+        });
+        let tid = os_tid();
+        let name = o.name.clone().unwrap_or_else(|| {
+            std::thread::current()
+                .name()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("thread-{tid}"))
+        });
+        let kind = o.kind.unwrap_or(if tid == std::process::id() as i32 {
+            ThreadKind::Main
+        } else {
+            ThreadKind::Worker
+        });
+        let name = clamp_thread_name(&name);
+        let size = records::thread_info_len(name);
+        let ts = w.clock.raw();
+        w.last_raw = ts;
+        w.producer.write(size, |d| {
+            let _ = records::write_thread_info(d, slot, ts as i64, tid, name, kind);
+        });
+        // The Box's heap address stays put while `o.writer` holds it; `Owner::drop` and the next
+        // claim null `h.writer` before the Box goes away.
+        h.writer = &mut **o.writer.insert(w);
+        gen
+    });
+    h.gen = match claimed {
+        Ok(g) => g,
+        Err(_) => DEAD, // OWNER is already destroyed: the thread is exiting
+    };
+}
+
+#[cold]
+#[inline(never)]
+fn count_no_slot() {
+    if let Some(c) = ACTIVE.read().as_ref() {
+        c.no_slot.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -714,30 +748,33 @@ impl Core {
 
 /// Runs `f` with this thread's writer for the installed recorder, claiming a slot first if
 /// needed. Returns `None` (after counting the event as `no_slot`) when no slot could be had.
+///
+/// Not reentrant and not async-signal-safe: `f` must not call back into the recorder (it only
+/// ever runs the crate's own encoders), and a signal handler must not record.
 #[inline(always)]
 fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
-    LOCAL
-        .try_with(|l| {
-            let mut l = l.borrow_mut();
-            // Relaxed: only compared with this thread's cached generation; a mismatch takes the
-            // slow path, which synchronises through ACTIVE's lock.
-            let gen = GEN.load(Ordering::Relaxed);
-            if l.gen != gen {
-                claim(&mut l, gen);
+    HOT.with(|h| {
+        // SAFETY: `HOT` is this thread's own; no other reference to it is live: `with_writer` is
+        // not reentered (see above), and `claim`/`Owner::drop`, the only other users, never run
+        // inside it.
+        let h = unsafe { &mut *h.get() };
+        // Relaxed: only compared with this thread's cached generation; a mismatch takes the
+        // slow path, which synchronises through ACTIVE's lock.
+        let gen = GEN.load(Ordering::Relaxed);
+        if h.gen != gen {
+            claim(h, gen);
+        }
+        if h.writer.is_null() {
+            if gen != 0 {
+                count_no_slot();
             }
-            let l = &mut *l;
-            match &mut l.writer {
-                Some(w) => Some(f(w, &mut l.current_span)),
-                None => {
-                    if let Some(c) = &l.slotless {
-                        c.no_slot.fetch_add(1, Ordering::Relaxed);
-                    }
-                    None
-                }
-            }
-        })
-        .ok()
-        .flatten()
+            return None;
+        }
+        // SAFETY: a non-null `writer` points to the Box owned by this thread's OWNER, which
+        // nulls the pointer before dropping the Box (`claim`, `Owner::drop`).
+        let w = unsafe { &mut *h.writer };
+        Some(f(w, &mut h.current_span))
+    })
 }
 
 #[inline(always)]
@@ -759,15 +796,19 @@ fn count_filtered() {
     if GEN.load(Ordering::Relaxed) == 0 {
         return;
     }
-    let _ = LOCAL.try_with(|l| {
-        if let Ok(l) = l.try_borrow() {
-            if let Some(w) = &l.writer {
-                w.core
-                    .registry
-                    .slot(w.slot)
-                    .filtered
-                    .fetch_add(1, Ordering::Relaxed);
-            }
+    // Counted against the thread's slot if it has one for the installed recorder; a thread
+    // whose every event is filtered claims no slot.
+    HOT.with(|h| {
+        // SAFETY: as in `with_writer`: this thread's own, no other reference live.
+        let h = unsafe { &*h.get() };
+        if h.gen == GEN.load(Ordering::Relaxed) && !h.writer.is_null() {
+            // SAFETY: as in `with_writer`: the Box behind a non-null pointer is alive.
+            let w = unsafe { &*h.writer };
+            w.core
+                .registry
+                .slot(w.slot)
+                .filtered
+                .fetch_add(1, Ordering::Relaxed);
         }
     });
 }
@@ -1010,10 +1051,10 @@ fn instant_at_opt(at: Option<u64>, name_id: i32, payload: i32) {
 /// set_thread_info("net-io", ThreadKind::Worker);
 /// ```
 pub fn set_thread_info(name: &str, kind: ThreadKind) {
-    let _ = LOCAL.try_with(|l| {
-        if let Ok(mut l) = l.try_borrow_mut() {
-            l.name = Some(name.to_owned());
-            l.kind = Some(kind);
+    let _ = OWNER.try_with(|o| {
+        if let Ok(mut o) = o.try_borrow_mut() {
+            o.name = Some(name.to_owned());
+            o.kind = Some(kind);
         }
     });
 }

@@ -40,6 +40,26 @@ const GAP_SIZE: u16 = 10;
 /// The wrap marker: the rest of the buffer up to its end is unused.
 const WRAP: u16 = 0xFFFF;
 
+/// How far ahead of the write position the producer asks for cache lines (bytes).
+const PREFETCH_AHEAD: u64 = 1024;
+
+/// Asks for the cache line at `base + off` in a writable state. The consumer last read the ring's
+/// lines on another core; fetching them ahead turns the producer's per-line ownership miss into a
+/// prefetch that overlaps with the writes before it.
+#[inline(always)]
+fn prefetch_for_write(base: *mut u8, off: u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `off` is masked into the buffer, so the address is inside the allocation; a
+    // prefetch never faults and has no architectural effect besides caching.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_ET0 }>(
+            base.add(off as usize) as *const i8,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (base, off);
+}
+
 #[inline(always)]
 const fn even(n: usize) -> usize {
     (n + 1) & !1
@@ -137,6 +157,8 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
     });
     Ok((
         Producer {
+            base: shared.ptr(),
+            mask: shared.mask,
             shared: shared.clone(),
             head: 0,
             cached_tail: 0,
@@ -160,6 +182,9 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
 /// assert_eq!(p.capacity(), 4096);
 /// ```
 pub struct Producer {
+    /// `shared`'s buffer and mask, copied here so a write touches no other cache line.
+    base: *mut u8,
+    mask: u64,
     shared: crate::sync::Arc<Shared>,
     /// Local copy of `shared.head` (only this side writes it).
     head: u64,
@@ -172,6 +197,10 @@ pub struct Producer {
     /// When `head` reaches this counter value, check whether the ring has passed half full.
     wake_at: u64,
 }
+
+// SAFETY: `base` points into the buffer owned by `shared` (kept alive by the Arc held alongside),
+// and a `Producer` is the unique writing end: moving it to another thread moves that role whole.
+unsafe impl Send for Producer {}
 
 impl Producer {
     /// Capacity in bytes.
@@ -215,8 +244,8 @@ impl Producer {
             0
         };
         let len = gap + even(size) as u64;
-        let cap = self.shared.cap();
-        let pos = self.head & self.shared.mask;
+        let cap = self.mask + 1;
+        let pos = self.head & self.mask;
         let to_end = cap - pos;
         // A reservation never straddles the end: if it does not fit before the end, a wrap marker
         // fills the rest (to_end >= 2 because every position is even) and it starts at 0.
@@ -229,7 +258,8 @@ impl Producer {
                 return self.drop_one();
             }
         }
-        let base = self.shared.ptr();
+        let base = self.base;
+        prefetch_for_write(base, (pos + PREFETCH_AHEAD) & self.mask);
         let mut at = pos;
         if len > to_end {
             // SAFETY: pos + 2 <= cap (pos even, cap even); bytes [pos, cap) lie in the free region
