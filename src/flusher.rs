@@ -308,6 +308,19 @@ impl Flusher {
         if kind == TraceEventKind::THREAD_INFO.0 {
             self.note_thread(slot, r);
         }
+        // Fast path: no loss to place and room on the open page.
+        let s = &mut self.slots[slot as usize];
+        if s.pending == 0 && s.opened.is_some() {
+            if let Some(page) = s.page.as_mut() {
+                let page_ts = page_ts.max(s.last_ts);
+                if let Ok(dst) = page.try_push(page_ts, r) {
+                    patch_times(dst, ts, dur);
+                    s.written += 1;
+                    s.last_ts = page_ts;
+                    return;
+                }
+            }
+        }
         self.push(slot, r, page_ts, Some((ts, dur)));
     }
 
