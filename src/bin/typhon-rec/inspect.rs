@@ -17,6 +17,22 @@ fn comm(f: &TraceFile, cpu: u32) -> String {
     f.cmdline(cpu as i64).unwrap_or("<...>").to_string()
 }
 
+/// A records counter on stderr for reads that can take more than a second: drawn only when
+/// stderr is a terminal and stdout is not (so it never mixes with output on a terminal).
+fn progress(what: &'static str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || (what == "report" && std::io::stdout().is_terminal()) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg}: {human_pos} records ({per_sec})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.set_message(what);
+    pb
+}
+
 fn secs(ts: u64) -> String {
     format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
 }
@@ -27,8 +43,12 @@ pub fn report(file: &Path) -> Res {
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     let mut line = String::new();
+    let pb = progress("report");
     for (n, r) in f.records().enumerate() {
         let r = r.map_err(|e| format!("{}: after {n} records: {e}", file.display()))?;
+        if n % 65536 == 0 {
+            pb.set_position(n as u64);
+        }
         match r.missed_before {
             Some(k) if k > 0 => writeln!(out, "CPU:{} [{k} EVENTS DROPPED]", r.cpu),
             Some(_) => writeln!(out, "CPU:{} [EVENTS DROPPED]", r.cpu),
@@ -57,6 +77,7 @@ pub fn report(file: &Path) -> Res {
         }
     }
     out.flush().ok();
+    pb.finish_and_clear();
     Ok(())
 }
 
@@ -93,8 +114,12 @@ pub fn stats(file: &Path, json: bool) -> Res {
     let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
     let mut kinds: BTreeMap<u8, Acc> = BTreeMap::new();
     let mut all = Acc::default();
+    let pb = progress("stats");
     for r in f.records() {
         let r = r.map_err(|e| format!("{}: {e}", file.display()))?;
+        if all.count % 65536 == 0 {
+            pb.set_position(all.count);
+        }
         let s = slots.entry(r.cpu).or_default();
         if let Some(m) = r.missed_before.filter(|&m| m > 0) {
             s.missed += m as u64;
@@ -107,6 +132,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
             .or_default()
             .add(r.ts);
     }
+    pb.finish_and_clear();
     if json {
         let v = serde_json::json!({
             "file": file.display().to_string(),

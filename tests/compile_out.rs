@@ -1,0 +1,35 @@
+//! With the `compile-out` feature every write is compiled out: a session records only the
+//! recorder's own slot-0 records. Run by `.ci/run` as
+//! `cargo test --features compile-out --test compile_out`; without the feature it checks the
+//! opposite, so the test is meaningful in both builds.
+
+use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
+use typhon_recorder::sink::MemorySink;
+
+#[test]
+fn writes_are_compiled_out_only_with_the_feature() {
+    let _g = doc_lock();
+    let rec = RecorderBuilder::new()
+        .sink(MemorySink::new())
+        .start()
+        .unwrap();
+    std::thread::spawn(|| {
+        typhon_recorder::tick_start();
+        typhon_recorder::ingress_received(1, 2, 3, 4);
+        let _s = typhon_recorder::span("x");
+    })
+    .join()
+    .unwrap();
+    let stats = rec.finish().unwrap();
+    if cfg!(feature = "compile-out") {
+        assert_eq!(stats.user_attempted(), 0);
+        assert_eq!(
+            stats.total_filtered(),
+            0,
+            "compiled out is not even counted"
+        );
+    } else {
+        assert_eq!(stats.user_written(), 4); // ThreadInfo + 3
+    }
+    assert_eq!(stats.slot(0).unwrap().written, 3); // ThreadInfo, CEL_LOG_MARKER, SYNC_END
+}
