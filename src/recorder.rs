@@ -231,7 +231,8 @@ impl RecorderBuilder {
         self
     }
 
-    /// Bytes per slot ring: a power of two, at least 4096 and at least twice the largest record.
+    /// Bytes per slot ring: a power of two from 4096 to 1 GiB. (A record larger than half the
+    /// ring can be dropped when it would have to wrap; keep the ring well above the page size.)
     ///
     /// ```
     /// let b = typhon_recorder::recorder::RecorderBuilder::new().ring_bytes(4096);

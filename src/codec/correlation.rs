@@ -22,6 +22,7 @@
 //! assert_eq!(d.instant, CorrelationInstant::CommandConsumed { session: 7, seq: 9, sys_idx: 2 });
 //! ```
 
+use super::header;
 use super::kinds::{min_size, off};
 use super::{get_u16, get_u32};
 use super::{put_u16, put_u32, CommonHeader, DecodeError, TraceEventKind as K};
@@ -208,17 +209,6 @@ impl From<IngressDropReason> for u8 {
     fn from(r: IngressDropReason) -> Self {
         r.as_u8()
     }
-}
-
-#[inline(always)]
-fn header(d: &mut [u8], size: usize, kind: K, slot: u8, ts: i64) {
-    CommonHeader {
-        size: size as u16,
-        kind,
-        slot,
-        timestamp: ts,
-    }
-    .write(d);
 }
 
 /// Writes an IngressReceived record (22 bytes) into `d[..22]`.

@@ -293,6 +293,18 @@ impl From<celog::CelogError> for EncodeError {
     }
 }
 
+/// Writes the common header of a `size`-byte record into `d[..12]` (for the typed encoders).
+#[inline(always)]
+pub(crate) fn header(d: &mut [u8], size: usize, kind: TraceEventKind, slot: u8, ts: i64) {
+    CommonHeader {
+        size: size as u16,
+        kind,
+        slot,
+        timestamp: ts,
+    }
+    .write(d);
+}
+
 /// The 12-byte header at the start of every record.
 ///
 /// ```

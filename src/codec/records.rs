@@ -27,6 +27,7 @@ use core::fmt;
 
 use super::celog::{self, CelEvent};
 use super::correlation::{self, CorrelationInstant};
+use super::header;
 use super::kinds::{
     kind_def, min_size, off, FieldDef, FieldType, KindDef, Shape, MAX_FIELDS,
     SPAN_FLAG_TRACE_CONTEXT,
@@ -79,17 +80,6 @@ fn reserve(d: &mut [u8], need: usize) -> Result<&mut [u8], EncodeError> {
     let have = d.len();
     d.get_mut(..need)
         .ok_or(EncodeError::DstTooSmall { need, have })
-}
-
-#[inline(always)]
-fn header(d: &mut [u8], size: usize, kind: K, slot: u8, ts: i64) {
-    CommonHeader {
-        size: size as u16,
-        kind,
-        slot,
-        timestamp: ts,
-    }
-    .write(d);
 }
 
 #[inline(always)]
