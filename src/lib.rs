@@ -38,6 +38,7 @@ pub mod ring;
 pub mod sink;
 mod sync;
 pub mod tracedat;
+pub mod wake;
 
 pub use codec::correlation::{command_causal_id, is_command_causal_id};
 pub use recorder::{
