@@ -30,6 +30,8 @@ pub mod clock;
 pub mod codec;
 pub mod filesink;
 pub mod flusher;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kbuffer;
 pub mod page;
 pub mod recorder;
