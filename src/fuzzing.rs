@@ -97,12 +97,9 @@ pub fn tracedat(data: Vec<u8>) -> Option<usize> {
         for r in tf.cpu_records(cpu) {
             n += 1;
             assert!(n <= bound, "cpu_records does not end");
-            match r {
-                Ok(r) => {
-                    let _ = tf.event_of(r.data);
-                    record(r.data);
-                }
-                Err(_) => {}
+            if let Ok(r) = r {
+                let _ = tf.event_of(r.data);
+                record(r.data);
             }
         }
     }
