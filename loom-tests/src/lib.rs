@@ -29,8 +29,15 @@ pub fn put(p: &mut typhon_recorder::ring::Producer, size: usize, tag: u8) -> boo
 /// its tag.
 #[cfg(loom)]
 pub fn tag_of(r: &[u8]) -> u8 {
-    assert_eq!(u16::from_le_bytes([r[0], r[1]]) as usize, r.len(), "size field");
+    assert_eq!(
+        u16::from_le_bytes([r[0], r[1]]) as usize,
+        r.len(),
+        "size field"
+    );
     let t = r[2];
-    assert!(r[2..].iter().all(|&b| b == t), "record bytes torn or overwritten");
+    assert!(
+        r[2..].iter().all(|&b| b == t),
+        "record bytes torn or overwritten"
+    );
     t
 }

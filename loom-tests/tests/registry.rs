@@ -43,7 +43,11 @@ fn claim_retire_reuse_against_flusher() {
                     });
                 }
                 if state == RETIRING {
-                    assert_eq!(seen, vec![1], "a retired slot is released only when drained");
+                    assert_eq!(
+                        seen,
+                        vec![1],
+                        "a retired slot is released only when drained"
+                    );
                     r.release(1);
                     break;
                 }
@@ -74,7 +78,9 @@ fn claim_retire_reuse_against_flusher() {
                 }
             });
         };
-        let mut slot1 = cons.or_else(|| reg.take_consumer(1)).expect("slot 1 has a ring");
+        let mut slot1 = cons
+            .or_else(|| reg.take_consumer(1))
+            .expect("slot 1 has a ring");
         rest(&mut slot1, &mut seen);
         if b_slot != 1 {
             let mut other = reg.take_consumer(b_slot).expect("b's ring");

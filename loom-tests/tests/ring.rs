@@ -105,7 +105,10 @@ fn dropped_counter_covers_drained_gaps() {
                     recs += 1
                 }
             });
-            assert!(c.producer_dropped() >= gaps, "a drained gap is in the counter");
+            assert!(
+                c.producer_dropped() >= gaps,
+                "a drained gap is in the counter"
+            );
         }
         let p = prod.join().unwrap();
         c.drain(|e| match e {
