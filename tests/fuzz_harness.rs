@@ -103,7 +103,8 @@ fn corpus() -> &'static Corpus {
             let _g = doc_lock();
             let rec = RecorderBuilder::new()
                 .output(&out)
-                .ring_bytes(4096)
+                // Big enough that nothing is dropped however slow the flusher is scheduled.
+                .ring_bytes(1 << 20)
                 .flush_interval(Duration::from_millis(1))
                 .start()
                 .unwrap();
@@ -125,7 +126,12 @@ fn corpus() -> &'static Corpus {
                 d[..size.min(d.len())].to_vec()
             })
             .collect();
-        assert!(pages.len() > 2 && recs.len() > 300);
+        assert!(
+            pages.len() > 2 && recs.len() > 300,
+            "{} pages, {} records",
+            pages.len(),
+            recs.len()
+        );
         (file, pages, recs)
     })
 }
