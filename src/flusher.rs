@@ -167,23 +167,15 @@ impl Flusher {
 
     fn run(mut self) -> io::Result<SessionSummary> {
         loop {
-            // Acquire pairs with the Release store in `finish`: the final cycle starts after the
-            // recorder was uninstalled, so every write that completed before `finish()` was
-            // called is published in its ring by now.
-            let finishing = self.core.finishing.load(Ordering::Acquire);
+            // `is_finishing` is an Acquire load paired with `finish`'s Release store: the final
+            // cycle starts after the recorder was uninstalled, so every write that completed
+            // before `finish()` was called is published in its ring by now.
+            let finishing = self.core.wakeup.is_finishing();
             self.cycle(finishing);
             if finishing {
                 break;
             }
-            let mut g = self.core.wake_lock.lock();
-            if !self.core.wake_pending.load(Ordering::Acquire)
-                && !self.core.finishing.load(Ordering::Acquire)
-            {
-                self.core.wake_cv.wait_for(&mut g, self.core.flush_interval);
-            }
-            drop(g);
-            // Release: a producer that sees `false` afterwards will notify again.
-            self.core.wake_pending.store(false, Ordering::Release);
+            self.core.wakeup.wait(Some(self.core.flush_interval));
         }
         let summary = self.summary();
         self.sink.finish(&summary)?;

@@ -34,6 +34,8 @@ pub mod codec;
 pub mod ffi;
 pub mod filesink;
 pub mod flusher;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod kbuffer;
 pub mod page;
 pub mod recorder;
@@ -42,6 +44,7 @@ pub mod ring;
 pub mod sink;
 mod sync;
 pub mod tracedat;
+pub mod wake;
 
 pub use codec::correlation::{command_causal_id, is_command_causal_id};
 pub use recorder::{

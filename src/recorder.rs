@@ -32,7 +32,7 @@ use crate::codec::{self, correlation, records, TraceEventKind};
 use crate::registry::{Parked, Registry};
 use crate::ring::Producer;
 use crate::sink::{SessionSummary, Sink, SlotSummary};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
 use std::fmt;
 use std::path::PathBuf;
@@ -348,10 +348,7 @@ impl RecorderBuilder {
             flush_interval: self.flush_interval,
             max_page_age: self.max_page_age,
             no_slot: AtomicU64::new(0),
-            wake_pending: AtomicBool::new(false),
-            wake_lock: Mutex::new(()),
-            wake_cv: Condvar::new(),
-            finishing: AtomicBool::new(false),
+            wakeup: crate::wake::Wake::new(),
             progress: crate::flusher::Progress::default(),
         });
         let flusher = crate::flusher::spawn(core.clone(), sink)?;
@@ -386,22 +383,16 @@ pub(crate) struct Core {
     pub(crate) flush_interval: Duration,
     pub(crate) max_page_age: Duration,
     pub(crate) no_slot: AtomicU64,
-    pub(crate) wake_pending: AtomicBool,
-    pub(crate) wake_lock: Mutex<()>,
-    pub(crate) wake_cv: Condvar,
-    pub(crate) finishing: AtomicBool,
+    /// Wakes the flusher early, and tells it to finish (see [`crate::wake`]).
+    pub(crate) wakeup: crate::wake::Wake,
     pub(crate) progress: crate::flusher::Progress,
 }
 
 impl Core {
     /// Wakes the flusher early (a ring passed half full, or a slot retired).
+    #[inline]
     pub(crate) fn wake(&self) {
-        // AcqRel swap: only the first waker since the flusher last cleared the flag pays for
-        // the lock and the notify.
-        if !self.wake_pending.swap(true, Ordering::AcqRel) {
-            let _g = self.wake_lock.lock();
-            self.wake_cv.notify_one();
-        }
+        self.wakeup.notify();
     }
 
     pub(crate) fn stats(&self) -> Stats {
@@ -500,9 +491,8 @@ impl Recorder {
             GEN.store(0, Ordering::Relaxed);
             *active = None;
         }
-        self.core.finishing.store(true, Ordering::Release);
-        self.core.wake_pending.store(false, Ordering::Relaxed);
-        self.core.wake();
+        // After uninstalling: every write that completed before this call is in its ring.
+        self.core.wakeup.finish();
         match handle.join() {
             Ok(Ok(_summary)) => Ok(self.core.stats()),
             Ok(Err(e)) => Err(RecorderError::Io(e)),

@@ -12,8 +12,8 @@
 //! last thread wrote, so a new thread never shares a ring with records of the old one in flight.
 
 use crate::ring::{Consumer, Producer};
+use crate::sync::Mutex;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
-use parking_lot::Mutex;
 
 /// Slot state: nobody owns it.
 pub const FREE: u8 = 0;
