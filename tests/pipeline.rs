@@ -285,7 +285,12 @@ fn three_hundred_live_threads_count_the_slotless() {
 fn long_gaps_use_time_extends_and_big_records_the_long_form() {
     let _g = doc_lock();
     let sink = MemorySink::new();
-    let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+    // One page for the whole test, however slow the machine (no age-based early flush).
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .max_page_age(Duration::from_secs(600))
+        .start()
+        .unwrap();
     let t0 = rec.now();
     let ns = |k: u64| rec.ns_to_ticks(rec.clock().to_ns(t0) + k);
     std::thread::spawn({
@@ -325,7 +330,10 @@ fn long_gaps_use_time_extends_and_big_records_the_long_form() {
     assert_eq!(types, vec![6, 5, 30, 5, 30, 0]);
     let v = recording::read_page(page);
     let times: Vec<u64> = v.records.iter().map(|r| r.0).collect();
-    assert!(times[2] - times[1] >= 499_000_000 && times[3] - times[2] >= 1_499_000_000);
+    // Page times: the span's is its end. (The first Instant's page time may be its claim's
+    // ThreadInfo time on a slow machine, so only lower bounds hold exactly.)
+    assert!(times[2] - times[1] >= 1 << 27);
+    assert!(times[3] - times[2] >= 1_499_000_000);
 }
 
 #[test]
