@@ -155,6 +155,13 @@ pub struct BenchReport {
     pub store_floor: NsFigure,
     /// crossbeam `ArrayQueue::push` of a 24-byte record (popped outside the timing).
     pub arrayqueue: NsFigure,
+    /// The store floor under the recorder's memory conditions: 24-byte stores + Release publish
+    /// into a 1 MiB ring that a consumer thread reads, runs of 20 000 starting from a drained
+    /// ring (exactly how the recorder's writes are timed).
+    pub store_floor_shared: NsFigure,
+    /// `ArrayQueue::push` under the same conditions: a queue of the default ring's record
+    /// capacity, popped concurrently by a consumer thread, runs of 20 000 from empty.
+    pub arrayqueue_shared: NsFigure,
     /// `std::sync::mpsc::Sender::send` of a 24-byte record (received outside the timing).
     pub mpsc: NsFigure,
     /// The peer profiler's name.
@@ -460,6 +467,94 @@ fn floors_and_peers(r: &mut BenchReport, t: &Timer) {
     let _count = fastrace_reporter();
     r.peer_span = t.measure(fastrace_spans);
     fastrace::flush();
+}
+
+/// Median, fastest and slowest of per-call figures.
+fn figure(mut v: Vec<f64>) -> NsFigure {
+    v.sort_by(|a, b| a.total_cmp(b));
+    NsFigure {
+        median: v[v.len() / 2],
+        min: v[0],
+        max: v[v.len() - 1],
+    }
+}
+
+/// The floor and the ArrayQueue peer measured under the recorder's memory conditions: the
+/// buffer is as large as the default ring and another thread reads it behind the producer, so
+/// the producer's stores pay for cache lines coming back from the consumer's core, as ours do.
+fn shared_floors(r: &mut BenchReport, t: &Timer) {
+    use std::sync::atomic::AtomicBool;
+    const RUN: u64 = 20_000;
+    const WORDS: usize = crate::recorder::DEFAULT_RING_BYTES / 8;
+    let runs = t.runs * 3;
+    let npt = t.ns_per_tick;
+    // A ring of u64 words (atomics with Relaxed stores: plain moves on x86), 3 words a record.
+    let buf: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
+    let head = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+    let tail = crossbeam_utils::CachePadded::new(AtomicU64::new(0));
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let mut t_local = 0u64;
+            let mut sum = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // Acquire: the words below `h` are written.
+                let h = head.load(Ordering::Acquire);
+                while t_local < h {
+                    sum = sum.wrapping_add(buf[(t_local as usize) % WORDS].load(Ordering::Relaxed));
+                    t_local += 1;
+                }
+                // Release: our reads are done before the producer reuses the words.
+                tail.store(t_local, Ordering::Release);
+                std::hint::spin_loop();
+            }
+            black_box(sum);
+        });
+        let mut v = Vec::with_capacity(runs);
+        let mut h = 0u64;
+        for _ in 0..runs {
+            while tail.load(Ordering::Acquire) != h {
+                std::thread::yield_now();
+            }
+            let t0 = ticks();
+            for i in 0..RUN {
+                for (k, w) in [black_box(i), 7, 9].into_iter().enumerate() {
+                    buf[(h as usize + k) % WORDS].store(w, Ordering::Relaxed);
+                }
+                h += 3;
+                // Release: publishes the record's words to the consumer.
+                head.store(h, Ordering::Release);
+            }
+            v.push((ticks() - t0) as f64 * npt / RUN as f64);
+        }
+        stop.store(true, Ordering::Relaxed);
+        r.store_floor_shared = figure(v);
+    });
+    let aq = crossbeam_queue::ArrayQueue::<Rec24>::new(WORDS / 3);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                while let Some(x) = aq.pop() {
+                    black_box(x);
+                }
+                std::hint::spin_loop();
+            }
+        });
+        let mut v = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            while !aq.is_empty() {
+                std::thread::yield_now();
+            }
+            let t0 = ticks();
+            for i in 0..RUN {
+                let _ = aq.push(Rec24([black_box(i), 7, 9]));
+            }
+            v.push((ticks() - t0) as f64 * npt / RUN as f64);
+        }
+        stop.store(true, Ordering::Relaxed);
+        r.arrayqueue_shared = figure(v);
+    });
 }
 
 fn disabled(r: &mut BenchReport, t: &Timer) {
@@ -818,6 +913,18 @@ fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             ratio(r.arrayqueue.median, r.write_caller_ts.median),
             1.5,
         ),
+        le(
+            "write_caller_ts_vs_store_floor_shared",
+            "(same memory conditions) write with a caller timestamp <= 2.5 x the floor into a consumer-read ring",
+            ratio(r.write_caller_ts.median, r.store_floor_shared.median),
+            2.5,
+        ),
+        ge(
+            "arrayqueue_shared_vs_write_caller_ts",
+            "(same memory conditions) ArrayQueue push with a concurrent consumer >= 1.5 x slower than our write",
+            ratio(r.arrayqueue_shared.median, r.write_caller_ts.median),
+            1.5,
+        ),
         ge(
             "peer_span_vs_span",
             "peer profiler span >= 2 x slower than our span pair",
@@ -868,6 +975,7 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
         ..Default::default()
     };
     floors_and_peers(&mut r, &t);
+    shared_floors(&mut r, &t);
     disabled(&mut r, &t);
     recorder_ns(&mut r, &t);
     latency(&mut r, if opts.quick { 1_000_000 } else { 10_000_000 }, npt);
@@ -903,6 +1011,8 @@ impl BenchReport {
             "write_clock_ns": self.write_clock.median,
             "write_caller_ts_ns": self.write_caller_ts.median,
             "store_floor_ns": self.store_floor.median,
+            "store_floor_shared_ns": self.store_floor_shared.median,
+            "arrayqueue_shared_ns": self.arrayqueue_shared.median,
             "arrayqueue_ns": self.arrayqueue.median,
             "mpsc_ns": self.mpsc.median,
             "span_ns": self.span.median,
@@ -982,6 +1092,7 @@ impl fmt::Display for BenchReport {
         writeln!(f, "ns per call (median of runs, loop-timed):")?;
         row(f, "clock read (quanta Clock::raw)", &self.clock)?;
         row(f, "store floor (24 B + release)", &self.store_floor)?;
+        row(f, "  same, ring read by a consumer", &self.store_floor_shared)?;
         row(f, "write, recorder clock", &self.write_clock)?;
         row(f, "write, caller timestamp", &self.write_caller_ts)?;
         for (k, x) in &self.kinds {
@@ -992,6 +1103,7 @@ impl fmt::Display for BenchReport {
         row(f, "span pair, recorder clock", &self.span)?;
         row(f, "span pair, caller timestamps", &self.span_caller_ts)?;
         row(f, "crossbeam ArrayQueue push", &self.arrayqueue)?;
+        row(f, "  same, popped by a consumer thread", &self.arrayqueue_shared)?;
         row(f, "std mpsc send", &self.mpsc)?;
         row(
             f,

@@ -28,6 +28,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod clock;
 pub mod codec;

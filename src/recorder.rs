@@ -369,6 +369,7 @@ impl RecorderBuilder {
 }
 
 /// The installed recorder's shared state, if any (for the bench module's drain waits).
+#[cfg(feature = "bench")]
 pub(crate) fn active_core() -> Option<Arc<Core>> {
     ACTIVE.read().clone()
 }

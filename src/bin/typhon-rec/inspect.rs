@@ -232,6 +232,7 @@ pub fn recover(out: &Path) -> Res {
 }
 
 /// Benchmarks (measurement code lives in the library's `bench` module).
+#[cfg(feature = "bench")]
 pub fn bench(quick: bool, json: bool) -> Res {
     let report = typhon_recorder::bench::run(&typhon_recorder::bench::BenchOptions { quick });
     if json {
@@ -240,4 +241,10 @@ pub fn bench(quick: bool, json: bool) -> Res {
         println!("{report}");
     }
     Ok(())
+}
+
+/// Without the `bench` feature there is nothing to run.
+#[cfg(not(feature = "bench"))]
+pub fn bench(_quick: bool, _json: bool) -> Res {
+    Err("this typhon-rec was built without the `bench` feature (cargo build --features bench)".into())
 }
