@@ -40,26 +40,6 @@ const GAP_SIZE: u16 = 10;
 /// The wrap marker: the rest of the buffer up to its end is unused.
 const WRAP: u16 = 0xFFFF;
 
-/// How far ahead of the write position the producer asks for cache lines (bytes).
-const PREFETCH_AHEAD: u64 = 1024;
-
-/// Asks for the cache line at `base + off` in a writable state. The consumer last read the ring's
-/// lines on another core; fetching them ahead turns the producer's per-line ownership miss into a
-/// prefetch that overlaps with the writes before it.
-#[inline(always)]
-fn prefetch_for_write(base: *mut u8, off: u64) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `off` is masked into the buffer, so the address is inside the allocation; a
-    // prefetch never faults and has no architectural effect besides caching.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_ET0 }>(
-            base.add(off as usize) as *const i8,
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (base, off);
-}
-
 #[inline(always)]
 const fn even(n: usize) -> usize {
     (n + 1) & !1
@@ -259,7 +239,6 @@ impl Producer {
             }
         }
         let base = self.base;
-        prefetch_for_write(base, (pos + PREFETCH_AHEAD) & self.mask);
         let mut at = pos;
         if len > to_end {
             // SAFETY: pos + 2 <= cap (pos even, cap even); bytes [pos, cap) lie in the free region
