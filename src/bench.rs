@@ -1092,7 +1092,11 @@ impl fmt::Display for BenchReport {
         writeln!(f, "ns per call (median of runs, loop-timed):")?;
         row(f, "clock read (quanta Clock::raw)", &self.clock)?;
         row(f, "store floor (24 B + release)", &self.store_floor)?;
-        row(f, "  same, ring read by a consumer", &self.store_floor_shared)?;
+        row(
+            f,
+            "  same, ring read by a consumer",
+            &self.store_floor_shared,
+        )?;
         row(f, "write, recorder clock", &self.write_clock)?;
         row(f, "write, caller timestamp", &self.write_caller_ts)?;
         for (k, x) in &self.kinds {
@@ -1103,7 +1107,11 @@ impl fmt::Display for BenchReport {
         row(f, "span pair, recorder clock", &self.span)?;
         row(f, "span pair, caller timestamps", &self.span_caller_ts)?;
         row(f, "crossbeam ArrayQueue push", &self.arrayqueue)?;
-        row(f, "  same, popped by a consumer thread", &self.arrayqueue_shared)?;
+        row(
+            f,
+            "  same, popped by a consumer thread",
+            &self.arrayqueue_shared,
+        )?;
         row(f, "std mpsc send", &self.mpsc)?;
         row(
             f,

@@ -1279,6 +1279,7 @@ impl SpanGuard<'_> {
         self.span_id = 0;
     }
 
+    #[inline]
     fn finish(&mut self, end: Option<u64>) {
         if self.span_id == 0 {
             return;
@@ -1296,6 +1297,7 @@ impl SpanGuard<'_> {
 
 /// Ends an open span: restores the thread's innermost span and writes the span record (the one
 /// record-writing path of guards and of [`span_end`]).
+#[inline(never)]
 fn end_span(
     name: &str,
     start: u64,
@@ -1338,6 +1340,7 @@ fn end_span(
 }
 
 impl Drop for SpanGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.finish(None);
     }
@@ -1353,6 +1356,15 @@ fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGua
         ctx,
         _not_send: std::marker::PhantomData,
     };
+    // The disabled and filtered paths stay here, inline: one load and a branch, as for instants.
+    let kind = if ctx.is_some() {
+        TraceEventKind::TRACED_SPAN
+    } else {
+        TraceEventKind::NAMED_SPAN
+    };
+    if cfg!(feature = "compile-out") || kind_state(kind) == KIND_OFF {
+        return g;
+    }
     if let Ok(Some(o)) = open_span(name, ctx, at) {
         (g.start, g.span_id, g.parent) = (o.start, o.id, o.parent);
     }

@@ -246,5 +246,8 @@ pub fn bench(quick: bool, json: bool) -> Res {
 /// Without the `bench` feature there is nothing to run.
 #[cfg(not(feature = "bench"))]
 pub fn bench(_quick: bool, _json: bool) -> Res {
-    Err("this typhon-rec was built without the `bench` feature (cargo build --features bench)".into())
+    Err(
+        "this typhon-rec was built without the `bench` feature (cargo build --features bench)"
+            .into(),
+    )
 }
