@@ -133,7 +133,7 @@ impl Sink for FileSink {
             .map(|s| SlotMeta {
                 slot: s.slot,
                 name: s.name.clone(),
-                thread_id: s.thread_ids.last().map(|&t| t as i64),
+                thread_id: (s.threads > 0).then_some(s.last_thread_id as i64),
                 attempted: s.attempted,
                 written: s.written,
                 missed: s.missed,
@@ -144,7 +144,7 @@ impl Sink for FileSink {
             "no_slot": summary.no_slot,
             "slots": summary.slots.iter().map(|s| serde_json::json!({
                 "slot": s.slot, "filtered": s.filtered, "refused": s.refused,
-                "sink_lost": s.sink_lost, "thread_ids": s.thread_ids,
+                "sink_lost": s.sink_lost, "thread_ids": s.thread_ids, "threads": s.threads,
             })).collect::<Vec<_>>(),
         });
         assemble(&self.dir, &self.out, &meta)

@@ -29,6 +29,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+/// How many thread ids a slot's summary lists (the count of threads is kept apart).
+pub const MAX_THREAD_IDS: usize = 64;
+
 /// Counters the flusher publishes for `stats()` snapshots.
 #[derive(Default)]
 pub(crate) struct Progress {
@@ -75,7 +78,11 @@ struct SlotStream {
     /// Page time of the slot's last record.
     last_ts: u64,
     name: String,
+    /// The first [`MAX_THREAD_IDS`] thread ids that used the slot.
     tids: Vec<i32>,
+    /// The slot's latest thread id, and how many threads have used the slot.
+    last_tid: i32,
+    threads: u64,
     kind: records::ThreadKind,
     used: bool,
 }
@@ -93,6 +100,8 @@ impl SlotStream {
             last_ts: 0,
             name: String::new(),
             tids: Vec::new(),
+            last_tid: 0,
+            threads: 0,
             kind: records::ThreadKind::Other,
             used: false,
         }
@@ -138,6 +147,8 @@ impl Flusher {
         let s = &mut self.slots[0];
         s.name = "typhon-recorder".into();
         s.tids.push(std::process::id() as i32);
+        s.last_tid = std::process::id() as i32;
+        s.threads = 1;
         s.kind = records::ThreadKind::Other;
         self.push_thread_info(0, ts);
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
@@ -272,7 +283,7 @@ impl Flusher {
         let s = &self.slots[slot as usize];
         let name = crate::recorder::clamp_thread_name(&s.name);
         let len = records::thread_info_len(name);
-        let tid = s.tids.last().copied().unwrap_or(0);
+        let tid = s.last_tid;
         let kind = s.kind;
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
@@ -322,8 +333,13 @@ impl Flusher {
             if s.name.is_empty() {
                 s.name = name.to_owned();
             }
-            if s.tids.last() != Some(&tid) {
-                s.tids.push(tid);
+            if s.threads == 0 || s.last_tid != tid {
+                // A slot reused by thousands of threads keeps a bounded list (and the count).
+                if s.tids.len() < MAX_THREAD_IDS {
+                    s.tids.push(tid);
+                }
+                s.last_tid = tid;
+                s.threads += 1;
             }
             s.kind = kind;
             s.used = true;
@@ -450,6 +466,8 @@ impl Flusher {
                     slot: i as u8,
                     name: s.name.clone(),
                     thread_ids: s.tids.clone(),
+                    last_thread_id: s.last_tid,
+                    threads: s.threads,
                     attempted: s.written + s.missed + s.sink_lost,
                     written: s.written,
                     missed: s.missed,

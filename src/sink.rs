@@ -12,7 +12,8 @@ use std::sync::Arc;
 ///
 /// ```
 /// let s = typhon_recorder::sink::SlotSummary { slot: 1, name: "main".into(), thread_ids: vec![42],
-///     attempted: 10, written: 9, missed: 1, filtered: 0, refused: 0, sink_lost: 0 };
+///     last_thread_id: 42, threads: 1, attempted: 10, written: 9, missed: 1, filtered: 0,
+///     refused: 0, sink_lost: 0 };
 /// assert_eq!(s.attempted, s.written + s.missed + s.sink_lost);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,8 +22,13 @@ pub struct SlotSummary {
     pub slot: u8,
     /// Thread name (of the first thread that used the slot; later ones are in `thread_ids`).
     pub name: String,
-    /// OS thread ids of the threads that used the slot, in order.
+    /// OS thread ids of the first threads that used the slot, in order (at most
+    /// [`MAX_THREAD_IDS`](crate::flusher::MAX_THREAD_IDS)).
     pub thread_ids: Vec<i32>,
+    /// OS thread id of the slot's latest thread.
+    pub last_thread_id: i32,
+    /// How many threads used the slot.
+    pub threads: u64,
     /// Records the slot's writers attempted: `written + missed + sink_lost`.
     pub attempted: u64,
     /// Records delivered to the sink in pages.

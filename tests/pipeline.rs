@@ -253,6 +253,11 @@ fn thousand_short_lived_threads_reuse_slots() {
     );
     assert_eq!(stats.total_missed(), 0);
     assert_eq!(stats.user_written(), 1000 * 11);
+    let users = stats.slots.iter().filter(|s| s.slot != 0);
+    assert_eq!(users.clone().map(|s| s.threads).sum::<u64>(), 1000);
+    assert!(users
+        .clone()
+        .all(|s| s.thread_ids.len() <= 64 && s.threads >= s.thread_ids.len() as u64));
 }
 
 #[test]
