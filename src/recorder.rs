@@ -318,6 +318,11 @@ impl RecorderBuilder {
     /// ```
     pub fn start(self) -> Result<Recorder, RecorderError> {
         self.validate()?;
+        // Checked before the sink is made, so a refused start leaves no `<out>.parts/` behind.
+        let mut active = ACTIVE.write();
+        if active.is_some() {
+            return Err(RecorderError::AlreadyInstalled);
+        }
         let sink: Box<dyn Sink> = match (self.sink, &self.output) {
             (Some(s), None) => s,
             (None, Some(path)) => {
@@ -334,10 +339,6 @@ impl RecorderBuilder {
                 ))
             }
         };
-        let mut active = ACTIVE.write();
-        if active.is_some() {
-            return Err(RecorderError::AlreadyInstalled);
-        }
         let gen = NEXT_GEN.fetch_add(1, Ordering::Relaxed);
         let core = Arc::new(Core {
             gen,

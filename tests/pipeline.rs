@@ -396,3 +396,21 @@ fn spans_nest_and_carry_ids() {
     let dur = outer.get("duration_ns").unwrap();
     assert!(matches!(dur, records::FieldValue::Signed(d) if d >= 0));
 }
+
+#[test]
+fn a_refused_second_start_leaves_no_files() {
+    let _g = doc_lock();
+    let rec = RecorderBuilder::new()
+        .sink(MemorySink::new())
+        .start()
+        .unwrap();
+    let out = std::env::temp_dir().join(format!("typhon-second-{}.dat", std::process::id()));
+    let r = RecorderBuilder::new().output(&out).start();
+    assert!(matches!(
+        r,
+        Err(typhon_recorder::recorder::RecorderError::AlreadyInstalled)
+    ));
+    assert!(!typhon_recorder::filesink::parts_dir(&out).exists());
+    assert!(!out.exists());
+    rec.finish().unwrap();
+}
