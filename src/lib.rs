@@ -23,7 +23,7 @@
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
 //! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
 //! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts;
-//! - [`bench`]: the write-cost benchmark behind `typhon-rec bench`.
+//! - `bench` (default feature `bench`): the write-cost benchmark behind `typhon-rec bench`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
