@@ -480,15 +480,7 @@ impl Flusher {
     }
 
     fn publish(&self) {
-        let v = self.slot_summaries();
-        for s in &v {
-            self.core
-                .registry
-                .slot(s.slot)
-                .written
-                .store(s.written, Ordering::Relaxed);
-        }
-        *self.core.progress.slots.lock() = v;
+        *self.core.progress.slots.lock() = self.slot_summaries();
     }
 
     fn summary(&self) -> SessionSummary {

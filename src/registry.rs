@@ -55,8 +55,6 @@ pub struct SlotEntry {
     pub refused: AtomicU64,
     /// Writes filtered out (written by the owning thread).
     pub filtered: AtomicU64,
-    /// Records delivered in pages (written by the flusher).
-    pub written: AtomicU64,
 }
 
 impl std::fmt::Debug for Consumer {

@@ -71,7 +71,7 @@ fn claim_retire_reuse_against_flusher() {
         let (b_slot, _b_parked) = b.join().unwrap();
         let (mut seen, cons) = flusher.join().unwrap();
         // Final drain of every slot, as the flusher's last cycle.
-        let mut rest = |c: &mut typhon_recorder::ring::Consumer, out: &mut Vec<u8>| {
+        let rest = |c: &mut typhon_recorder::ring::Consumer, out: &mut Vec<u8>| {
             c.drain(|e| {
                 if let Entry::Record(rec) = e {
                     out.push(tag_of(rec))
