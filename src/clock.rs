@@ -19,6 +19,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Clone, Debug)]
 pub struct Clock {
     q: quanta::Clock,
+    /// What producers read: the TSC inline, or quanta's own read.
+    read: RawClock,
     raw0: u64,
     mono0: u64,
     wall0: u64,
@@ -57,6 +59,7 @@ impl Clock {
     /// ```
     pub fn new() -> Self {
         let q = quanta::Clock::new();
+        let read = RawClock::detect(&q);
         let raw0 = q.raw();
         let mono0 = monotonic_ns();
         let wall0 = SystemTime::now()
@@ -67,6 +70,7 @@ impl Clock {
         let ns = q.delta_as_nanos(raw0, raw0 + SPAN).max(1);
         Self {
             q,
+            read,
             raw0,
             mono0,
             wall0,
@@ -82,7 +86,18 @@ impl Clock {
     /// ```
     #[inline(always)]
     pub fn raw(&self) -> u64 {
-        self.q.raw()
+        self.read.raw()
+    }
+
+    /// The hot-path reader of this clock, for producers to keep beside their ring.
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// let r = c.raw_clock();
+    /// assert!(c.to_ns(r.raw()) > 0);
+    /// ```
+    pub fn raw_clock(&self) -> RawClock {
+        self.read.clone()
     }
 
     /// Converts raw ticks to nanoseconds on the CLOCK_MONOTONIC time base (saturating at 0).
@@ -118,10 +133,6 @@ impl Clock {
         (self.raw0 as f64 + d).max(0.0) as u64
     }
 
-    pub(crate) fn quanta(&self) -> &quanta::Clock {
-        &self.q
-    }
-
     /// CLOCK_MONOTONIC nanoseconds at session start.
     ///
     /// ```
@@ -141,4 +152,63 @@ impl Clock {
     pub fn wall_anchor_ns(&self) -> u64 {
         self.wall0
     }
+}
+
+/// The producers' clock read: raw ticks on the time base of a [`Clock`].
+///
+/// quanta reads the TSC when it is invariant and usable, and falls back to CLOCK_MONOTONIC
+/// otherwise. Its read is an out-of-line call with a match on the source; when the source is the
+/// TSC, this type reads it inline instead (`rdtsc`, the same value quanta would return), which
+/// saves the call on every event. Detected once, by checking that quanta's reading lies
+/// between two TSC reads.
+///
+/// ```
+/// let r = typhon_recorder::clock::Clock::new().raw_clock();
+/// let (a, b) = (r.raw(), r.raw());
+/// assert!(b >= a);
+/// ```
+#[derive(Clone, Debug)]
+pub enum RawClock {
+    /// `rdtsc`, inline.
+    Tsc,
+    /// quanta's read (its source is not the TSC here).
+    Quanta(quanta::Clock),
+}
+
+impl RawClock {
+    fn detect(q: &quanta::Clock) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let tsc = (0..3).all(|_| {
+                let a = tsc_now();
+                let v = q.raw();
+                let b = tsc_now();
+                a <= v && v <= b
+            });
+            if tsc {
+                return RawClock::Tsc;
+            }
+        }
+        RawClock::Quanta(q.clone())
+    }
+
+    /// The current time in raw ticks.
+    #[inline(always)]
+    pub fn raw(&self) -> u64 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            RawClock::Tsc => tsc_now(),
+            #[cfg(not(target_arch = "x86_64"))]
+            RawClock::Tsc => unreachable!("the TSC reader is only chosen on x86_64"),
+            RawClock::Quanta(q) => q.raw(),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn tsc_now() -> u64 {
+    // SAFETY: rdtsc exists on every x86_64 CPU and has no preconditions (no fence: like quanta,
+    // the read may move within the instruction stream, which per-event timestamps tolerate).
+    unsafe { core::arch::x86_64::_rdtsc() }
 }

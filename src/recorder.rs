@@ -595,7 +595,7 @@ struct Writer {
     core: Arc<Core>,
     slot: u8,
     producer: std::mem::ManuallyDrop<Producer>,
-    clock: quanta::Clock,
+    clock: crate::clock::RawClock,
     span_counter: u64,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     last_raw: u64,
@@ -688,7 +688,7 @@ fn claim(h: &mut Hot, gen: u64) {
             return gen; // no slot: this thread's events count as no-slot
         };
         let mut w = Box::new(Writer {
-            clock: core.clock_handle(),
+            clock: core.clock.raw_clock(),
             core,
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
@@ -733,12 +733,6 @@ fn count_no_slot() {
     }
 }
 
-impl Core {
-    fn clock_handle(&self) -> quanta::Clock {
-        self.clock.quanta().clone()
-    }
-}
-
 /// Runs `f` with this thread's writer for the installed recorder, claiming a slot first if
 /// needed. Returns `None` (after counting the event as `no_slot`) when no slot could be had.
 ///
@@ -746,28 +740,31 @@ impl Core {
 /// ever runs the crate's own encoders), and a signal handler must not record.
 #[inline(always)]
 fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
-    HOT.with(|h| {
-        // SAFETY: `HOT` is this thread's own; no other reference to it is live: `with_writer` is
-        // not reentered (see above), and `claim`/`Owner::drop`, the only other users, never run
-        // inside it.
-        let h = unsafe { &mut *h.get() };
-        // Relaxed: only compared with this thread's cached generation; a mismatch takes the
-        // slow path, which synchronises through ACTIVE's lock.
-        let gen = GEN.load(Ordering::Relaxed);
-        if h.gen != gen {
-            claim(h, gen);
+    // Only the address is taken inside `with` (a thread-pointer offset, since `HOT` is a
+    // const-initialised thread-local without a destructor): the work below then inlines into
+    // the caller instead of living in an out-of-line `LocalKey::with` instance.
+    let h: *mut Hot = HOT.with(|h| h.get());
+    // SAFETY: `HOT` has no destructor, so its storage lives as long as this thread and the
+    // pointer is valid for this call. It is this thread's own and no other reference to it is
+    // live: `with_writer` is not reentered (see above), and `claim`/`Owner::drop`, the only
+    // other users, never run inside it.
+    let h = unsafe { &mut *h };
+    // Relaxed: only compared with this thread's cached generation; a mismatch takes the
+    // slow path, which synchronises through ACTIVE's lock.
+    let gen = GEN.load(Ordering::Relaxed);
+    if h.gen != gen {
+        claim(h, gen);
+    }
+    if h.writer.is_null() {
+        if gen != 0 {
+            count_no_slot();
         }
-        if h.writer.is_null() {
-            if gen != 0 {
-                count_no_slot();
-            }
-            return None;
-        }
-        // SAFETY: a non-null `writer` points to the Box owned by this thread's OWNER, which
-        // nulls the pointer before dropping the Box (`claim`, `Owner::drop`).
-        let w = unsafe { &mut *h.writer };
-        Some(f(w, &mut h.current_span))
-    })
+        return None;
+    }
+    // SAFETY: a non-null `writer` points to the Box owned by this thread's OWNER, which
+    // nulls the pointer before dropping the Box (`claim`, `Owner::drop`).
+    let w = unsafe { &mut *h.writer };
+    Some(f(w, &mut h.current_span))
 }
 
 #[inline(always)]
@@ -836,25 +833,42 @@ impl Writer {
     }
 }
 
-/// Writes one fixed-size record: gate, writer, timestamp, encode, publish.
+/// Writes one fixed-size record: the gate inline at the call site (a disabled event costs one
+/// byte load and a branch, with nothing spilled for a call that does not happen), the write
+/// out of line in [`write_fixed`].
 macro_rules! fixed_write {
     ($kind:expr, $size:expr, $at:expr, |$d:ident, $slot:ident, $ts:ident| $body:expr) => {{
-        if cfg!(feature = "compile-out") {
-            return;
+        if gate($kind) {
+            write_fixed($size, $at, move |$d: &mut [u8], $slot: u8, $ts: i64| $body);
         }
-        let state = kind_state($kind);
-        if state != KIND_ON {
-            if state == KIND_FILTERED {
-                count_filtered();
-            }
-            return;
-        }
-        with_writer(|w, _| {
-            let $ts = w.ts($at) as i64;
-            let $slot = w.slot;
-            w.put($size, |$d| $body);
-        });
     }};
+}
+
+/// Whether events of `kind` are recorded now; counts a filtered event. Inline everywhere.
+#[inline(always)]
+fn gate(kind: TraceEventKind) -> bool {
+    if cfg!(feature = "compile-out") {
+        return false;
+    }
+    let state = kind_state(kind);
+    if state == KIND_ON {
+        return true;
+    }
+    if state == KIND_FILTERED {
+        count_filtered();
+    }
+    false
+}
+
+/// The enabled path of a fixed-size write: writer, timestamp, encode (`enc(record, slot,
+/// time)`), publish, wake the flusher if the ring passed half full.
+#[inline(always)]
+fn write_fixed(size: usize, at: Option<u64>, enc: impl FnOnce(&mut [u8], u8, i64)) {
+    with_writer(move |w, _| {
+        let ts = w.ts(at) as i64;
+        let slot = w.slot;
+        w.put(size, move |d| enc(d, slot, ts));
+    });
 }
 
 macro_rules! correlation_writes {

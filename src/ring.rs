@@ -145,6 +145,7 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
             pending_gap: 0,
             dropped: 0,
             wake_at: capacity as u64 / 2,
+            limit: capacity as u64,
         },
         Consumer {
             shared,
@@ -176,6 +177,11 @@ pub struct Producer {
     dropped: u64,
     /// When `head` reaches this counter value, check whether the ring has passed half full.
     wake_at: u64,
+    /// A record ending at or below this counter value takes the fast path: it is the smaller of
+    /// the end of the buffer's current lap (so the record does not wrap) and `cached_tail + cap`
+    /// (so it fits), or 0 while a gap entry must be written first. Folding the three checks
+    /// into one compare is what keeps a write at a handful of instructions.
+    limit: u64,
 }
 
 // SAFETY: `base` points into the buffer owned by `shared` (kept alive by the Arc held alongside),
@@ -218,6 +224,41 @@ impl Producer {
     #[inline]
     pub fn write(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         debug_assert!((12..=0xFFFE).contains(&size));
+        let end = self.head + even(size) as u64;
+        // The fast path: no gap to write first, room before the consumer's last known position,
+        // and no wrap (see `limit`). One compare.
+        if end <= self.limit {
+            let pos = self.head & self.mask;
+            // SAFETY: [pos, pos + size) is inside the buffer and inside the free region:
+            // `end <= limit` means the reservation ends before the end of the buffer's current lap
+            // and at most `cap` bytes past `cached_tail`, so the consumer does not read it; only
+            // this producer touches it until the Release store of `head` below.
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
+            fill(dst);
+            self.head = end;
+            // Release: the consumer's Acquire load of `head` then sees every byte written above.
+            self.shared.head.store(end, Ordering::Release);
+            return true;
+        }
+        self.write_slow(size, fill)
+    }
+
+    /// Recomputes [`Producer::limit`] from `head`, `cached_tail` and the pending gap.
+    #[inline(always)]
+    fn set_limit(&mut self) {
+        self.limit = if self.pending_gap != 0 {
+            0
+        } else {
+            // The end of the buffer's current lap, and the end of the region free for us.
+            let lap_end = (self.head | self.mask) + 1;
+            lap_end.min(self.cached_tail + self.mask + 1)
+        };
+    }
+
+    /// Everything the fast path does not take: a pending gap entry, a wrap, a full ring.
+    #[cold]
+    #[inline(never)]
+    fn write_slow(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         let gap = if self.pending_gap != 0 {
             GAP_SIZE as u64
         } else {
@@ -235,7 +276,9 @@ impl Producer {
             // reading every byte below the value we see, so we may overwrite them.
             self.cached_tail = self.shared.tail.load(Ordering::Acquire);
             if self.head + need - self.cached_tail > cap {
-                return self.drop_one();
+                let r = self.drop_one();
+                self.set_limit();
+                return r;
             }
         }
         let base = self.base;
@@ -263,6 +306,7 @@ impl Producer {
         self.head += need;
         // Release: the consumer's Acquire load of `head` then sees every byte written above.
         self.shared.head.store(self.head, Ordering::Release);
+        self.set_limit();
         true
     }
 
@@ -302,6 +346,7 @@ impl Producer {
         // Acquire for the same reason as in `write`: we also use it as the cached tail.
         let t = self.shared.tail.load(Ordering::Acquire);
         self.cached_tail = t;
+        self.set_limit();
         if self.head - t >= cap / 2 {
             // Do not ask again until the ring could be full from this consumer position.
             self.wake_at = t + cap;
@@ -315,7 +360,9 @@ impl Producer {
     /// Forgets drops not yet carried by a gap entry (the flusher has accounted them itself, at
     /// the end of the slot's stream) and returns how many there were.
     pub(crate) fn take_pending_gap(&mut self) -> u64 {
-        std::mem::take(&mut self.pending_gap)
+        let n = std::mem::take(&mut self.pending_gap);
+        self.set_limit();
+        n
     }
 
     /// Records dropped since the last written record, not yet carried by a gap entry.
@@ -550,6 +597,49 @@ mod tests {
         assert_eq!(seen, written);
         assert_eq!(written as u64 + dropped, N as u64);
         assert!(gaps <= dropped);
+    }
+
+    #[test]
+    fn fast_path_stops_at_the_lap_end_and_at_the_consumer() {
+        // 16-byte records tile a 4096-byte ring exactly: the 256th ends on the lap boundary, the
+        // 257th must take the slow path (ring full), and after a drain the next lap starts at 0.
+        let (mut p, mut c) = ring(4096).unwrap();
+        let mut n = 0u32;
+        let put = |p: &mut Producer, n: &mut u32| {
+            let k = *n;
+            let ok = p.write(16, |r| {
+                r[..2].copy_from_slice(&16u16.to_le_bytes());
+                r[4..8].copy_from_slice(&k.to_le_bytes());
+            });
+            if ok {
+                *n += 1;
+            }
+            ok
+        };
+        for _ in 0..256 {
+            assert!(put(&mut p, &mut n));
+        }
+        assert!(!put(&mut p, &mut n), "the ring is full");
+        let mut seen = Vec::new();
+        let mut gaps = 0;
+        let take = |c: &mut Consumer, seen: &mut Vec<u32>, gaps: &mut u64| {
+            c.drain(|e| match e {
+                Entry::Record(r) => seen.push(u32::from_le_bytes(r[4..8].try_into().unwrap())),
+                Entry::Gap(k) => *gaps += k,
+            });
+        };
+        take(&mut c, &mut seen, &mut gaps);
+        // Next lap: first the gap entry (slow path), then the fast path again, up to full.
+        let mut more = 0;
+        while put(&mut p, &mut n) {
+            more += 1;
+        }
+        take(&mut c, &mut seen, &mut gaps);
+        assert_eq!(gaps, 1);
+        assert_eq!(seen, (0..n).collect::<Vec<_>>());
+        // 4096 bytes minus the 10-byte gap entry (a 16-byte record less) fits 255.
+        assert_eq!(more, 255);
+        assert_eq!(p.dropped(), 2);
     }
 
     #[test]
