@@ -1289,6 +1289,7 @@ impl SpanGuard<'_> {
     /// let s = typhon_recorder::span_at("x", 10);
     /// s.end_at(20);
     /// ```
+    #[inline]
     pub fn end_at(mut self, ts: u64) {
         self.finish(Some(ts));
         self.span_id = 0;
@@ -1345,11 +1346,9 @@ fn end_span(
             span_id: id,
             parent_span_id: parent,
         };
-        w.put(size, |d| {
-            let _ = match ctx {
-                None => records::write_named_span(d, slot, start as i64, &ext, name),
-                Some(c) => records::write_traced_span(d, slot, start as i64, &ext, c, name),
-            };
+        // The name was checked when the span opened (`open_span`).
+        w.put(size, move |d| {
+            records::fill_span(d, slot, start as i64, &ext, ctx, name)
         });
     });
 }
@@ -1418,7 +1417,7 @@ fn open_span(
         }
         return Ok(None);
     }
-    if name.as_bytes().contains(&0) {
+    if records::has_nul(name.as_bytes()) {
         // A NUL would end the name early in every reader: refuse rather than truncate.
         with_writer(|w, _| w.refuse());
         return Err(WriteError::Invalid("span name contains a NUL byte".into()));

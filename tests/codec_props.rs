@@ -139,6 +139,16 @@ impl Gen {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
+    /// The word-at-a-time NUL check agrees with a byte scan at every length and position.
+    #[test]
+    fn has_nul_matches_a_byte_scan(mut b in prop::collection::vec(1u8..=255, 0..40), at in any::<prop::sample::Index>(), put in any::<bool>()) {
+        if put && !b.is_empty() {
+            let i = at.index(b.len());
+            b[i] = 0;
+        }
+        prop_assert_eq!(records::has_nul(&b), b.contains(&0));
+    }
+
     /// decode(encode(x)) == x for every kind, through the typed and the generic decoder.
     #[test]
     fn record_round_trip(g in gen(), slot in any::<u8>(), ts in any::<i64>()) {

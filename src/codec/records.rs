@@ -436,7 +436,7 @@ pub const fn traced_span_len(name: &str) -> usize {
 
 #[inline(always)]
 fn check_name(name: &str, size: usize) -> Result<(), EncodeError> {
-    if name.as_bytes().contains(&0) {
+    if has_nul(name.as_bytes()) {
         return Err(EncodeError::NameHasNul);
     }
     check_size(size)
@@ -474,12 +474,106 @@ pub fn write_named_span(
 ) -> Result<usize, EncodeError> {
     let size = named_span_len(name);
     check_name(name, size)?;
-    let d = reserve(d, size)?;
-    header(d, size, K::NAMED_SPAN, slot, ts);
-    span_ext(d, span, 0);
-    d[NAMED_NAME..size - 1].copy_from_slice(name.as_bytes());
-    d[size - 1] = 0;
+    fill_span(reserve(d, size)?, slot, ts, span, None, name);
     Ok(size)
+}
+
+/// Fills `d` (exactly [`named_span_len`] or [`traced_span_len`] bytes) with a span record whose
+/// name the caller has already checked (no NUL, size in range): the recorder checks a name
+/// once, when the span opens, and writes the record with this when it ends.
+#[inline(always)]
+pub(crate) fn fill_span(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span: &SpanExt,
+    context: Option<TraceContext>,
+    name: &str,
+) {
+    debug_assert!(!has_nul(name.as_bytes()));
+    let size = d.len();
+    // One length check up front (the caller sized `d` from the name) lets the compiler drop
+    // the per-field bounds checks below.
+    let fixed = if context.is_some() {
+        TRACED_NAME
+    } else {
+        NAMED_NAME
+    };
+    assert!(
+        size == fixed + name.len() + 1,
+        "span record buffer of the wrong size"
+    );
+    let at = match context {
+        None => {
+            header(d, size, K::NAMED_SPAN, slot, ts);
+            span_ext(d, span, 0);
+            NAMED_NAME
+        }
+        Some(c) => {
+            header(d, size, K::TRACED_SPAN, slot, ts);
+            span_ext(d, span, SPAN_FLAG_TRACE_CONTEXT);
+            put_u64(d, TRACED_HI, c.hi);
+            put_u64(d, TRACED_LO, c.lo);
+            TRACED_NAME
+        }
+    };
+    copy_short(&mut d[at..size - 1], name.as_bytes());
+    d[size - 1] = 0;
+}
+
+/// Whether `b` contains a NUL byte; names of up to 16 bytes are checked a word at a time.
+///
+/// ```
+/// use typhon_recorder::codec::records::has_nul;
+/// assert!(!has_nul(b"update"));
+/// assert!(has_nul(b"up\0date"));
+/// assert!(has_nul(b"a much longer span name\0"));
+/// assert!(!has_nul(b""));
+/// ```
+#[inline(always)]
+pub fn has_nul(b: &[u8]) -> bool {
+    // A word has a zero byte iff (w - 0x01..01) & !w & 0x80..80 is non-zero.
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let zero = |w: u64| w.wrapping_sub(LO) & !w & HI != 0;
+    let n = b.len();
+    if (8..=16).contains(&n) {
+        // Two words that overlap in the middle cover every byte.
+        let a = u64::from_le_bytes(b[..8].try_into().unwrap());
+        let z = u64::from_le_bytes(b[n - 8..].try_into().unwrap());
+        zero(a) || zero(z)
+    } else if (4..8).contains(&n) {
+        let a = u32::from_le_bytes(b[..4].try_into().unwrap()) as u64 | (0xFFFF_FFFF << 32);
+        let z = u32::from_le_bytes(b[n - 4..].try_into().unwrap()) as u64 | (0xFFFF_FFFF << 32);
+        zero(a) || zero(z)
+    } else {
+        b.contains(&0)
+    }
+}
+
+/// `dst.copy_from_slice(src)`, with names of 4 to 16 bytes copied as two overlapping words
+/// instead of a call to `memcpy`.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    assert_eq!(dst.len(), n);
+    if (8..=16).contains(&n) {
+        let (a, z): ([u8; 8], [u8; 8]) = (
+            src[..8].try_into().unwrap(),
+            src[n - 8..].try_into().unwrap(),
+        );
+        dst[..8].copy_from_slice(&a);
+        dst[n - 8..].copy_from_slice(&z);
+    } else if (4..8).contains(&n) {
+        let (a, z): ([u8; 4], [u8; 4]) = (
+            src[..4].try_into().unwrap(),
+            src[n - 4..].try_into().unwrap(),
+        );
+        dst[..4].copy_from_slice(&a);
+        dst[n - 4..].copy_from_slice(&z);
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// Writes a TracedSpan record (kind 11, flags bit 0 set, trace context, NUL-terminated name);
@@ -507,13 +601,7 @@ pub fn write_traced_span(
 ) -> Result<usize, EncodeError> {
     let size = traced_span_len(name);
     check_name(name, size)?;
-    let d = reserve(d, size)?;
-    header(d, size, K::TRACED_SPAN, slot, ts);
-    span_ext(d, span, SPAN_FLAG_TRACE_CONTEXT);
-    put_u64(d, TRACED_HI, context.hi);
-    put_u64(d, TRACED_LO, context.lo);
-    d[TRACED_NAME..size - 1].copy_from_slice(name.as_bytes());
-    d[size - 1] = 0;
+    fill_span(reserve(d, size)?, slot, ts, span, Some(context), name);
     Ok(size)
 }
 
