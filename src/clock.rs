@@ -18,7 +18,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// ```
 #[derive(Clone, Debug)]
 pub struct Clock {
-    q: quanta::Clock,
     /// What producers read: the TSC inline, or quanta's own read.
     read: RawClock,
     raw0: u64,
@@ -26,7 +25,13 @@ pub struct Clock {
     wall0: u64,
     /// Ticks per nanosecond, for the (rare) ns → ticks direction.
     ticks_per_ns: f64,
+    /// Nanoseconds per tick as a 24.40 fixed-point factor: `ns = ticks * mult >> 40`, quanta's
+    /// own conversion factor read once, so the flusher converts with a multiply and a shift.
+    mult: u64,
 }
+
+/// Fraction bits of [`Clock`]'s tick → ns factor.
+const MULT_SHIFT: u32 = 40;
 
 /// Reads CLOCK_MONOTONIC in nanoseconds.
 ///
@@ -66,15 +71,17 @@ impl Clock {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
-        const SPAN: u64 = 1 << 40;
+        const SPAN: u64 = 1 << MULT_SHIFT;
+        // quanta's nanoseconds for 2^40 ticks: the fixed-point factor, exactly as precise as
+        // quanta's own scaling (which also multiplies and shifts).
         let ns = q.delta_as_nanos(raw0, raw0 + SPAN).max(1);
         Self {
-            q,
             read,
             raw0,
             mono0,
             wall0,
             ticks_per_ns: SPAN as f64 / ns as f64,
+            mult: ns,
         }
     }
 
@@ -111,11 +118,11 @@ impl Clock {
     /// ```
     #[inline]
     pub fn to_ns(&self, raw: u64) -> u64 {
+        let scale = |d: u64| ((d as u128 * self.mult as u128) >> MULT_SHIFT) as u64;
         if raw >= self.raw0 {
-            self.mono0 + self.q.delta_as_nanos(self.raw0, raw)
+            self.mono0 + scale(raw - self.raw0)
         } else {
-            self.mono0
-                .saturating_sub(self.q.delta_as_nanos(raw, self.raw0))
+            self.mono0.saturating_sub(scale(self.raw0 - raw))
         }
     }
 
@@ -211,4 +218,24 @@ fn tsc_now() -> u64 {
     // SAFETY: rdtsc exists on every x86_64 CPU and has no preconditions (no fence: like quanta,
     // the read may move within the instruction stream, which per-event timestamps tolerate).
     unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_point_matches_quanta_scaling() {
+        let c = Clock::new();
+        let q = quanta::Clock::new();
+        for shift in 0..48 {
+            let d = (1u64 << shift) + 12345;
+            let ours = c.to_ns(c.raw0 + d) - c.mono0;
+            let theirs = q.delta_as_nanos(c.raw0, c.raw0 + d);
+            // Both multiply by quanta's factor; they may round differently by a nanosecond.
+            assert!(ours.abs_diff(theirs) <= 1, "delta {d}: {ours} vs {theirs}");
+        }
+        assert_eq!(c.to_ns(c.raw0), c.mono0);
+        assert!(c.to_ns(c.raw0 - 1000) < c.mono0);
+    }
 }

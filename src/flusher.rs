@@ -113,6 +113,9 @@ struct Flusher {
     sink: Box<dyn Sink>,
     slots: Vec<SlotStream>,
     is_span: [bool; 256],
+    /// Kinds whose records need more than their time converted: spans (duration), ThreadInfo
+    /// (the slot's thread) and CeLog (the event's own timestamp).
+    special: [bool; 256],
     scratch: Vec<u8>,
 }
 
@@ -121,14 +124,19 @@ pub(crate) fn spawn(
     sink: Box<dyn Sink>,
 ) -> io::Result<JoinHandle<io::Result<SessionSummary>>> {
     let mut is_span = [false; 256];
+    let mut special = [false; 256];
     for d in codec::KINDS {
         is_span[d.kind.0 as usize] = d.shape == Shape::Span;
+        special[d.kind.0 as usize] = d.shape == Shape::Span
+            || d.kind == TraceEventKind::THREAD_INFO
+            || d.kind == TraceEventKind::CELOG;
     }
     let mut f = Flusher {
         core,
         sink,
         slots: (0..SLOTS).map(|_| SlotStream::new()).collect(),
         is_span,
+        special,
         scratch: Vec::with_capacity(256),
     };
     f.session_start()?;
@@ -299,6 +307,22 @@ impl Flusher {
         let raw = i64::from_le_bytes(r[4..12].try_into().unwrap()) as u64;
         let clock = &self.core.clock;
         let ts = clock.to_ns(raw);
+        if !self.special[kind as usize] {
+            // Most records: only the time changes (no duration, CeLog time or thread to note).
+            let s = &mut self.slots[slot as usize];
+            if s.pending == 0 && s.opened.is_some() {
+                if let Some(page) = s.page.as_mut() {
+                    let page_ts = ts.max(s.last_ts);
+                    if let Ok(dst) = page.try_push(page_ts, r) {
+                        dst[4..12].copy_from_slice(&ts.to_le_bytes());
+                        s.written += 1;
+                        s.last_ts = page_ts;
+                        return;
+                    }
+                }
+            }
+            return self.push(slot, r, ts, Some((ts, None)));
+        }
         let mut dur = None;
         let mut page_ts = ts;
         if self.is_span[kind as usize] && r.len() >= 20 {
