@@ -301,7 +301,10 @@ impl Flusher {
         self.scratch = buf;
     }
 
-    /// A record from a ring: raw-tick times.
+    /// A record from a ring: raw-tick times. Inline into the drain loop, with everything but
+    /// the common case (a record that only needs its time converted, room on the open page)
+    /// out of line.
+    #[inline(always)]
     fn push_raw(&mut self, slot: u8, r: &[u8]) {
         let kind = r[2];
         let raw = i64::from_le_bytes(r[4..12].try_into().unwrap()) as u64;
@@ -321,8 +324,23 @@ impl Flusher {
                     }
                 }
             }
-            return self.push(slot, r, ts, Some((ts, None)));
+            return self.push_plain(slot, r, ts);
         }
+        self.push_special(slot, r, raw, ts);
+    }
+
+    /// [`push_raw`](Self::push_raw) for a record that only needs its time converted, when it
+    /// does not go straight onto the open page.
+    #[inline(never)]
+    fn push_plain(&mut self, slot: u8, r: &[u8], ts: u64) {
+        self.push(slot, r, ts, Some((ts, None)));
+    }
+
+    /// [`push_raw`](Self::push_raw) for spans, ThreadInfo and CeLog records.
+    #[inline(never)]
+    fn push_special(&mut self, slot: u8, r: &[u8], raw: u64, ts: u64) {
+        let kind = r[2];
+        let clock = &self.core.clock;
         let mut dur = None;
         let mut page_ts = ts;
         if self.is_span[kind as usize] && r.len() >= 20 {

@@ -384,7 +384,7 @@ impl PageWriter {
     /// let page = w.finish();
     /// assert_eq!(&page[20..32], &[0xBB, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0, 0]);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_push(&mut self, ts_ns: u64, payload: &[u8]) -> Result<&mut [u8], PushError> {
         // The common case, kept short: a page that has records, a small non-empty payload,
         // a time that moves forward by less than 2^27 ns (no time extend) and room. Everything
@@ -415,6 +415,7 @@ impl PageWriter {
         self.try_push_general(ts_ns, payload)
     }
 
+    #[inline(never)]
     fn try_push_general(&mut self, ts_ns: u64, payload: &[u8]) -> Result<&mut [u8], PushError> {
         let n = payload.len();
         let page_data = self.buf.len() - PAGE_HEADER_SIZE;

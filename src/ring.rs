@@ -428,35 +428,45 @@ impl Consumer {
         let mut last_release = self.tail;
         let base = self.shared.ptr();
         while self.tail < self.cached_head {
+            // One contiguous run of published bytes: up to the head or the end of the buffer.
             let pos = self.tail & self.shared.mask;
-            let avail = (cap - pos).min(self.cached_head - self.tail) as usize;
-            // SAFETY: [pos, pos + avail) is inside the buffer and inside [tail, head), which the
+            let run = (cap - pos).min(self.cached_head - self.tail) as usize;
+            // SAFETY: [pos, pos + run) is inside the buffer and inside [tail, head), which the
             // producer published (Acquire above) and will not write until we release `tail`.
-            let bytes = unsafe { std::slice::from_raw_parts(base.add(pos as usize), avail) };
-            let size = u16::from_le_bytes([bytes[0], bytes[1]]);
-            let advance = if size == WRAP {
-                (cap - pos) as usize
-            } else if size == GAP_SIZE && avail >= 10 {
-                f(Entry::Gap(u64::from_le_bytes(
-                    bytes[2..10].try_into().unwrap(),
-                )));
-                10
-            } else if size >= 12 && size as usize <= avail {
-                f(Entry::Record(&bytes[..size as usize]));
-                even(size as usize)
-            } else {
-                // Only a bug in this module could frame an entry this way; stop rather than read
-                // garbage, and leave the bytes for a debug build to flag.
-                debug_assert!(false, "corrupt ring entry of size {size} at {pos}");
-                (self.cached_head - self.tail) as usize
-            };
-            self.tail += advance as u64;
-            if self.tail - last_release >= step {
-                // Release: our reads of the bytes below `tail` are done before the producer,
-                // after its Acquire load, overwrites them.
-                self.shared.tail.store(self.tail, Ordering::Release);
-                last_release = self.tail;
+            let bytes = unsafe { std::slice::from_raw_parts(base.add(pos as usize), run) };
+            let mut off = 0;
+            while off < run {
+                let rest = &bytes[off..];
+                let size = u16::from_le_bytes([rest[0], rest[1]]);
+                off += if size == WRAP {
+                    // The rest of the buffer is unused; the producer went on at 0.
+                    run - off
+                } else if size >= 12 && size as usize <= rest.len() {
+                    f(Entry::Record(&rest[..size as usize]));
+                    even(size as usize)
+                } else if size == GAP_SIZE && rest.len() >= 10 {
+                    f(Entry::Gap(u64::from_le_bytes(
+                        rest[2..10].try_into().unwrap(),
+                    )));
+                    10
+                } else {
+                    // Only a bug in this module could frame an entry this way; stop rather than
+                    // read garbage, and leave the bytes for a debug build to flag.
+                    debug_assert!(
+                        false,
+                        "corrupt ring entry of size {size} at {}",
+                        pos as usize + off
+                    );
+                    run - off
+                };
+                if self.tail + off as u64 - last_release >= step {
+                    last_release = self.tail + off as u64;
+                    // Release: our reads of the bytes below `tail` are done before the producer,
+                    // after its Acquire load, overwrites them.
+                    self.shared.tail.store(last_release, Ordering::Release);
+                }
             }
+            self.tail += run as u64;
         }
         // Release: as above.
         self.shared.tail.store(self.tail, Ordering::Release);
