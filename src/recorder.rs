@@ -818,9 +818,15 @@ impl Writer {
     fn put(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         let ok = self.producer.write(size, fill);
         if self.producer.passed_half() {
-            self.core.wake();
+            self.wake_flusher();
         }
         ok
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_flusher(&self) {
+        self.core.wake();
     }
 
     #[cold]
@@ -839,7 +845,7 @@ impl Writer {
 macro_rules! fixed_write {
     ($kind:expr, $size:expr, $at:expr, |$d:ident, $slot:ident, $ts:ident| $body:expr) => {{
         if gate($kind) {
-            write_fixed($size, $at, move |$d: &mut [u8], $slot: u8, $ts: i64| $body);
+            write_fixed::<{ $size }>($at, move |$d: &mut [u8], $slot: u8, $ts: i64| $body);
         }
     }};
 }
@@ -862,12 +868,13 @@ fn gate(kind: TraceEventKind) -> bool {
 
 /// The enabled path of a fixed-size write: writer, timestamp, encode (`enc(record, slot,
 /// time)`), publish, wake the flusher if the ring passed half full.
+/// The record size is a constant, so the encoder's field writes need no bounds checks.
 #[inline(always)]
-fn write_fixed(size: usize, at: Option<u64>, enc: impl FnOnce(&mut [u8], u8, i64)) {
+fn write_fixed<const SIZE: usize>(at: Option<u64>, enc: impl FnOnce(&mut [u8], u8, i64)) {
     with_writer(move |w, _| {
         let ts = w.ts(at) as i64;
         let slot = w.slot;
-        w.put(size, move |d| enc(d, slot, ts));
+        w.put(SIZE, move |d| enc(d, slot, ts));
     });
 }
 

@@ -221,44 +221,58 @@ impl Producer {
     /// let (mut p, _c) = ring(4096).unwrap();
     /// assert!(p.write(12, |r| r[..2].copy_from_slice(&12u16.to_le_bytes())));
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         debug_assert!((12..=0xFFFE).contains(&size));
         let end = self.head + even(size) as u64;
         // The fast path: no gap to write first, room before the consumer's last known position,
-        // and no wrap (see `limit`). One compare.
-        if end <= self.limit {
-            let pos = self.head & self.mask;
-            // SAFETY: [pos, pos + size) is inside the buffer and inside the free region:
-            // `end <= limit` means the reservation ends before the end of the buffer's current lap
-            // and at most `cap` bytes past `cached_tail`, so the consumer does not read it; only
-            // this producer touches it until the Release store of `head` below.
-            let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
-            fill(dst);
-            self.head = end;
-            // Release: the consumer's Acquire load of `head` then sees every byte written above.
-            self.shared.head.store(end, Ordering::Release);
-            return true;
-        }
-        self.write_slow(size, fill)
+        // and no wrap (see `limit`): one compare. Anything else reserves out of line; either
+        // way `fill` runs here, once, on arguments still in registers.
+        let (pos, new_head) = if end <= self.limit {
+            (self.head & self.mask, end)
+        } else {
+            match self.reserve_slow(size) {
+                Some(r) => r,
+                None => return false,
+            }
+        };
+        // SAFETY: [pos, pos + size) is inside the buffer and inside the free region: on the fast
+        // path `end <= limit` means the reservation ends before the end of the buffer's current
+        // lap and at most `cap` bytes past `cached_tail`, so the consumer does not read it;
+        // `reserve_slow` returns only such a region too. Only this producer touches it until the
+        // Release store of `head` below.
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
+        fill(dst);
+        self.head = new_head;
+        // Release: the consumer's Acquire load of `head` then sees every byte written above.
+        self.shared.head.store(new_head, Ordering::Release);
+        true
     }
 
     /// Recomputes [`Producer::limit`] from `head`, `cached_tail` and the pending gap.
     #[inline(always)]
     fn set_limit(&mut self) {
+        self.set_limit_at(self.head);
+    }
+
+    /// [`set_limit`](Self::set_limit) for the head the producer is about to publish.
+    #[inline(always)]
+    fn set_limit_at(&mut self, head: u64) {
         self.limit = if self.pending_gap != 0 {
             0
         } else {
             // The end of the buffer's current lap, and the end of the region free for us.
-            let lap_end = (self.head | self.mask) + 1;
+            let lap_end = (head | self.mask) + 1;
             lap_end.min(self.cached_tail + self.mask + 1)
         };
     }
 
-    /// Everything the fast path does not take: a pending gap entry, a wrap, a full ring.
+    /// Everything the fast path does not take: writes a pending gap entry or a wrap marker,
+    /// counts a drop when the ring is full. Returns where the record of `size` bytes goes and
+    /// the head after it, or `None` (a drop).
     #[cold]
     #[inline(never)]
-    fn write_slow(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    fn reserve_slow(&mut self, size: usize) -> Option<(u64, u64)> {
         let gap = if self.pending_gap != 0 {
             GAP_SIZE as u64
         } else {
@@ -276,9 +290,9 @@ impl Producer {
             // reading every byte below the value we see, so we may overwrite them.
             self.cached_tail = self.shared.tail.load(Ordering::Acquire);
             if self.head + need - self.cached_tail > cap {
-                let r = self.drop_one();
+                self.drop_one();
                 self.set_limit();
-                return r;
+                return None;
             }
         }
         let base = self.base;
@@ -293,31 +307,28 @@ impl Producer {
             };
             at = 0;
         }
-        // SAFETY: [at, at + len) is inside the buffer (len <= to_end, or at = 0 and len <= cap as
-        // checked) and inside the free region checked above, so only this producer touches it until
-        // the Release store of `head` below hands it to the consumer.
-        let dst = unsafe { std::slice::from_raw_parts_mut(base.add(at as usize), len as usize) };
         if gap != 0 {
-            dst[..2].copy_from_slice(&GAP_SIZE.to_le_bytes());
-            dst[2..10].copy_from_slice(&self.pending_gap.to_le_bytes());
+            // SAFETY: [at, at + 10) starts the reservation checked above (inside the buffer and
+            // the free region); the record follows it.
+            let g = unsafe { std::slice::from_raw_parts_mut(base.add(at as usize), 10) };
+            g[..2].copy_from_slice(&GAP_SIZE.to_le_bytes());
+            g[2..10].copy_from_slice(&self.pending_gap.to_le_bytes());
             self.pending_gap = 0;
         }
-        fill(&mut dst[gap as usize..gap as usize + size]);
-        self.head += need;
-        // Release: the consumer's Acquire load of `head` then sees every byte written above.
-        self.shared.head.store(self.head, Ordering::Release);
-        self.set_limit();
-        true
+        // After a gap entry, a wrap or a fresh look at the tail, the fast path's bound moves;
+        // only `fill` runs before the head gets there.
+        let new_head = self.head + need;
+        self.set_limit_at(new_head);
+        Some((at + gap, new_head))
     }
 
     #[cold]
-    fn drop_one(&mut self) -> bool {
+    fn drop_one(&mut self) {
         self.pending_gap += 1;
         self.dropped += 1;
         // Relaxed: a statistic read by `stats()`; the consumer learns about the gap itself from the
         // gap entry, which is ordered by `head`. Only this producer writes the counter.
         self.shared.dropped.store(self.dropped, Ordering::Relaxed);
-        false
     }
 
     /// Whether the ring has passed half full since the last time this returned `true`, judged
