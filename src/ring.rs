@@ -243,9 +243,10 @@ impl Producer {
         // Release store of `head` below.
         let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
         fill(dst);
-        self.head = new_head;
         // Release: the consumer's Acquire load of `head` then sees every byte written above.
         self.shared.head.store(new_head, Ordering::Release);
+        // (After the shared store, so a `passed_half` right after reads this from a register.)
+        self.head = new_head;
         true
     }
 
