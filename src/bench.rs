@@ -8,9 +8,16 @@
 //! 1. **ns/op figures** (`clock_ns`, `write_clock_ns`, …): tight loops of `n` calls, timed with the
 //!    TSC around the whole loop; each figure is the median over several runs. These are
 //!    *amortised throughput costs* (Δtime / calls), the same quantity criterion reports.
+//!    The disabled figure comes first, after 200 ms of spinning (the core slows down during the
+//!    clock calibration's sleep), before any helper thread exists.
 //!    The recorder runs with its default 1 MiB ring draining into a `NullSink`; each run of
 //!    20 000 calls starts once the flusher has drained the previous one, so no run measures the
-//!    ring-full path (drops of this phase are reported as `ns_phase_drops`).
+//!    ring-full path (drops of this phase are reported as `ns_phase_drops`). `arrayqueue_ns` is
+//!    timed the same way: runs of 20 000 pushes into a queue of the default ring's record
+//!    capacity, which another thread empties between runs. The `(context)` figures
+//!    (`arrayqueue_local_ns`: a 512-slot queue pushed and popped on one core;
+//!    `arrayqueue_shared_ns`: popped during the run; `store_floor_shared_ns`: the floor into a
+//!    consumer-read ring) are reported beside the targets, not counted in `all_pass`.
 //! 2. **Per-call latency**: every call bracketed by `lfence; rdtsc; lfence` … `lfence; rdtsc`,
 //!    the median empty-bracket cost subtracted, recorded in an HdrHistogram. The flusher runs
 //!    and writes a real trace file (a [`FileSink`](crate::filesink::FileSink) on a temporary
@@ -18,7 +25,9 @@
 //!    spinning in between), within what the flusher drains into a file; a call delayed by a
 //!    stall is timed from its own start (no coordinated-omission correction), and drops are
 //!    reported next to the percentiles. The first call of the thread (slot claim, ring
-//!    allocation) is reported separately.
+//!    allocation) is reported separately. The bare store floor is then timed with the same
+//!    pacing and brackets (`floor_p50_ns`, `floor_p999_ns`): the tail the machine gives three
+//!    plain stores and a publish.
 //! 3. **Multi-thread throughput** at 1, 2 and 4 threads (default ring, NullSink): records/s
 //!    over all threads, with the drops next to each figure.
 //! 4. **Flusher throughput**: one producer writes as fast as it can into a 64 MiB ring while the
