@@ -59,6 +59,7 @@
 //! assert!(page[36..].iter().all(|&b| b == 0));
 //! ```
 
+use crate::codec::copy_small;
 use core::fmt;
 
 /// Bytes before the first record: the u64 page timestamp and the u64 commit word.
@@ -526,32 +527,6 @@ impl PageWriter {
         self.cap = self.buf.len() - PAGE_HEADER_SIZE;
         &self.buf[..]
     }
-}
-
-/// `dst.copy_from_slice(src)` without a `memcpy` call for the small records that make up most
-/// of a page (a call per 24-byte record was a visible part of the flusher's per-record cost).
-#[inline(always)]
-fn copy_small(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    debug_assert_eq!(dst.len(), n);
-    // Overlapping word copies for the sizes most records have; a call to memcpy otherwise.
-    if (8..=16).contains(&n) {
-        let (a, z): ([u8; 8], [u8; 8]) = (word(src, 0), word(src, n - 8));
-        dst[..8].copy_from_slice(&a);
-        dst[n - 8..n].copy_from_slice(&z);
-    } else if (16..=32).contains(&n) {
-        let (a, b): ([u8; 16], [u8; 16]) = (word(src, 0), word(src, n - 16));
-        dst[..16].copy_from_slice(&a);
-        dst[n - 16..n].copy_from_slice(&b);
-    } else {
-        dst.copy_from_slice(src);
-    }
-}
-
-/// `N` bytes of `s` from `at` as an array (one unaligned load).
-#[inline(always)]
-fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
-    s[at..at + N].try_into().unwrap()
 }
 
 #[cfg(test)]

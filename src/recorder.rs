@@ -839,9 +839,8 @@ impl Writer {
     }
 }
 
-/// Writes one fixed-size record: the gate inline at the call site (a disabled event costs one
-/// byte load and a branch, with nothing spilled for a call that does not happen), the write
-/// out of line in [`write_fixed`].
+/// Writes one fixed-size record: the gate (a disabled event costs one byte load and a branch),
+/// then [`write_fixed`], whose closures capture by value so nothing is spilled before the gate.
 macro_rules! fixed_write {
     ($kind:expr, $size:expr, $at:expr, |$d:ident, $slot:ident, $ts:ident| $body:expr) => {{
         if gate($kind) {

@@ -433,6 +433,29 @@ pub(crate) fn put_u16(d: &mut [u8], off: usize, v: u16) {
 pub(crate) fn put_u32(d: &mut [u8], off: usize, v: u32) {
     d[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
+/// `dst.copy_from_slice(src)` (equal lengths), with 4 to 32 bytes copied as two overlapping
+/// loads and stores instead of a call to `memcpy`: span names on the write path, records on the
+/// flusher's page path.
+#[inline(always)]
+pub(crate) fn copy_small(dst: &mut [u8], src: &[u8]) {
+    #[inline(always)]
+    fn two<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let n = src.len();
+        let (a, z): ([u8; N], [u8; N]) = (
+            src[..N].try_into().unwrap(),
+            src[n - N..].try_into().unwrap(),
+        );
+        dst[..N].copy_from_slice(&a);
+        dst[n - N..n].copy_from_slice(&z);
+    }
+    debug_assert_eq!(dst.len(), src.len());
+    match src.len() {
+        4..=7 => two::<4>(dst, src),
+        8..=16 => two::<8>(dst, src),
+        17..=32 => two::<16>(dst, src),
+        _ => dst.copy_from_slice(src),
+    }
+}
 #[inline(always)]
 pub(crate) fn put_u64(d: &mut [u8], off: usize, v: u64) {
     d[off..off + 8].copy_from_slice(&v.to_le_bytes());

@@ -33,8 +33,8 @@ use super::kinds::{
     SPAN_FLAG_TRACE_CONTEXT,
 };
 use super::{
-    get_u16, get_u32, get_u64, put_u32, put_u64, CommonHeader, DecodeError, EncodeError,
-    TraceEventKind as K,
+    copy_small, get_u16, get_u32, get_u64, put_u32, put_u64, CommonHeader, DecodeError,
+    EncodeError, TraceEventKind as K,
 };
 
 // ---- offsets and sizes, all from the kind table --------------------------------------------
@@ -517,7 +517,7 @@ pub(crate) fn fill_span(
             TRACED_NAME
         }
     };
-    copy_short(&mut d[at..size - 1], name.as_bytes());
+    copy_small(&mut d[at..size - 1], name.as_bytes());
     d[size - 1] = 0;
 }
 
@@ -548,31 +548,6 @@ pub fn has_nul(b: &[u8]) -> bool {
         zero(a) || zero(z)
     } else {
         b.contains(&0)
-    }
-}
-
-/// `dst.copy_from_slice(src)`, with names of 4 to 16 bytes copied as two overlapping words
-/// instead of a call to `memcpy`.
-#[inline(always)]
-fn copy_short(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    assert_eq!(dst.len(), n);
-    if (8..=16).contains(&n) {
-        let (a, z): ([u8; 8], [u8; 8]) = (
-            src[..8].try_into().unwrap(),
-            src[n - 8..].try_into().unwrap(),
-        );
-        dst[..8].copy_from_slice(&a);
-        dst[n - 8..].copy_from_slice(&z);
-    } else if (4..8).contains(&n) {
-        let (a, z): ([u8; 4], [u8; 4]) = (
-            src[..4].try_into().unwrap(),
-            src[n - 4..].try_into().unwrap(),
-        );
-        dst[..4].copy_from_slice(&a);
-        dst[n - 4..].copy_from_slice(&z);
-    } else {
-        dst.copy_from_slice(src);
     }
 }
 
