@@ -100,18 +100,6 @@ fn disabled(c: &mut Criterion) {
     g.finish();
 }
 
-/// Waits until the flusher has drained everything written so far.
-fn settle(rec: &typhon_recorder::Recorder) {
-    let mut last = rec.stats().user_written();
-    let mut stable = 0;
-    while stable < 3 {
-        std::thread::sleep(Duration::from_millis(2));
-        let w = rec.stats().user_written();
-        stable = if w == last { stable + 1 } else { 0 };
-        last = w;
-    }
-}
-
 /// Times `iters` calls of `f` in chunks of 16 384 (< the default ring), letting the flusher
 /// drain between chunks (untimed), so criterion never measures the ring-full path.
 fn chunked<R>(
@@ -123,7 +111,7 @@ fn chunked<R>(
     let mut done = 0;
     while done < iters {
         let k = (iters - done).min(16_384);
-        settle(rec);
+        typhon_recorder::bench::settle(rec);
         let t = std::time::Instant::now();
         for i in 0..k {
             black_box(f(i));

@@ -274,17 +274,35 @@ struct Timer {
     settle: Option<fn()>,
 }
 
-/// Waits until the installed recorder's flusher has drained everything written so far (its
-/// written count stops moving across a few flush intervals).
+/// Waits until the installed recorder's flusher has drained everything written so far.
 fn settle_recorder() {
-    let Some(core) = crate::recorder::active_core() else {
-        return;
-    };
-    let mut last = core.stats().user_written();
+    if let Some(core) = crate::recorder::active_core() {
+        settle_until_stable(|| core.stats().user_written());
+    }
+}
+
+/// Waits until `rec`'s flusher has drained everything written so far (its written count stops
+/// moving across a few 2 ms sleeps): what a benchmark calls between timed batches so that no
+/// batch measures the ring-full path.
+///
+/// ```
+/// # let _g = typhon_recorder::recorder::doc_lock();
+/// let rec = typhon_recorder::RecorderBuilder::new()
+///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+/// typhon_recorder::tick_start();
+/// typhon_recorder::bench::settle(&rec);
+/// assert_eq!(rec.stats().user_written(), 2); // ThreadInfo + TickStart
+/// ```
+pub fn settle(rec: &crate::Recorder) {
+    settle_until_stable(|| rec.stats().user_written());
+}
+
+fn settle_until_stable(written: impl Fn() -> u64) {
+    let mut last = written();
     let mut stable = 0;
     while stable < 3 {
         std::thread::sleep(Duration::from_millis(2));
-        let w = core.stats().user_written();
+        let w = written();
         stable = if w == last { stable + 1 } else { 0 };
         last = w;
     }
