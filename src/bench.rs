@@ -277,13 +277,14 @@ struct Timer {
 /// Waits until the installed recorder's flusher has drained everything written so far.
 fn settle_recorder() {
     if let Some(core) = crate::recorder::active_core() {
-        settle_until_stable(|| core.stats().user_written());
+        core.drain(|| core.wakeup.is_finishing());
     }
 }
 
-/// Waits until `rec`'s flusher has drained everything written so far (its written count stops
-/// moving across a few 2 ms sleeps): what a benchmark calls between timed batches so that no
-/// batch measures the ring-full path.
+/// Waits until `rec`'s flusher has drained everything written so far ([`Recorder::drain`]):
+/// what a benchmark calls between timed batches so that no batch measures the ring-full path.
+///
+/// [`Recorder::drain`]: crate::Recorder::drain
 ///
 /// ```
 /// # let _g = typhon_recorder::recorder::doc_lock();
@@ -294,18 +295,7 @@ fn settle_recorder() {
 /// assert_eq!(rec.stats().user_written(), 2); // ThreadInfo + TickStart
 /// ```
 pub fn settle(rec: &crate::Recorder) {
-    settle_until_stable(|| rec.stats().user_written());
-}
-
-fn settle_until_stable(written: impl Fn() -> u64) {
-    let mut last = written();
-    let mut stable = 0;
-    while stable < 3 {
-        std::thread::sleep(Duration::from_millis(2));
-        let w = written();
-        stable = if w == last { stable + 1 } else { 0 };
-        last = w;
-    }
+    rec.drain();
 }
 
 impl Timer {

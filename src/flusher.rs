@@ -202,6 +202,7 @@ impl Flusher {
     }
 
     fn cycle(&mut self, last: bool) {
+        let ticket = self.core.wakeup.cycle_start();
         let hw = self.core.registry.high_water();
         for i in 0..hw {
             let slot = i as u8;
@@ -220,6 +221,7 @@ impl Flusher {
             self.sink_error(&e);
         }
         self.publish();
+        self.core.wakeup.cycle_done(ticket);
     }
 
     fn service_slot(&mut self, slot: u8, last: bool) {

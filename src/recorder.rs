@@ -400,6 +400,17 @@ impl Core {
     pub(crate) fn stats(&self) -> Stats {
         self.progress.snapshot(self)
     }
+
+    /// Waits until a flusher cycle that started after this call has completed (see
+    /// [`Recorder::drain`]), or until `gone()` says the flusher will not run another one.
+    pub(crate) fn drain(&self, gone: impl Fn() -> bool) {
+        let ticket = self.wakeup.request_drain();
+        let mut backoff = Duration::from_micros(20);
+        while !self.wakeup.is_served(ticket) && !gone() {
+            std::thread::sleep(backoff);
+            backoff = (backoff * 2).min(Duration::from_millis(1));
+        }
+    }
 }
 
 /// The running recorder. Dropping it finishes it (errors are then only logged to stderr).
@@ -422,6 +433,29 @@ impl Recorder {
     /// ```
     pub fn stats(&self) -> Stats {
         self.core.stats()
+    }
+
+    /// Waits until the flusher has drained every record written before this call (on this
+    /// thread, or on any thread whose writes happen before it), so that [`stats`](Self::stats)
+    /// counts them. The records are then on pages; a page still open goes to the sink when it
+    /// fills, when it grows older than the maximum page age, or at [`finish`](Self::finish).
+    ///
+    /// Returns at once if the flusher has stopped. A benchmark calls this between timed batches
+    /// so that none of them measures a full ring.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::recorder::doc_lock();
+    /// let r = typhon_recorder::recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// typhon_recorder::tick_start();
+    /// r.drain();
+    /// assert_eq!(r.stats().user_written(), 2); // ThreadInfo + TickStart
+    /// r.finish().unwrap();
+    /// ```
+    pub fn drain(&self) {
+        let flusher = self.flusher.as_ref();
+        self.core
+            .drain(|| flusher.map_or(true, |h| h.is_finished()));
     }
 
     /// The recorder's clock now, in raw ticks (the unit of every `*_at` write).

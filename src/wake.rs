@@ -24,9 +24,16 @@
 //! ring could be full. Nothing written before `finish()` is left behind: `finishing` is set with
 //! Release after those writes, the flusher reads it with Acquire before its last cycle.
 //!
-//! The loom model `loom-tests/tests/wake.rs` checks this type.
+//! Drain requests (`Recorder::drain`) ride on the same wake-up: the caller takes a ticket from
+//! `requested` (a Release fetch_add) and notifies; the flusher reads `requested` (Acquire) before
+//! each cycle and stores what it read into `served` (Release) after the cycle has published its
+//! counters. A cycle that read the ticket synchronised with the request, so it drained every record
+//! the caller published before asking; the caller, seeing `served` reach its ticket (Acquire), sees
+//! that cycle's counters.
+//!
+//! The loom models in `loom-tests/tests/wake.rs` check this type.
 
-use crate::sync::{AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use std::time::Duration;
 
 /// Wake-up state shared by the producers, the flusher and the recorder handle.
@@ -38,6 +45,10 @@ pub struct Wake {
     finishing: AtomicBool,
     lock: Mutex<()>,
     cv: Condvar,
+    /// Drain requests taken so far (`request_drain` hands out tickets 1, 2, ...).
+    requested: AtomicU64,
+    /// The highest ticket whose cycle has completed.
+    served: AtomicU64,
 }
 
 impl Wake {
@@ -115,5 +126,46 @@ impl Wake {
         // Acquire: pairs with the producers' Release swap; a swap, not a store, so a `true` set
         // after our check is read (and synchronised with) rather than overwritten unseen.
         self.pending.swap(false, Ordering::Acquire);
+    }
+
+    /// Caller side of a drain request: takes a ticket and wakes the flusher. Once
+    /// [`is_served`](Self::is_served) says yes for the ticket, a whole cycle that started after
+    /// this call has run, so every record published before it is on a page and counted.
+    ///
+    /// ```
+    /// let w = typhon_recorder::wake::Wake::new();
+    /// let t = w.request_drain();
+    /// assert!(!w.is_served(t));
+    /// let seen = w.cycle_start(); // the flusher, before a cycle
+    /// w.cycle_done(seen);         // ... and after it
+    /// assert!(w.is_served(t));
+    /// ```
+    pub fn request_drain(&self) -> u64 {
+        // Release: the flusher's Acquire load in `cycle_start` that reads this ticket (or a later
+        // one: every later change is a fetch_add, so it continues this release sequence) sees
+        // everything this thread did before, the ring heads it published included.
+        let ticket = self.requested.fetch_add(1, Ordering::Release) + 1;
+        self.notify();
+        ticket
+    }
+
+    /// Flusher side, before a cycle: the newest ticket that cycle will serve.
+    pub fn cycle_start(&self) -> u64 {
+        // Acquire: pairs with the Release fetch_add in `request_drain` (see there).
+        self.requested.load(Ordering::Acquire)
+    }
+
+    /// Flusher side, after a cycle (and after publishing its counters): tickets up to `seen`
+    /// (from [`cycle_start`](Self::cycle_start)) are served.
+    pub fn cycle_done(&self, seen: u64) {
+        // Release: pairs with the Acquire in `is_served`; the caller then sees the counters the
+        // cycle published. Only the flusher stores, so a plain store never goes backwards.
+        self.served.store(seen, Ordering::Release);
+    }
+
+    /// Caller side: whether the cycle serving `ticket` has completed.
+    pub fn is_served(&self, ticket: u64) -> bool {
+        // Acquire: pairs with the Release store in `cycle_done`.
+        self.served.load(Ordering::Acquire) >= ticket
     }
 }

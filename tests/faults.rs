@@ -303,7 +303,11 @@ fn crash_child() {
         }
         n += 3 * 3001;
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // Everything drained; then, one cycle after every open page has passed the 5 ms page age,
+    // every page is handed to the file sink (and written: the sink flushes each cycle).
+    rec.drain();
+    std::thread::sleep(Duration::from_millis(20));
+    rec.drain();
     println!("CHILD-FLUSHED {n}");
     std::thread::sleep(Duration::from_secs(3600));
     drop(rec);
