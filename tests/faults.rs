@@ -283,14 +283,17 @@ fn crash_child() {
         .start()
         .unwrap();
     let mut n = 0u64;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     for round in 0..3 {
         let hs: Vec<_> = (0..3)
             .map(|t| {
+                let done = done_tx.clone();
                 std::thread::spawn(move || {
                     for i in 0..3000 {
                         typhon_recorder::instant(t, i);
                     }
                     drop(typhon_recorder::span("crash-span"));
+                    done.send(()).unwrap();
                     // Keep the slot (no retire) so the kill catches live threads too.
                     std::thread::sleep(Duration::from_secs(if round == 2 { 3600 } else { 0 }));
                 })
@@ -302,6 +305,11 @@ fn crash_child() {
             std::mem::forget(hs);
         }
         n += 3 * 3001;
+    }
+    // Every thread has written (the last round's threads are never joined: they keep their
+    // slots); the channel's send/recv orders their writes before the drain request.
+    for _ in 0..9 {
+        done_rx.recv().unwrap();
     }
     // Everything drained; then, one cycle after every open page has passed the 5 ms page age,
     // every page is handed to the file sink (and written: the sink flushes each cycle).
