@@ -189,6 +189,11 @@ int32_t typhon_finish(struct TyphonStats *out);
 // `out` must be NULL or point to writable storage for a `TyphonStats`.
 int32_t typhon_stats(struct TyphonStats *out);
 
+// Waits until the flusher has drained every record written before this call (on this thread,
+// or on threads joined before it) and freed the slots of threads that have exited, so that
+// `typhon_stats` counts those records. Returns `TYPHON_ERR_NOT_STARTED` without a recorder.
+int32_t typhon_drain(void);
+
 // The clock now, in raw ticks: the unit of every `*_at` function's timestamp. Valid with or
 // without a running recorder (0 only if the clock panicked).
 uint64_t typhon_now(void);

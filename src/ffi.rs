@@ -415,6 +415,26 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
     })
 }
 
+/// Waits until the flusher has drained every record written before this call (on this thread,
+/// or on threads joined before it) and freed the slots of threads that have exited, so that
+/// `typhon_stats` counts those records. Returns `TYPHON_ERR_NOT_STARTED` without a recorder.
+///
+/// ```
+/// use typhon_recorder::ffi::*;
+/// # let _g = typhon_recorder::recorder::doc_lock();
+/// assert_eq!(typhon_drain(), TYPHON_ERR_NOT_STARTED);
+/// ```
+#[no_mangle]
+pub extern "C" fn typhon_drain() -> i32 {
+    guarded(|| match RECORDER.lock().as_ref() {
+        Some(r) => {
+            r.drain();
+            TYPHON_OK
+        }
+        None => TYPHON_ERR_NOT_STARTED,
+    })
+}
+
 /// The clock now, in raw ticks: the unit of every `*_at` function's timestamp. Valid with or
 /// without a running recorder (0 only if the clock panicked).
 ///

@@ -7,7 +7,6 @@ Records from ROUNDS x THREADS Python threads, checks error paths, prints "STATS 
 import ctypes as C
 import sys
 import threading
-import time
 
 ROUNDS, THREADS, EVENTS = 2, 3, 300
 
@@ -38,6 +37,7 @@ SIGS = {
     "typhon_start": ([C.POINTER(TyphonConfig)], i32),
     "typhon_finish": ([C.POINTER(TyphonStats)], i32),
     "typhon_stats": ([C.POINTER(TyphonStats)], i32),
+    "typhon_drain": ([], i32),
     "typhon_now": ([], u64),
     "typhon_ns_to_ticks": ([u64], u64),
     "typhon_set_thread_info": ([C.c_char_p, sz, u8], i32),
@@ -98,6 +98,7 @@ def main():
     out = sys.argv[2].encode()
     print("VERSION", lib.typhon_version().decode())
     check(lib.typhon_start(None), ERR_NULL, "start(NULL)")
+    check(lib.typhon_drain(), ERR_NOT_STARTED, "drain before start")
     cfg = TyphonConfig(out, 0, 1 << 20, 1000)
     check(lib.typhon_start(C.byref(cfg)), OK, "start")
     check(lib.typhon_start(C.byref(cfg)), ERR_ALREADY, "start twice")
@@ -108,7 +109,7 @@ def main():
             t.start()
         for t in ts:
             t.join()
-        time.sleep(0.2)
+        check(lib.typhon_drain(), OK, "drain")
     check(lib.typhon_tick_end(0, 1), OK, "tick_end")
     st = TyphonStats()
     check(lib.typhon_stats(C.byref(st)), OK, "stats")

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define ROUNDS 3
 #define THREADS 4
@@ -76,11 +75,6 @@ static void *run_worker(void *arg) {
     /* Thread exit: glibc runs the recorder's thread-local destructors, which retire the slot. */
 }
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s <output.dat>\n", argv[0]);
@@ -90,6 +84,7 @@ int main(int argc, char **argv) {
     CHECK(typhon_start(NULL), TYPHON_ERR_NULL);
     TyphonStats st;
     CHECK(typhon_stats(&st), TYPHON_ERR_NOT_STARTED);
+    CHECK(typhon_drain(), TYPHON_ERR_NOT_STARTED);
     if (strcmp(typhon_error_name(-12345), "TYPHON_ERR_UNKNOWN") != 0) failures++;
 
     TyphonConfig cfg = {.output_path = argv[1], .page_size = 0, .ring_bytes = 1 << 20,
@@ -115,11 +110,13 @@ int main(int argc, char **argv) {
             }
         }
         for (int t = 0; t < THREADS; t++) pthread_join(ws[r * THREADS + t].th, NULL);
-        /* Give the flusher time to drain the retired rings and free their slots. */
-        sleep_ms(200);
+        /* The flusher drains the retired rings and frees their slots. */
+        CHECK(typhon_drain(), TYPHON_OK);
     }
 
     CHECK(typhon_stats(&st), TYPHON_OK);
+    /* Every record of the joined workers is counted by now. */
+    if (st.written < (unsigned long long)ROUNDS * THREADS * EVENTS) failures++;
     CHECK(typhon_phase_end(1), TYPHON_OK);
     CHECK(typhon_tick_end(0, 1), TYPHON_OK);
     CHECK(typhon_finish(&st), TYPHON_OK);
