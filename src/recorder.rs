@@ -633,6 +633,8 @@ struct Writer {
     span_counter: u64,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     last_raw: u64,
+    /// `core.max_record`, copied so the span end does not reach into `Core` for it.
+    max_record: usize,
 }
 
 impl Drop for Writer {
@@ -723,6 +725,7 @@ fn claim(h: &mut Hot, gen: u64) {
         };
         let mut w = Box::new(Writer {
             clock: core.clock.raw_clock(),
+            max_record: core.max_record,
             core,
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
@@ -1304,12 +1307,18 @@ pub fn celog_data_at(
 /// it carries a trace context). Not `Send`: a span begins and ends on one thread.
 #[must_use = "a span ends when this guard is dropped"]
 pub struct SpanGuard<'a> {
+    rec: SpanRec<'a>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+/// What the end of a span needs to write its record: passed to [`end_span`] by reference, so
+/// the out-of-line end takes one pointer instead of spilling seven words to the stack.
+struct SpanRec<'a> {
     name: &'a str,
     start: u64,
     span_id: u64,
     parent: u64,
     ctx: Option<TraceContext>,
-    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl SpanGuard<'_> {
@@ -1320,7 +1329,7 @@ impl SpanGuard<'_> {
     /// assert_eq!(s.id(), 0); // no recorder installed
     /// ```
     pub fn id(&self) -> u64 {
-        self.span_id
+        self.rec.span_id
     }
 
     /// Ends the span at a caller-supplied time in raw ticks.
@@ -1332,63 +1341,50 @@ impl SpanGuard<'_> {
     #[inline]
     pub fn end_at(mut self, ts: u64) {
         self.finish(Some(ts));
-        self.span_id = 0;
+        self.rec.span_id = 0;
     }
 
     #[inline]
     fn finish(&mut self, end: Option<u64>) {
-        if self.span_id == 0 {
+        if self.rec.span_id == 0 {
             return;
         }
-        end_span(
-            self.name,
-            self.start,
-            self.span_id,
-            self.parent,
-            self.ctx,
-            end,
-        );
+        end_span(&self.rec, end);
     }
 }
 
 /// Ends an open span: restores the thread's innermost span and writes the span record (the one
 /// record-writing path of guards and of [`span_end`]).
 #[inline(never)]
-fn end_span(
-    name: &str,
-    start: u64,
-    id: u64,
-    parent: u64,
-    ctx: Option<TraceContext>,
-    end: Option<u64>,
-) {
+fn end_span(rec: &SpanRec<'_>, end: Option<u64>) {
+    // The fields are read through `rec` where they are used (not copied out first), so the
+    // closures below capture one pointer.
     with_writer(|w, current| {
-        if *current == id {
-            *current = parent;
+        if *current == rec.span_id {
+            *current = rec.parent;
         }
         let end = match end {
             Some(t) => t,
             None => w.clock.raw(),
         };
         w.last_raw = end;
-        let dur = end.wrapping_sub(start) as i64;
-        let size = match ctx {
-            None => records::named_span_len(name),
-            Some(_) => records::traced_span_len(name),
+        let size = match rec.ctx {
+            None => records::named_span_len(rec.name),
+            Some(_) => records::traced_span_len(rec.name),
         };
-        if size > w.core.max_record {
+        if size > w.max_record {
             w.refuse();
             return;
         }
         let slot = w.slot;
-        let ext = records::SpanExt {
-            duration_ns: dur,
-            span_id: id,
-            parent_span_id: parent,
-        };
         // The name was checked when the span opened (`open_span`).
-        w.put(size, move |d| {
-            records::fill_span(d, slot, start as i64, &ext, ctx, name)
+        w.put(size, |d| {
+            let ext = records::SpanExt {
+                duration_ns: end.wrapping_sub(rec.start) as i64,
+                span_id: rec.span_id,
+                parent_span_id: rec.parent,
+            };
+            records::fill_span(d, slot, rec.start as i64, &ext, rec.ctx, rec.name)
         });
     });
 }
@@ -1403,11 +1399,13 @@ impl Drop for SpanGuard<'_> {
 #[inline(always)]
 fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard<'_> {
     let mut g = SpanGuard {
-        name,
-        start: 0,
-        span_id: 0,
-        parent: 0,
-        ctx,
+        rec: SpanRec {
+            name,
+            start: 0,
+            span_id: 0,
+            parent: 0,
+            ctx,
+        },
         _not_send: std::marker::PhantomData,
     };
     // The disabled and filtered paths stay here, inline: one load and a branch, as for instants.
@@ -1420,7 +1418,7 @@ fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGua
         return g;
     }
     if let Ok(Some(o)) = open_span(name, ctx, at) {
-        (g.start, g.span_id, g.parent) = (o.start, o.id, o.parent);
+        (g.rec.start, g.rec.span_id, g.rec.parent) = (o.start, o.id, o.parent);
     }
     g
 }
@@ -1605,7 +1603,14 @@ pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
         let e = &st.open[st.depth];
         // A span of an earlier recorder is forgotten, not written into this one.
         if e.gen == GEN.load(Ordering::Relaxed) {
-            end_span(&e.name, e.start, e.id, e.parent, e.ctx, at);
+            let rec = SpanRec {
+                name: &e.name,
+                start: e.start,
+                span_id: e.id,
+                parent: e.parent,
+                ctx: e.ctx,
+            };
+            end_span(&rec, at);
         }
         Ok(())
     });

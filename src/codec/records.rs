@@ -503,22 +503,29 @@ pub(crate) fn fill_span(
         size == fixed + name.len() + 1,
         "span record buffer of the wrong size"
     );
-    let at = match context {
+    // The fixed part is written through an array of its exact length, so its field offsets
+    // need no bounds checks; the name then goes into what follows it.
+    let name_dst = match context {
         None => {
-            header(d, size, K::NAMED_SPAN, slot, ts);
-            span_ext(d, span, 0);
-            NAMED_NAME
+            let (fixed, rest) = d.split_at_mut(NAMED_NAME);
+            let fixed: &mut [u8; NAMED_NAME] = fixed.try_into().expect("split at its length");
+            header(fixed, size, K::NAMED_SPAN, slot, ts);
+            span_ext(fixed, span, 0);
+            rest
         }
         Some(c) => {
-            header(d, size, K::TRACED_SPAN, slot, ts);
-            span_ext(d, span, SPAN_FLAG_TRACE_CONTEXT);
-            put_u64(d, TRACED_HI, c.hi);
-            put_u64(d, TRACED_LO, c.lo);
-            TRACED_NAME
+            let (fixed, rest) = d.split_at_mut(TRACED_NAME);
+            let fixed: &mut [u8; TRACED_NAME] = fixed.try_into().expect("split at its length");
+            header(fixed, size, K::TRACED_SPAN, slot, ts);
+            span_ext(fixed, span, SPAN_FLAG_TRACE_CONTEXT);
+            put_u64(fixed, TRACED_HI, c.hi);
+            put_u64(fixed, TRACED_LO, c.lo);
+            rest
         }
     };
-    copy_small(&mut d[at..size - 1], name.as_bytes());
-    d[size - 1] = 0;
+    let (text, nul) = name_dst.split_at_mut(name.len());
+    copy_small(text, name.as_bytes());
+    nul[0] = 0;
 }
 
 /// Whether `b` contains a NUL byte; names of up to 16 bytes are checked a word at a time.
