@@ -492,17 +492,6 @@ pub(crate) fn fill_span(
 ) {
     debug_assert!(!has_nul(name.as_bytes()));
     let size = d.len();
-    // One length check up front (the caller sized `d` from the name) lets the compiler drop
-    // the per-field bounds checks below.
-    let fixed = if context.is_some() {
-        TRACED_NAME
-    } else {
-        NAMED_NAME
-    };
-    assert!(
-        size == fixed + name.len() + 1,
-        "span record buffer of the wrong size"
-    );
     // The fixed part is written through an array of its exact length, so its field offsets
     // need no bounds checks; the name then goes into what follows it.
     let name_dst = match context {
@@ -524,8 +513,12 @@ pub(crate) fn fill_span(
         }
     };
     let (text, nul) = name_dst.split_at_mut(name.len());
+    // The caller sized `d` from the name: exactly one byte, the NUL, is left.
+    let [nul] = nul else {
+        panic!("span record buffer of the wrong size");
+    };
     copy_small(text, name.as_bytes());
-    nul[0] = 0;
+    *nul = 0;
 }
 
 /// Whether `b` contains a NUL byte; names of up to 16 bytes are checked a word at a time.
