@@ -8,8 +8,10 @@
 //! 1. **ns/op figures** (`clock_ns`, `write_clock_ns`, …): tight loops of calls, timed with the
 //!    TSC around the whole loop; each figure is the median over several runs. These are
 //!    *amortised throughput costs* (Δtime / calls), the same quantity criterion reports.
-//!    The disabled figure comes first, after 200 ms of spinning (the core slows down during the
-//!    clock calibration's sleep), before any helper thread exists.
+//!    The disabled figure's runs are spread over the whole benchmark (a first batch after 200 ms
+//!    of spinning, before any helper thread exists, then two runs between each later phase, with
+//!    no recorder installed): this machine's speed for a 1 ns loop drifts by up to 2x over
+//!    ~100 ms, so runs taken all at once measure one moment of it.
 //!    The figures the counted ratios compare (clock, store floor, our writes, ArrayQueue, our
 //!    span pair, the peer's span) are taken **side by side**: every round times one run of
 //!    20 000 calls of each, starting at a different one each round, so a slow stretch of the
@@ -579,22 +581,45 @@ fn shared_floors(r: &mut BenchReport, t: &Timer) {
     });
 }
 
-fn disabled(r: &mut BenchReport, t: &Timer) {
-    // A disabled call is about a nanosecond: 20x more calls per run than the other figures, so
-    // a run lasts milliseconds rather than the ~0.2 ms in which timer and frequency ramp-up
-    // effects dominate.
-    let t = Timer {
-        n: t.n * 20,
-        settle: None,
-        ..*t
-    };
-    // The core may have slowed down during the clock calibration's sleep: spin first, so
-    // this first phase does not measure a clock ramp-up.
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_millis(200) {
-        disabled_calls(10_000);
+/// The disabled figure's runs. A disabled call costs about a nanosecond, and this machine's
+/// speed for such a loop drifts by up to 2x over stretches of ~100 ms (an empty loop drifts
+/// with it), so the runs are not taken all at once: a first batch comes before any helper thread
+/// exists, then two more runs between each of the later phases (no recorder is installed
+/// there), and the figure is the median over all of them.
+struct DisabledRuns {
+    /// 20x more calls per run than the other figures, so a run lasts milliseconds rather than
+    /// the ~0.2 ms in which timer and frequency ramp-up effects dominate.
+    n: u64,
+    ns_per_tick: f64,
+    runs: Vec<f64>,
+}
+
+impl DisabledRuns {
+    fn new(t: &Timer) -> Self {
+        // The core may have slowed down during the clock calibration's sleep: spin first, so
+        // the first runs do not measure a clock ramp-up.
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(200) {
+            disabled_calls(10_000);
+        }
+        let mut d = Self {
+            n: t.n * 20,
+            ns_per_tick: t.ns_per_tick,
+            runs: Vec::new(),
+        };
+        d.take(t.runs);
+        d
     }
-    r.disabled = t.measure(disabled_calls);
+
+    fn take(&mut self, runs: usize) {
+        for _ in 0..runs {
+            let t0 = ticks();
+            disabled_calls(self.n);
+            let t1 = ticks();
+            self.runs
+                .push((t1 - t0) as f64 * self.ns_per_tick / self.n as f64);
+        }
+    }
 }
 
 /// `n` calls with nothing installed. Its own function so its loop is compiled on its own: inlined
@@ -1187,19 +1212,27 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
         machine: machine(),
         ..Default::default()
     };
-    disabled(&mut r, &t);
+    let mut off = DisabledRuns::new(&t);
     floors_and_peers(&mut r, &t);
+    off.take(2);
     shared_floors(&mut r, &t);
+    off.take(2);
     recorder_ns(&mut r, &t);
+    off.take(2);
     latency(&mut r, if opts.quick { 1_000_000 } else { 10_000_000 }, npt);
+    off.take(2);
     threads(&mut r, if opts.quick { 2_000_000 } else { 10_000_000 });
+    off.take(2);
     let fd = Duration::from_millis(if opts.quick { 500 } else { 2000 });
     r.flusher_null = flusher(false, fd);
     r.flusher_file = flusher(true, fd);
+    off.take(2);
     drops_at_5m(
         &mut r,
         Duration::from_millis(if opts.quick { 1000 } else { 3000 }),
     );
+    off.take(2);
+    r.disabled = figure(off.runs);
     r.targets = targets(&r);
     r.elapsed_s = start.elapsed().as_secs_f64();
     r
