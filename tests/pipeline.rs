@@ -414,3 +414,58 @@ fn a_refused_second_start_leaves_no_files() {
     assert!(!out.exists());
     rec.finish().unwrap();
 }
+
+/// `Recorder::drain`: once writer threads have written (and still hold their slots), one drain
+/// makes `stats()` count every record they wrote, exactly, while the recorder keeps running; a
+/// drain that races a live writer returns.
+#[test]
+fn drain_counts_every_joined_write() {
+    let _g = doc_lock();
+    let rec = RecorderBuilder::new()
+        .sink(MemorySink::new())
+        .flush_interval(Duration::from_secs(3600)) // only wake-ups and drains run cycles
+        .start()
+        .unwrap();
+    const THREADS: u32 = 3;
+    const N: u32 = 5_000; // a tenth of the default ring: no wake-up from a half-full ring
+    // The writers stay alive (a thread's exit would wake the flusher) until the counts are
+    // checked: only the drain makes the flusher run a cycle before that.
+    let written = std::sync::Arc::new(std::sync::Barrier::new(THREADS as usize + 1));
+    let checked = std::sync::Arc::new(std::sync::Barrier::new(THREADS as usize + 1));
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (written, checked) = (written.clone(), checked.clone());
+            std::thread::spawn(move || {
+                for i in 0..N {
+                    typhon_recorder::instant(t as i32, i as i32);
+                }
+                written.wait();
+                checked.wait();
+            })
+        })
+        .collect();
+    written.wait();
+    rec.drain();
+    let s = rec.stats();
+    // Each thread: its ThreadInfo and N instants.
+    assert_eq!(s.user_written(), (THREADS * (N + 1)) as u64);
+    assert_eq!(s.user_attempted(), s.user_written());
+    assert_eq!(s.total_missed(), 0);
+    checked.wait();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    // Live writers on another thread: the drain still returns.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let live = std::thread::spawn(move || {
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            typhon_recorder::instant(9, 9);
+        }
+    });
+    let before = rec.stats().user_written();
+    rec.drain();
+    assert!(rec.stats().user_written() >= before);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    live.join().unwrap();
+    let fin = rec.finish().unwrap();
+    assert_eq!(fin.user_attempted(), fin.user_written() + fin.total_missed());
+}
