@@ -427,7 +427,8 @@ fn drain_counts_every_joined_write() {
         .start()
         .unwrap();
     const THREADS: u32 = 3;
-    const N: u32 = 5_000; // a tenth of the default ring: no wake-up from a half-full ring
+    // A tenth of the default ring each: no wake-up from a half-full ring.
+    const N: u32 = 5_000;
     // The writers stay alive (a thread's exit would wake the flusher) until the counts are
     // checked: only the drain makes the flusher run a cycle before that.
     let written = std::sync::Arc::new(std::sync::Barrier::new(THREADS as usize + 1));
@@ -467,5 +468,8 @@ fn drain_counts_every_joined_write() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     live.join().unwrap();
     let fin = rec.finish().unwrap();
-    assert_eq!(fin.user_attempted(), fin.user_written() + fin.total_missed());
+    assert_eq!(
+        fin.user_attempted(),
+        fin.user_written() + fin.total_missed()
+    );
 }
