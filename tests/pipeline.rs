@@ -419,7 +419,7 @@ fn a_refused_second_start_leaves_no_files() {
 /// makes `stats()` count every record they wrote, exactly, while the recorder keeps running; a
 /// drain that races a live writer returns.
 #[test]
-fn drain_counts_every_joined_write() {
+fn drain_counts_every_record_written_before_it() {
     let _g = doc_lock();
     let rec = RecorderBuilder::new()
         .sink(MemorySink::new())
