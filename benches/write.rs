@@ -127,7 +127,7 @@ fn chunked<R>(
     let mut done = 0;
     while done < iters {
         let k = (iters - done).min(16_384);
-        typhon_recorder::bench::settle(rec);
+        rec.drain();
         let t = std::time::Instant::now();
         for i in 0..k {
             black_box(f(i));

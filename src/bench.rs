@@ -16,8 +16,9 @@
 //!    span pair, the peer's span) are taken **side by side**: every round times one run of
 //!    20 000 calls of each, starting at a different one each round, so a slow stretch of the
 //!    shared machine falls on all of them alike. After each run its background work finishes,
-//!    untimed, before the next run starts: the flusher drains our ring ([`settle`]), fastrace's
-//!    collector takes its spans (`fastrace::flush`), a consumer thread empties the ArrayQueue.
+//!    untimed, before the next run starts: the flusher drains our ring
+//!    ([`Recorder::drain`](crate::Recorder::drain)), fastrace's collector takes its spans
+//!    (`fastrace::flush`), a consumer thread empties the ArrayQueue.
 //!    So our writes and ArrayQueue's pushes both go into an empty buffer of the default ring's
 //!    size (1 MiB, `NullSink`), and no run measures the ring-full path (drops of this phase are
 //!    reported as `ns_phase_drops`). The `(context)` figures (`arrayqueue_local_ns`: a 512-slot
@@ -290,29 +291,12 @@ fn settle_recorder() {
     }
 }
 
-/// Waits until `rec`'s flusher has drained everything written so far ([`Recorder::drain`]):
-/// what a benchmark calls between timed batches so that no batch measures the ring-full path.
-///
-/// [`Recorder::drain`]: crate::Recorder::drain
-///
-/// ```
-/// # let _g = typhon_recorder::recorder::doc_lock();
-/// let rec = typhon_recorder::RecorderBuilder::new()
-///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
-/// typhon_recorder::tick_start();
-/// typhon_recorder::bench::settle(&rec);
-/// assert_eq!(rec.stats().user_written(), 2); // ThreadInfo + TickStart
-/// ```
-pub fn settle(rec: &crate::Recorder) {
-    rec.drain();
-}
-
 impl Timer {
     /// Runs `body(n)` (which must make `n` calls) `runs` times after one warm-up, returning the
     /// median, min and max ns per call.
     fn measure(&self, mut body: impl FnMut(u64)) -> NsFigure {
         body(self.n / 4 + 1);
-        let mut v: Vec<f64> = (0..self.runs)
+        let v: Vec<f64> = (0..self.runs)
             .map(|_| {
                 if let Some(s) = self.settle {
                     s();
@@ -323,30 +307,20 @@ impl Timer {
                 (t1 - t0) as f64 * self.ns_per_tick / self.n as f64
             })
             .collect();
-        v.sort_by(|a, b| a.total_cmp(b));
-        NsFigure {
-            median: v[v.len() / 2],
-            min: v[0],
-            max: v[v.len() - 1],
-        }
+        figure(v)
     }
 
     /// Like [`measure`](Self::measure) for batched operations: `body` times its own batches and
     /// returns (ticks spent in timed parts, calls made).
     fn measure_self_timed(&self, mut body: impl FnMut(u64) -> (u64, u64)) -> NsFigure {
         body(self.n / 4 + 1);
-        let mut v: Vec<f64> = (0..self.runs)
+        let v: Vec<f64> = (0..self.runs)
             .map(|_| {
                 let (t, calls) = body(self.n);
                 t as f64 * self.ns_per_tick / calls.max(1) as f64
             })
             .collect();
-        v.sort_by(|a, b| a.total_cmp(b));
-        NsFigure {
-            median: v[v.len() / 2],
-            min: v[0],
-            max: v[v.len() - 1],
-        }
+        figure(v)
     }
 }
 
@@ -661,7 +635,7 @@ const BODIES: [Body; 7] = [
 /// each body, starting at a different body each round, so the slow and fast stretches of a
 /// shared machine fall on all of them alike rather than on whichever phase they coincide with.
 /// Each figure is the median over the rounds. Runs of the recorder's writes start once the
-/// flusher has drained the previous run ([`settle`]); ArrayQueue's runs start once its consumer
+/// flusher has drained the previous run (`Recorder::drain`); ArrayQueue's runs start once its consumer
 /// thread has emptied the queue, the same conditions. Needs the recorder installed (with the
 /// calling thread's slot claimed) and reads its raw clock through `now`.
 fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
@@ -732,8 +706,9 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             }
             let spent = ticks() - t0;
             // Untimed: the run's background work (the flusher draining our ring, fastrace's
-            // collector taking the spans, the consumer emptying the queue) finishes before the next body's run starts, so no run pays
-            // for another's, and each of ours and ArrayQueue's starts with an empty buffer.
+            // collector taking the spans, the consumer emptying the queue) finishes before the
+            // next body's run starts, so no run pays for another's, and each of ours and
+            // ArrayQueue's starts with an empty buffer.
             match b {
                 Body::WriteClock | Body::WriteCallerTs | Body::Span => settle_recorder(),
                 Body::PeerSpan => fastrace::flush(),
