@@ -13,12 +13,13 @@
 //!    no recorder installed): this machine's speed for a 1 ns loop drifts by up to 2x over
 //!    ~100 ms, so runs taken all at once measure one moment of it.
 //!    The figures the counted ratios compare (clock, store floor, our writes, ArrayQueue, our
-//!    span pair, the peer's span) are taken **side by side**: every round times one run of
+//!    span pair, the peers' spans) are taken **side by side**: every round times one run of
 //!    20 000 calls of each, starting at a different one each round, so a slow stretch of the
 //!    shared machine falls on all of them alike. After each run its background work finishes,
 //!    untimed, before the next run starts: the flusher drains our ring
 //!    ([`Recorder::drain`](crate::Recorder::drain)), fastrace's collector takes its spans
-//!    (`fastrace::flush`), a consumer thread empties the ArrayQueue.
+//!    (`fastrace::flush`), puffin hands its frame to a counting sink (`new_frame`), a consumer
+//!    thread empties the ArrayQueue.
 //!    So our writes and ArrayQueue's pushes both go into an empty buffer of the default ring's
 //!    size (1 MiB, `NullSink`), and no run measures the ring-full path (drops of this phase are
 //!    reported as `ns_phase_drops`). The `(context)` figures (`arrayqueue_local_ns`: a 512-slot
@@ -26,16 +27,23 @@
 //!    `store_floor_shared_ns`: the floor into a consumer-read ring) are reported beside the
 //!    targets, not counted in `all_pass`.
 //! 2. **Per-call latency**: every call bracketed by `lfence; rdtsc; lfence` … `lfence; rdtsc`,
-//!    the median empty-bracket cost subtracted, recorded in an HdrHistogram. The flusher runs
-//!    and writes a real trace file (a [`FileSink`](crate::filesink::FileSink) on a temporary
-//!    path, removed afterwards), default ring size. Calls are paced at 2 M/s (one every 500 ns,
-//!    spinning in between), within what the flusher drains into a file; a call delayed by a
-//!    stall is timed from its own start (no coordinated-omission correction), and drops are
-//!    reported next to the percentiles. The first call of the thread (slot claim, ring
-//!    allocation) is reported separately. Half-way between two of our calls, the floor of a
-//!    write with the clock (a TSC read, three plain stores and a publish into a private 1 MiB
-//!    ring) is timed with the same brackets (`floor_p50_ns`, `floor_p999_ns`): the tail the
-//!    machine gives the least a clocked write can do, in the same moments as ours.
+//!    recorded in an HdrHistogram. The flusher runs and writes a real trace file (a
+//!    [`FileSink`](crate::filesink::FileSink) on a temporary path, removed afterwards), default
+//!    ring size. Calls are paced at 2 M/s (one every 500 ns, spinning in between), within what
+//!    the flusher drains into a file; a call delayed by a stall is timed from its own start (no
+//!    coordinated-omission correction), and drops are reported next to the percentiles. The
+//!    first call of the thread (slot claim, ring allocation) is reported separately.
+//!    Each 500 ns holds three bracketed slots: our call; a third later, the floor of a write
+//!    with the clock (a TSC read, three plain stores and a publish into a private 1 MiB ring:
+//!    `floor_p50_ns`, `floor_p999_ns`, the tail the machine gives the least a clocked write can
+//!    do); two thirds later, an empty bracket. The empty bracket's median is the cost
+//!    subtracted from every figure, and its own p99.9 (`empty_p999_ns`) shows how much of the
+//!    tail is the machine stalling the thread whatever it runs.
+//!    **Resolution**: the TSC of AMD hosts advances in steps of about 10 ns (`resolution_ns`:
+//!    the smallest non-zero difference of two back-to-back reads), so every percentile is a
+//!    multiple of a step. Each slot opens after a pseudo-random delay of a few steps, so a short
+//!    call rounds up or down at random instead of the same way every time, and
+//!    `latency_mean_ns` (ours minus the empty bracket's, both dithered) is free of the rounding.
 //! 3. **Multi-thread throughput** at 1, 2 and 4 threads (default ring, NullSink): records/s
 //!    over all threads, with the drops next to each figure.
 //! 4. **Flusher throughput**: one producer writes as fast as it can into a 64 MiB ring while the
@@ -84,7 +92,7 @@ pub struct NsFigure {
 pub struct Latency {
     /// Calls sampled.
     pub samples: u64,
-    /// The median empty-bracket cost that was subtracted (ns).
+    /// The empty bracket's median that was subtracted (ns), timed interleaved with the calls.
     pub bracket_ns: f64,
     /// Percentiles, ns.
     pub p50: f64,
@@ -101,10 +109,22 @@ pub struct Latency {
     /// Records dropped during the latency run.
     pub drops: u64,
     /// The floor of a write with the clock (TSC read, 24-byte store, Release publish into a
-    /// private 1 MiB ring), timed half-way between our calls with the same brackets: median, ns.
+    /// private 1 MiB ring), timed a third of the way after each of our calls with the same
+    /// brackets: median, ns.
     pub floor_p50: f64,
     /// The floor's 99.9th percentile, ns: the tail the machine gives the least a clocked write does.
     pub floor_p999: f64,
+    /// An empty bracket (no call at all), timed two thirds of the way after each of ours: its 99.9th
+    /// percentile, ns (bracket subtracted). Anything above a few resolution steps is the machine
+    /// stalling this thread in those moments, whatever the call does.
+    pub empty_p999: f64,
+    /// Mean of our calls, ns (bracket subtracted). With the start phase dithered, the mean is not
+    /// biased by the clock's resolution, where the percentiles are multiples of it.
+    pub mean: f64,
+    /// The clock's resolution, ns: the smallest non-zero difference between two back-to-back TSC
+    /// reads (about 10 ns on AMD hosts whose TSC advances in steps; every percentile is a
+    /// multiple of it).
+    pub resolution_ns: f64,
     /// Bytes of the trace file written.
     pub file_bytes: u64,
 }
@@ -200,6 +220,11 @@ pub struct BenchReport {
     pub peer_span: NsFigure,
     /// Span records the peer's reporter received (proof that it recorded).
     pub peer_reported: u64,
+    /// A second peer, puffin: `profile_scope!` enter + exit, with scopes on and a frame sink
+    /// installed, each run's frame handed to the sink between runs (context, not counted).
+    pub puffin_span: NsFigure,
+    /// Scopes in the frames puffin's sink received (proof that it recorded).
+    pub puffin_reported: u64,
     /// A write with no recorder installed.
     pub disabled: NsFigure,
     /// Drops of the recorder during the ns/op phase (should be 0).
@@ -412,6 +437,43 @@ fn fastrace_spans(n: u64) {
     }
 }
 
+/// Turns puffin's scopes on and installs a frame sink that counts the scopes of every frame it
+/// receives and drops the frame (once per process; the count is shared by later calls).
+fn puffin_sink() -> std::sync::Arc<AtomicU64> {
+    static COUNT: std::sync::OnceLock<std::sync::Arc<AtomicU64>> = std::sync::OnceLock::new();
+    let c = COUNT
+        .get_or_init(|| {
+            let c = std::sync::Arc::new(AtomicU64::new(0));
+            let sink = c.clone();
+            puffin::GlobalProfiler::lock().add_sink(Box::new(move |frame| {
+                // Relaxed: a statistic.
+                sink.fetch_add(frame.meta().num_scopes as u64, Ordering::Relaxed);
+            }));
+            c
+        })
+        .clone();
+    puffin::set_scopes_on(true);
+    c
+}
+
+/// puffin `profile_scope!` enter+exit: `n` scopes, in groups of 1000 under one outer scope (the
+/// same shape as [`fastrace_spans`]: the inner scopes only append to the thread's stream; the
+/// outer scope's end hands the stream to puffin's global profiler, amortised over its children).
+fn puffin_scopes(n: u64) {
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(1000);
+        {
+            puffin::profile_scope!("root");
+            for _ in 0..k {
+                puffin::profile_scope!("update");
+                black_box(());
+            }
+        }
+        left -= k;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Phases.
 
@@ -619,9 +681,10 @@ enum Body {
     ArrayQueue,
     Span,
     PeerSpan,
+    Puffin,
 }
 
-const BODIES: [Body; 7] = [
+const BODIES: [Body; 8] = [
     Body::Clock,
     Body::StoreFloor,
     Body::WriteClock,
@@ -629,6 +692,7 @@ const BODIES: [Body; 7] = [
     Body::ArrayQueue,
     Body::Span,
     Body::PeerSpan,
+    Body::Puffin,
 ];
 
 /// The figures the counted ratios compare, measured side by side: every round times one run of
@@ -646,6 +710,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     let mut floor = FloorRing::new(1 << 14);
     r.peer = "fastrace";
     let count = fastrace_reporter();
+    let puffin_count = puffin_sink();
     // ArrayQueue timed like our write: runs of RUN pushes into an empty queue of the default
     // ring's record capacity, which another thread empties between runs (nobody pops during a
     // run), as the flusher drains our ring between runs.
@@ -703,6 +768,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
                     }
                 }
                 Body::PeerSpan => fastrace_spans(RUN),
+                Body::Puffin => puffin_scopes(RUN),
             }
             let spent = ticks() - t0;
             // Untimed: the run's background work (the flusher draining our ring, fastrace's
@@ -712,6 +778,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             match b {
                 Body::WriteClock | Body::WriteCallerTs | Body::Span => settle_recorder(),
                 Body::PeerSpan => fastrace::flush(),
+                Body::Puffin => puffin::GlobalProfiler::lock().new_frame(),
                 Body::ArrayQueue if go_tx.send(()).is_ok() => {
                     let _ = done_rx.recv();
                 }
@@ -735,6 +802,10 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     fastrace::flush();
     // Relaxed: a statistic, read after `flush` returned.
     r.peer_reported = count.load(Ordering::Relaxed);
+    // The last run's frame was handed to the sink by `new_frame` right after it, on this
+    // thread; Relaxed: a statistic read on the thread that ran the sink.
+    r.puffin_reported = puffin_count.load(Ordering::Relaxed);
+    puffin::set_scopes_on(false);
     let mut figs = times.into_iter().map(figure);
     for slot in [
         &mut r.clock,
@@ -744,6 +815,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
         &mut r.arrayqueue,
         &mut r.span,
         &mut r.peer_span,
+        &mut r.puffin_span,
     ] {
         *slot = figs.next().expect("one figure per body");
     }
@@ -843,38 +915,107 @@ fn recorder_ns(r: &mut BenchReport, t: &Timer) {
     }
 }
 
-/// `samples` pairs of calls paced one pair per `interval` ticks (spinning in between): `ours(i)`
-/// at the start of the interval and `floor(i)` half an interval later, each bracketed by fenced
-/// TSC reads. Returns both histograms of bracket times minus the empty `bracket` cost. The two
-/// are interleaved so that both see the same machine: on a shared host the tail moves from run
-/// to run with what the neighbours do, and only figures taken side by side compare.
+/// The smallest non-zero difference between two back-to-back [`ticks`] reads, in ticks: the
+/// clock's resolution as a bracket sees it (a step of the TSC where it advances in steps, the
+/// read's own latency where it does not).
+fn tick_resolution() -> u64 {
+    (0..10_000)
+        .map(|_| {
+            let a = ticks();
+            let b = ticks();
+            b.wrapping_sub(a)
+        })
+        .filter(|&d| d > 0 && d < 1 << 20)
+        .min()
+        .unwrap_or(1)
+}
+
+/// What [`paced`] measured: one histogram of raw bracket times (ticks) per slot, plus the sums
+/// of our calls' and the empty bracket's times for the means.
+struct Paced {
+    ours: Histogram<u64>,
+    floor: Histogram<u64>,
+    empty: Histogram<u64>,
+    ours_sum: u64,
+    empty_sum: u64,
+}
+
+impl Paced {
+    /// The empty bracket's median, the cost [`Latency`] subtracts: taken in the same moments and
+    /// with the same dither as the calls, so it rounds to the clock's steps as theirs do.
+    fn bracket(&self) -> u64 {
+        self.empty.value_at_quantile(0.5)
+    }
+
+    /// Quantile `q` of a slot's bracket times, bracket subtracted, in ticks.
+    fn at(&self, h: &Histogram<u64>, q: f64) -> u64 {
+        h.value_at_quantile(q).saturating_sub(self.bracket())
+    }
+}
+
+/// `samples` rounds of three bracketed slots, one round per `interval` ticks (spinning in
+/// between): `ours(i)` at the start of the interval, `floor(i)` a third of it later and an empty
+/// bracket two thirds later, each bracketed by fenced TSC reads. The three are interleaved so that they see the same machine: on a shared host the
+/// tail moves from run to run with what the neighbours do, and only figures taken side by side
+/// compare.
+///
+/// Each slot starts after a pseudo-random delay of 0–63 loop iterations (up to ~25 ns, a few
+/// steps of a TSC that advances in ~10 ns steps): the spin-wait exits just after the clock
+/// steps, so without the delay every bracket would open at the same phase of a step and the
+/// rounding of a short call would be the same every time, a bias rather than an error that
+/// averages out.
 fn paced(
     samples: u64,
     interval: u64,
-    bracket: u64,
     mut ours: impl FnMut(u64),
     mut floor: impl FnMut(u64),
-) -> (Histogram<u64>, Histogram<u64>) {
+) -> Paced {
     let new = || Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("bounds are valid");
-    let (mut h, mut fh) = (new(), new());
+    let mut p = Paced {
+        ours: new(),
+        floor: new(),
+        empty: new(),
+        ours_sum: 0,
+        empty_sum: 0,
+    };
     let mut next = ticks();
+    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     for i in 0..samples {
-        for (k, hist) in [&mut h, &mut fh].into_iter().enumerate() {
-            while ticks() < next + k as u64 * interval / 2 {
+        for k in 0..3u64 {
+            while ticks() < next + k * interval / 3 {
                 std::hint::spin_loop();
             }
+            // xorshift64: the dither.
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            for j in 0..rng & 63 {
+                black_box(j);
+            }
             let a = fenced_ticks();
-            if k == 0 {
-                ours(i);
-            } else {
-                floor(i);
+            match k {
+                0 => ours(i),
+                1 => floor(i),
+                _ => {}
             }
             let b = fenced_ticks();
-            let _ = hist.record((b - a).saturating_sub(bracket).max(1));
+            let v = b - a;
+            let hist = match k {
+                0 => {
+                    p.ours_sum += v;
+                    &mut p.ours
+                }
+                1 => &mut p.floor,
+                _ => {
+                    p.empty_sum += v;
+                    &mut p.empty
+                }
+            };
+            let _ = hist.record(v.max(1));
         }
         next += interval;
     }
-    (h, fh)
+    p
 }
 
 fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
@@ -883,34 +1024,24 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
         return;
     };
     let interval = (1e9 / LATENCY_RATE as f64 / ns_per_tick) as u64;
+    let resolution = tick_resolution();
     let lat = std::thread::Builder::new()
         .name("bench-latency".into())
         .spawn(move || {
             let t0 = fenced_ticks();
             crate::ingress_received(0, 1, 2, 64);
             let first = fenced_ticks() - t0;
-            // Empty-bracket cost: median of many empty brackets.
-            let mut empty: Vec<u64> = (0..10_001)
-                .map(|_| {
-                    let a = fenced_ticks();
-                    let b = fenced_ticks();
-                    b - a
-                })
-                .collect();
-            empty.sort_unstable();
-            let bracket = empty[empty.len() / 2];
             // The floor of a write with the clock, interleaved with ours: a TSC read and three
             // plain stores with a publish into a private ring as large as ours.
             let mut floor = FloorRing::new(crate::recorder::DEFAULT_RING_BYTES / 8);
-            let (h, fh) = paced(
+            let p = paced(
                 samples,
                 interval,
-                bracket,
                 |i| crate::ingress_received(i as u32, 1, 2, 64),
                 |i| floor.write(i, ticks(), 9),
             );
             black_box(&floor.buf);
-            (first, bracket, h, fh)
+            (first, p)
         })
         .expect("spawn latency thread")
         .join();
@@ -918,23 +1049,30 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
     let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_dir_all(crate::filesink::parts_dir(&path));
-    let Ok((first, bracket, h, fh)) = lat else {
+    let Ok((first, p)) = lat else {
         return;
     };
     let ns = |ticks: u64| ticks as f64 * ns_per_tick;
+    let (h, fh, bracket) = (&p.ours, &p.floor, p.bracket());
+    let n = h.len().max(1) as f64;
     r.latency = Latency {
         samples: h.len(),
         bracket_ns: ns(bracket),
-        p50: ns(h.value_at_quantile(0.5)),
-        p99: ns(h.value_at_quantile(0.99)),
-        p999: ns(h.value_at_quantile(0.999)),
-        p9999: ns(h.value_at_quantile(0.9999)),
-        max: ns(h.max()),
+        p50: ns(p.at(h, 0.5)),
+        p99: ns(p.at(h, 0.99)),
+        p999: ns(p.at(h, 0.999)),
+        p9999: ns(p.at(h, 0.9999)),
+        max: ns(h.max().saturating_sub(bracket)),
         first_call: ns(first.saturating_sub(bracket)),
         drops: stats.map_or(0, |s| s.total_missed()),
         file_bytes,
-        floor_p50: ns(fh.value_at_quantile(0.5)),
-        floor_p999: ns(fh.value_at_quantile(0.999)),
+        floor_p50: ns(p.at(fh, 0.5)),
+        floor_p999: ns(p.at(fh, 0.999)),
+        empty_p999: ns(p.at(&p.empty, 0.999)),
+        // Mean of ours minus mean of the empty bracket: both dithered alike, so neither carries
+        // the rounding of the clock's steps.
+        mean: ns(p.ours_sum) / n - ns(p.empty_sum) / p.empty.len().max(1) as f64,
+        resolution_ns: ns(resolution),
     };
 }
 
@@ -1136,6 +1274,12 @@ fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             ratio(r.peer_span.median, r.span.median),
             2.0,
         ),
+        context(ge(
+            "puffin_span_vs_span",
+            "(context) the second peer, a puffin scope, >= 2 x slower than our span pair",
+            ratio(r.puffin_span.median, r.span.median),
+            2.0,
+        )),
         le(
             "p999_vs_p50",
             "p99.9 <= 4 x p50 with the flusher writing a file",
@@ -1246,6 +1390,8 @@ impl BenchReport {
             "peer": self.peer,
             "peer_reported": self.peer_reported,
             "peer_span_ns": self.peer_span.median,
+            "puffin_span_ns": self.puffin_span.median,
+            "puffin_reported": self.puffin_reported,
             "disabled_ns": self.disabled.median,
             "p50_ns": self.latency.p50,
             "p99_ns": self.latency.p99,
@@ -1264,6 +1410,14 @@ impl BenchReport {
             "ns_phase_drops": self.ns_phase_drops,
             "elapsed_s": self.elapsed_s,
         });
+        // Added one by one: one more key in the literal above passes `json!`'s recursion limit.
+        for (k, x) in [
+            ("empty_p999_ns", self.latency.empty_p999),
+            ("latency_mean_ns", self.latency.mean),
+            ("resolution_ns", self.latency.resolution_ns),
+        ] {
+            v[k] = json!(x);
+        }
         v["threads"] = json!(self
             .threads
             .iter()
@@ -1284,6 +1438,7 @@ impl BenchReport {
             "arrayqueue": fig(&self.arrayqueue), "arrayqueue_local": fig(&self.arrayqueue_local),
             "mpsc": fig(&self.mpsc), "span": fig(&self.span),
             "span_caller_ts": fig(&self.span_caller_ts), "peer_span": fig(&self.peer_span),
+            "puffin_span": fig(&self.puffin_span),
             "celog_ts": fig(&self.celog_ts), "celog_no_ts": fig(&self.celog_no_ts),
             "disabled": fig(&self.disabled),
         });
@@ -1352,6 +1507,14 @@ impl fmt::Display for BenchReport {
             ),
             &self.peer_span,
         )?;
+        row(
+            f,
+            &format!(
+                "puffin scope (enter+exit; {} scopes reported)",
+                self.puffin_reported
+            ),
+            &self.puffin_span,
+        )?;
         row(f, "disabled (no recorder)", &self.disabled)?;
         let l = &self.latency;
         writeln!(
@@ -1366,8 +1529,13 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
-            "  clocked store floor, interleaved: p50 {:.1}  p99.9 {:.1} ns",
-            l.floor_p50, l.floor_p999
+            "  mean {:.1} ns; clock resolution {:.1} ns (every percentile is a multiple of it)",
+            l.mean, l.resolution_ns
+        )?;
+        writeln!(
+            f,
+            "  interleaved: clocked store floor p50 {:.1}  p99.9 {:.1} ns; empty bracket p99.9 {:.1} ns",
+            l.floor_p50, l.floor_p999, l.empty_p999
         )?;
         writeln!(f, "throughput (default ring, NullSink):")?;
         for t in &self.threads {
@@ -1411,5 +1579,54 @@ impl fmt::Display for BenchReport {
             )?;
         }
         write!(f, "elapsed {:.1} s", self.elapsed_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_every_key_the_issue_lists() {
+        let v = BenchReport::default().to_json();
+        for k in [
+            "clock_ns",
+            "write_clock_ns",
+            "write_caller_ts_ns",
+            "store_floor_ns",
+            "arrayqueue_ns",
+            "span_ns",
+            "peer",
+            "peer_span_ns",
+            "p50_ns",
+            "p999_ns",
+            "flusher_records_per_s",
+            "disabled_ns",
+            "drops_at_5m",
+            "puffin_span_ns",
+            "empty_p999_ns",
+            "latency_mean_ns",
+            "resolution_ns",
+        ] {
+            assert!(v.get(k).is_some(), "missing key {k}");
+        }
+    }
+
+    #[test]
+    fn paced_times_every_slot_once_per_round_and_subtracts_the_empty_median() {
+        let (mut ours, mut floor) = (Vec::new(), Vec::new());
+        let p = paced(300, 100, |i| ours.push(i), |i| floor.push(i));
+        let expect: Vec<u64> = (0..300).collect();
+        assert_eq!((ours, floor), (expect.clone(), expect));
+        for h in [&p.ours, &p.floor, &p.empty] {
+            assert_eq!(h.len(), 300);
+        }
+        assert_eq!(p.at(&p.empty, 0.5), 0);
+        assert!(p.empty_sum >= p.empty.min() * 300);
+    }
+
+    #[test]
+    fn tick_resolution_is_a_positive_step() {
+        assert!(tick_resolution() >= 1);
     }
 }
