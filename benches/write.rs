@@ -1,8 +1,8 @@
 //! Criterion benches of one write: every correlation kind, CeLog with and without timestamp, a
 //! span pair — with the recorder's clock and with a caller-supplied timestamp — next to the
 //! floors (a clock read alone, a bare 24-byte store + Release publish) and the peers (crossbeam
-//! `ArrayQueue` push, `std::sync::mpsc` send, a fastrace LocalSpan with a real reporter), and the
-//! cost with no recorder installed. The recorder runs with its default ring draining into a
+//! `ArrayQueue` push, `std::sync::mpsc` send, a fastrace LocalSpan with a real reporter, a
+//! puffin scope with scopes on and a frame sink), and the cost with no recorder installed. The recorder runs with its default ring draining into a
 //! `NullSink`; recorder writes are timed in chunks smaller than the default ring with
 //! untimed drain waits between them, so no sample measures the ring-full path. `cargo bench --bench write`.
 #![allow(clippy::unit_arg)] // black_box(unit write) keeps each call in the timed loop
@@ -101,8 +101,36 @@ fn peers(c: &mut Criterion) {
             total
         })
     });
+    // puffin, the same shape: frames of 1000 inner scopes under an outer one, timed in chunks of
+    // 16, each chunk's frame handed to a sink (which drops it) between chunks, untimed.
+    puffin::set_scopes_on(true);
+    puffin::GlobalProfiler::lock().add_sink(Box::new(|frame| {
+        black_box(frame);
+    }));
+    g.bench_function("puffin_scope_x1000", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                let k = (iters - done).min(16);
+                puffin::GlobalProfiler::lock().new_frame();
+                let t0 = std::time::Instant::now();
+                for _ in 0..k {
+                    puffin::profile_scope!("root");
+                    for _ in 0..1000 {
+                        puffin::profile_scope!("update");
+                    }
+                }
+                total += t0.elapsed();
+                done += k;
+            }
+            total
+        })
+    });
     g.finish();
     fastrace::flush();
+    puffin::GlobalProfiler::lock().new_frame();
+    puffin::set_scopes_on(false);
 }
 
 fn disabled(c: &mut Criterion) {
