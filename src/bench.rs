@@ -32,7 +32,9 @@
 //!    ring size. Calls are paced at 2 M/s (one every 500 ns, spinning in between), within what
 //!    the flusher drains into a file; a call delayed by a stall is timed from its own start (no
 //!    coordinated-omission correction), and drops are reported next to the percentiles. The
-//!    first call of the thread (slot claim, ring allocation) is reported separately.
+//!    first call of the thread (slot claim, ring allocation) is reported separately, and so are,
+//!    on another fresh thread, [`register_thread`](crate::register_thread) (the claim moved to
+//!    thread start) and the first call after it.
 //!    Each 500 ns holds three bracketed slots: our call; a third later, the floor of a write
 //!    with the clock (a TSC read, three plain stores and a publish into a private 1 MiB ring:
 //!    `floor_p50_ns`, `floor_p999_ns`, the tail the machine gives the least a clocked write can
@@ -110,6 +112,11 @@ pub struct Latency {
     pub max: f64,
     /// The first call of a fresh thread (claims a slot and writes its ThreadInfo), ns.
     pub first_call: f64,
+    /// [`register_thread`](crate::register_thread) on a fresh thread (the claim, moved to
+    /// thread start), ns.
+    pub register: f64,
+    /// The first call of a thread that registered, ns.
+    pub first_call_registered: f64,
     /// Records dropped during the latency run.
     pub drops: u64,
     /// The floor of a write with the clock (TSC read, 24-byte store, Release publish into a
@@ -1053,6 +1060,17 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
         })
         .expect("spawn latency thread")
         .join();
+    // A thread that registers first: the claim moves out of its first call.
+    let registered = std::thread::spawn(|| {
+        let t0 = fenced_ticks();
+        crate::register_thread();
+        let t1 = fenced_ticks();
+        crate::ingress_received(0, 1, 2, 64);
+        let t2 = fenced_ticks();
+        (t1 - t0, t2 - t1)
+    })
+    .join()
+    .unwrap_or_default();
     let stats = rec.finish();
     let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&path);
@@ -1072,6 +1090,8 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
         p9999: ns(p.at(h, 0.9999)),
         max: ns(h.max().saturating_sub(bracket)),
         first_call: ns(first.saturating_sub(bracket)),
+        register: ns(registered.0.saturating_sub(bracket)),
+        first_call_registered: ns(registered.1.saturating_sub(bracket)),
         drops: stats.map_or(0, |s| s.total_missed()),
         file_bytes,
         floor_p50: ns(p.at(fh, 0.5)),
@@ -1433,6 +1453,11 @@ impl BenchReport {
             ("latency_mean_ns", self.latency.mean),
             ("resolution_ns", self.latency.resolution_ns),
             ("late_ms_at_5m", self.late_ms_at_5m),
+            ("register_thread_ns", self.latency.register),
+            (
+                "first_call_registered_ns",
+                self.latency.first_call_registered,
+            ),
         ] {
             v[k] = json!(x);
         }
@@ -1552,6 +1577,11 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
+            "  a thread that calls register_thread first: register {:.0} ns, then its first call {:.0} ns",
+            l.register, l.first_call_registered
+        )?;
+        writeln!(
+            f,
             "  interleaved: clocked store floor p50 {:.1}  p99.9 {:.1} ns; empty bracket p99.9 {:.1} ns",
             l.floor_p50, l.floor_p999, l.empty_p999
         )?;
@@ -1626,6 +1656,8 @@ mod tests {
             "latency_mean_ns",
             "resolution_ns",
             "late_ms_at_5m",
+            "register_thread_ns",
+            "first_call_registered_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }

@@ -52,7 +52,7 @@ pub use recorder::{
     celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
     egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,
     ingress_received, ingress_received_at, instant, instant_at, phase_end, phase_end_at,
-    phase_start, phase_start_at, set_thread_info, span, span_at, span_begin, span_end, tick_end,
-    tick_end_at, tick_start, tick_start_at, traced_span, traced_span_at, write_record, Recorder,
-    RecorderBuilder, SpanGuard, Stats,
+    phase_start, phase_start_at, register_thread, set_thread_info, span, span_at, span_begin,
+    span_end, tick_end, tick_end_at, tick_start, tick_start_at, traced_span, traced_span_at,
+    write_record, Recorder, RecorderBuilder, SpanGuard, Stats,
 };

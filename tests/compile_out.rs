@@ -14,6 +14,10 @@ fn writes_are_compiled_out_only_with_the_feature() {
         .start()
         .unwrap();
     std::thread::spawn(|| {
+        assert_eq!(
+            typhon_recorder::register_thread(),
+            !cfg!(feature = "compile-out")
+        );
         typhon_recorder::tick_start();
         typhon_recorder::ingress_received(1, 2, 3, 4);
         let _s = typhon_recorder::span("x");

@@ -38,6 +38,7 @@ SIGS = {
     "typhon_finish": ([C.POINTER(TyphonStats)], i32),
     "typhon_stats": ([C.POINTER(TyphonStats)], i32),
     "typhon_drain": ([], i32),
+    "typhon_register_thread": ([], i32),
     "typhon_now": ([], u64),
     "typhon_ns_to_ticks": ([u64], u64),
     "typhon_set_thread_info": ([C.c_char_p, sz, u8], i32),
@@ -70,6 +71,7 @@ def check(got, want, what):
 def worker(n):
     name = f"py-worker-{n}".encode()
     check(lib.typhon_set_thread_info(name, len(name), THREAD_WORKER), OK, "set_thread_info")
+    check(lib.typhon_register_thread(), OK, "register_thread")
     outer, inner, hi, lo = C.c_uint64(), C.c_uint64(), C.c_uint64(), C.c_uint64()
     payload = C.c_uint32()
     for i in range(EVENTS):
@@ -99,6 +101,7 @@ def main():
     print("VERSION", lib.typhon_version().decode())
     check(lib.typhon_start(None), ERR_NULL, "start(NULL)")
     check(lib.typhon_drain(), ERR_NOT_STARTED, "drain before start")
+    check(lib.typhon_register_thread(), ERR_NOT_STARTED, "register_thread before start")
     cfg = TyphonConfig(out, 0, 1 << 20, 1000)
     check(lib.typhon_start(C.byref(cfg)), OK, "start")
     check(lib.typhon_start(C.byref(cfg)), ERR_ALREADY, "start twice")

@@ -473,3 +473,58 @@ fn drain_counts_every_record_written_before_it() {
         fin.user_written() + fin.total_missed()
     );
 }
+
+/// `register_thread` claims a thread's slot (writing its ThreadInfo) before its first event, once;
+/// registering writes and counts nothing else, also when no slot is left.
+#[test]
+fn register_thread_claims_the_slot_up_front_and_counts_nothing_itself() {
+    use std::sync::{Arc, Barrier};
+    use typhon_recorder::register_thread;
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .ring_bytes(4096)
+        .flush_interval(Duration::from_secs(3600)) // only drains and thread exits run cycles
+        .start()
+        .unwrap();
+    let (held, release) = (Arc::new(Barrier::new(256)), Arc::new(Barrier::new(256)));
+    let hs: Vec<_> = (0..255)
+        .map(|t| {
+            let (held, release) = (held.clone(), release.clone());
+            std::thread::spawn(move || {
+                assert!(register_thread());
+                if t == 0 {
+                    assert!(register_thread(), "a second call keeps the slot");
+                }
+                held.wait(); // every slot taken
+                release.wait();
+            })
+        })
+        .collect();
+    held.wait();
+    rec.drain();
+    let s = rec.stats();
+    assert_eq!(
+        s.user_written(),
+        255,
+        "one ThreadInfo per registered thread"
+    );
+    assert_eq!(s.no_slot, 0);
+    // All 255 slots are held: a late thread gets none, and only its event is counted.
+    let late = std::thread::spawn(|| {
+        let r = register_thread();
+        typhon_recorder::instant(1, 1);
+        r
+    });
+    assert!(!late.join().unwrap());
+    release.wait();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    let stats = rec.finish().unwrap();
+    assert_eq!(stats.no_slot, 1);
+    assert_eq!(stats.user_written(), 255);
+    // Every registered thread's ThreadInfo is in its slot's stream (and the recorder's own in
+    // slot 0's).
+    let names = slot_names(&streams(&sink));
+    assert_eq!(names.values().filter(|&&slot| slot != 0).count(), 255);
+}

@@ -43,13 +43,15 @@ namespace Typhon.Recorder
 
         public const int Ok = 0, ErrNull = -1, ErrUtf8 = -2, ErrConfig = -3, ErrAlreadyStarted = -4,
             ErrNotStarted = -5, ErrIo = -6, ErrTooLarge = -7, ErrInvalid = -8,
-            ErrSpanMismatch = -9, ErrPanic = -10, ErrFlusher = -11;
+            ErrSpanMismatch = -9, ErrPanic = -10, ErrFlusher = -11, ErrNoSlot = -12;
 
         [DllImport(Lib)] public static extern IntPtr typhon_version();
         [DllImport(Lib)] public static extern IntPtr typhon_error_name(int code);
         [DllImport(Lib)] public static extern int typhon_start(TyphonConfig* config);
         [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* stats);
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* stats);
+        [DllImport(Lib)] public static extern int typhon_drain();
+        [DllImport(Lib)] public static extern int typhon_register_thread();
         [DllImport(Lib)] public static extern ulong typhon_now();
         [DllImport(Lib)] public static extern ulong typhon_ns_to_ticks(ulong ns);
         [DllImport(Lib)] public static extern int typhon_set_thread_info(byte* name, nuint len, byte kind);
@@ -124,6 +126,12 @@ namespace Typhon.Recorder
         }
 
         public static void SetThreadInfo(string name, ThreadKind kind) => SetThreadInfo(Encoding.UTF8.GetBytes(name), kind);
+
+        /// <summary>Claims this thread's slot now (after SetThreadInfo), so its first event costs no more than any other.</summary>
+        public static void RegisterThread() => Check(Native.typhon_register_thread());
+
+        /// <summary>Returns once the flusher has drained every record written before the call.</summary>
+        public static void Drain() => Check(Native.typhon_drain());
 
         public static ulong Now => Native.typhon_now();
 

@@ -39,6 +39,8 @@ static void *run_worker(void *arg) {
     char name[32];
     int n = snprintf(name, sizeof name, "c-worker-%d", w->id);
     CHECK(typhon_set_thread_info(name, (size_t)n, TYPHON_THREAD_WORKER), TYPHON_OK);
+    /* Odd workers claim their slot up front; even ones on their first event. */
+    if (w->id % 2) CHECK(typhon_register_thread(), TYPHON_OK);
 
     for (int i = 0; i < EVENTS; i++) {
         uint64_t outer = 0, inner = 0;
@@ -85,6 +87,8 @@ int main(int argc, char **argv) {
     TyphonStats st;
     CHECK(typhon_stats(&st), TYPHON_ERR_NOT_STARTED);
     CHECK(typhon_drain(), TYPHON_ERR_NOT_STARTED);
+    CHECK(typhon_register_thread(), TYPHON_ERR_NOT_STARTED);
+    if (strcmp(typhon_error_name(TYPHON_ERR_NO_SLOT), "TYPHON_ERR_NO_SLOT") != 0) failures++;
     if (strcmp(typhon_error_name(-12345), "TYPHON_ERR_UNKNOWN") != 0) failures++;
 
     TyphonConfig cfg = {.output_path = argv[1], .page_size = 0, .ring_bytes = 1 << 20,
