@@ -91,6 +91,8 @@ impl Sampler {
 
 fn worker(idx: u32, rate: u64, stop: Arc<AtomicBool>) -> (u64, Histogram<u64>) {
     typhon_recorder::set_thread_info(&format!("net-worker-{idx}"), ThreadKind::Worker);
+    // Claim the slot (and its ring) now, so the first sampled write is not the claim.
+    typhon_recorder::register_thread();
     let mut s = Sampler::new();
     let start = Instant::now();
     let mut records = 0u64;
@@ -170,6 +172,7 @@ fn worker(idx: u32, rate: u64, stop: Arc<AtomicBool>) -> (u64, Histogram<u64>) {
 
 fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
     typhon_recorder::set_thread_info("game-loop", ThreadKind::Main);
+    typhon_recorder::register_thread();
     let period = Duration::from_micros(16_667);
     let mut next = Instant::now();
     let mut records = 0;
