@@ -787,9 +787,9 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             }
             let spent = ticks() - t0;
             // Untimed: the run's background work (the flusher draining our ring, fastrace's
-            // collector taking the spans, the consumer emptying the queue) finishes before the
-            // next body's run starts, so no run pays for another's, and each of ours and
-            // ArrayQueue's starts with an empty buffer.
+            // collector taking the spans, puffin handing its frame to the sink, the consumer
+            // emptying the queue) finishes before the next body's run starts, so no run pays
+            // for another's, and each of ours and ArrayQueue's starts with an empty buffer.
             match b {
                 Body::WriteClock | Body::WriteCallerTs | Body::Span => settle_recorder(),
                 Body::PeerSpan => fastrace::flush(),
@@ -970,9 +970,9 @@ impl Paced {
 
 /// `samples` rounds of three bracketed slots, one round per `interval` ticks (spinning in
 /// between): `ours(i)` at the start of the interval, `floor(i)` a third of it later and an empty
-/// bracket two thirds later, each bracketed by fenced TSC reads. The three are interleaved so that they see the same machine: on a shared host the
-/// tail moves from run to run with what the neighbours do, and only figures taken side by side
-/// compare.
+/// bracket two thirds later, each bracketed by fenced TSC reads. The three are interleaved so
+/// that they see the same machine: on a shared host the tail moves from run to run with what the
+/// neighbours do, and only figures taken side by side compare.
 ///
 /// Each slot starts after a pseudo-random delay of 0–63 loop iterations (up to ~25 ns, a few
 /// steps of a TSC that advances in ~10 ns steps): the spin-wait exits just after the clock

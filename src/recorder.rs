@@ -786,12 +786,7 @@ fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
     // live: `with_writer` is not reentered (see above), and `claim`/`Owner::drop`, the only
     // other users, never run inside it.
     let h = unsafe { &mut *h };
-    // Relaxed: only compared with this thread's cached generation; a mismatch takes the
-    // slow path, which synchronises through ACTIVE's lock.
-    let gen = GEN.load(Ordering::Relaxed);
-    if h.gen != gen {
-        claim(h, gen);
-    }
+    let gen = refresh(h);
     if h.writer.is_null() {
         if gen != 0 {
             count_no_slot();
@@ -802,6 +797,19 @@ fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
     // nulls the pointer before dropping the Box (`claim`, `Owner::drop`).
     let w = unsafe { &mut *h.writer };
     Some(f(w, &mut h.current_span))
+}
+
+/// Brings this thread's hot state up to the installed recorder (claiming a slot if the thread
+/// has none of it yet) and returns the recorder generation it is now at (0: none installed).
+#[inline(always)]
+fn refresh(h: &mut Hot) -> u64 {
+    // Relaxed: only compared with this thread's cached generation; a mismatch takes the
+    // slow path, which synchronises through ACTIVE's lock.
+    let gen = GEN.load(Ordering::Relaxed);
+    if h.gen != gen {
+        claim(h, gen);
+    }
+    gen
 }
 
 #[inline(always)]
@@ -1135,18 +1143,12 @@ pub fn register_thread() -> bool {
     if cfg!(feature = "compile-out") {
         return false;
     }
-    // Relaxed: as in `with_writer`.
-    let gen = GEN.load(Ordering::Relaxed);
-    if gen == 0 {
-        return false;
-    }
     HOT.with(|h| {
         // SAFETY: as in `with_writer`: `HOT` is this thread's own and no other reference to it is
         // live (this is not called from inside a write, and `claim` is the only other user here).
         let h = unsafe { &mut *h.get() };
-        if h.gen != gen {
-            claim(h, gen);
-        }
+        // Unlike a write, a thread without a slot counts nothing here: no event was lost.
+        refresh(h);
         !h.writer.is_null()
     })
 }
