@@ -110,7 +110,9 @@
 // Thread kind: any other thread.
 #define TYPHON_THREAD_OTHER 3
 
-// Recorder configuration for `typhon_start`. Numeric fields left 0 take the default.
+// Recorder configuration for `typhon_start`. Numeric fields left 0 take the default. Settings
+// not listed here take the Rust builder's defaults (every kind enabled, pages older than 1 s
+// flushed, two spare rings kept faulted in for threads' first events).
 typedef struct TyphonConfig {
   // Path of the trace.dat to write (NUL-terminated UTF-8; required). Pages stream to
   // `<path>.parts/` while recording; `typhon_finish` assembles the file. Only read during

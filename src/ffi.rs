@@ -91,7 +91,9 @@ pub const TYPHON_THREAD_POOL: u8 = 2;
 /// Thread kind: any other thread.
 pub const TYPHON_THREAD_OTHER: u8 = 3;
 
-/// Recorder configuration for `typhon_start`. Numeric fields left 0 take the default.
+/// Recorder configuration for `typhon_start`. Numeric fields left 0 take the default. Settings
+/// not listed here take the Rust builder's defaults (every kind enabled, pages older than 1 s
+/// flushed, two spare rings kept faulted in for threads' first events).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct TyphonConfig {

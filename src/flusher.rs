@@ -194,6 +194,9 @@ impl Flusher {
             if finishing {
                 break;
             }
+            // Off the writing threads, and after the cycle's drain tickets were served: rings
+            // for the next threads' first events to take (see `Registry::top_up_spares`).
+            self.core.registry.top_up_spares();
             self.core.wakeup.wait(Some(self.core.flush_interval));
         }
         let summary = self.summary();

@@ -29,7 +29,7 @@
 
 use crate::clock::Clock;
 use crate::codec::{self, correlation, records, TraceEventKind};
-use crate::registry::{Parked, Registry};
+use crate::registry::{Parked, Registry, SLOTS};
 use crate::ring::Producer;
 use crate::sink::{SessionSummary, Sink, SlotSummary};
 use parking_lot::{Mutex, RwLock};
@@ -162,6 +162,7 @@ pub struct RecorderBuilder {
     ring_bytes: usize,
     flush_interval: Duration,
     max_page_age: Duration,
+    spare_rings: usize,
     disabled: Vec<TraceEventKind>,
 }
 
@@ -175,10 +176,13 @@ impl Default for RecorderBuilder {
 pub const DEFAULT_RING_BYTES: usize = 1 << 20;
 /// Default flush interval.
 pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(10);
+/// Default number of spare rings kept faulted in for threads' first events.
+pub const DEFAULT_SPARE_RINGS: usize = 2;
 
 impl RecorderBuilder {
-    /// Defaults: 4096-byte pages, 1 MiB per slot ring, 10 ms flush interval, pages older than
-    /// 1 s flushed even when not full, every kind enabled, no sink (set one or an output path).
+    /// Defaults: 4096-byte pages, 1 MiB per slot ring, 2 spare rings, 10 ms flush interval,
+    /// pages older than 1 s flushed even when not full, every kind enabled, no sink (set one or
+    /// an output path).
     ///
     /// ```
     /// let b = typhon_recorder::recorder::RecorderBuilder::new();
@@ -192,6 +196,7 @@ impl RecorderBuilder {
             ring_bytes: DEFAULT_RING_BYTES,
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             max_page_age: Duration::from_secs(1),
+            spare_rings: DEFAULT_SPARE_RINGS,
             disabled: Vec::new(),
         }
     }
@@ -240,6 +245,28 @@ impl RecorderBuilder {
     /// ```
     pub fn ring_bytes(mut self, bytes: usize) -> Self {
         self.ring_bytes = bytes;
+        self
+    }
+
+    /// Rings to keep allocated and faulted in for threads that have none yet (0 to 255).
+    ///
+    /// A thread's first event claims a slot and needs a ring of [`ring_bytes`](Self::ring_bytes);
+    /// faulting in a fresh megabyte takes about a millisecond, a hitch in a frame. `start()`
+    /// makes this many rings before it returns and the flusher makes new ones as threads take
+    /// them, so the first event of a thread that finds a spare costs a few microseconds (the
+    /// rest is the slot claim and the thread's ThreadInfo record). A slot keeps its ring for
+    /// later threads, so spares matter only while the number of threads grows. The cost is
+    /// `n × ring_bytes` of memory held from the start; 0 turns the pool off (each new slot's
+    /// first event then allocates its ring). [`crate::register_thread`] moves what remains of the
+    /// claim to thread start.
+    ///
+    /// ```
+    /// let b = typhon_recorder::recorder::RecorderBuilder::new().spare_rings(4);
+    /// assert!(b.validate().is_ok());
+    /// assert!(typhon_recorder::recorder::RecorderBuilder::new().spare_rings(300).validate().is_err());
+    /// ```
+    pub fn spare_rings(mut self, n: usize) -> Self {
+        self.spare_rings = n;
         self
     }
 
@@ -303,6 +330,13 @@ impl RecorderBuilder {
         if self.flush_interval.is_zero() {
             return Err(RecorderError::Config("flush interval must be > 0".into()));
         }
+        if self.spare_rings >= SLOTS {
+            return Err(RecorderError::Config(format!(
+                "{} spare rings: at most {} (one per user slot)",
+                self.spare_rings,
+                SLOTS - 1
+            )));
+        }
         Ok(())
     }
 
@@ -318,6 +352,9 @@ impl RecorderBuilder {
     /// ```
     pub fn start(self) -> Result<Recorder, RecorderError> {
         self.validate()?;
+        // The spares are made before the lock: threads of a previous recorder are not held up.
+        let registry = Registry::with_spares(self.ring_bytes, self.spare_rings);
+        registry.top_up_spares();
         // Checked before the sink is made, so a refused start leaves no `<out>.parts/` behind.
         let mut active = ACTIVE.write();
         if active.is_some() {
@@ -343,7 +380,7 @@ impl RecorderBuilder {
         let core = Arc::new(Core {
             gen,
             clock: Clock::new(),
-            registry: Registry::new(self.ring_bytes),
+            registry,
             page_size: self.page_size,
             max_record: crate::page::max_record_size(self.page_size),
             flush_interval: self.flush_interval,
@@ -723,6 +760,7 @@ fn claim(h: &mut Hot, gen: u64) {
         let Ok(Some((slot, parked))) = core.registry.claim() else {
             return gen; // no slot: this thread's events count as no-slot
         };
+
         let mut w = Box::new(Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,
@@ -1118,9 +1156,10 @@ pub fn set_thread_info(name: &str, kind: ThreadKind) {
 }
 
 /// Claims the calling thread's slot of the installed recorder now, writing its ThreadInfo record,
-/// so that the thread's first event costs what every later one does. A claim takes a ring (a new
-/// one is allocated and its pages faulted in: about 0.8 ms for the default 1 MiB ring on a small
-/// VM) and is otherwise paid by the thread's first event. Call it at thread start, after
+/// so that the thread's first event costs what every later one does. A claim takes a ring (a
+/// spare one, see [`RecorderBuilder::spare_rings`], costs a few microseconds; once the spares are
+/// gone a new one is allocated and its pages faulted in: about 0.8 ms for the default 1 MiB ring
+/// on a small VM) and is otherwise paid by the thread's first event. Call it at thread start, after
 /// [`set_thread_info`]. Returns whether the thread now has a slot: `false` with no recorder
 /// installed, or with all 255 slots taken (the thread's events are then counted as no-slot).
 /// Registering writes no event, so nothing is counted for the call itself.
@@ -1749,4 +1788,74 @@ pub(crate) fn thread_info(r: &[u8]) -> Option<(i32, &str, ThreadKind)> {
 pub fn doc_lock() -> parking_lot::MutexGuard<'static, ()> {
     static L: Mutex<()> = Mutex::new(());
     L.lock()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spares(rec: &Recorder) -> usize {
+        rec.core.registry.spare_count()
+    }
+
+    #[test]
+    fn first_claims_take_spare_rings_and_the_flusher_makes_new_ones() {
+        let _g = doc_lock();
+        // An hour's interval: only a thread's exit (which wakes it) and `drain` make the flusher
+        // cycle, so the counts below are not racing its timer.
+        let rec = RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .spare_rings(2)
+            .flush_interval(Duration::from_secs(3600))
+            .start()
+            .unwrap();
+        assert_eq!(
+            spares(&rec),
+            2,
+            "start() makes the spares before it returns"
+        );
+        let core = rec.core.clone();
+        std::thread::spawn(move || {
+            crate::ingress_received(1, 2, 3, 4);
+            assert_eq!(
+                core.registry.spare_count(),
+                1,
+                "the first event took a spare"
+            );
+        })
+        .join()
+        .unwrap();
+        // The first drain's cycle may have started before the top-up; the second starts after.
+        rec.drain();
+        rec.drain();
+        assert_eq!(spares(&rec), 2, "the flusher replaced the spare");
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.total_missed(), 0);
+    }
+
+    #[test]
+    fn without_spares_a_first_claim_allocates_its_ring() {
+        let _g = doc_lock();
+        let rec = RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .spare_rings(0)
+            .start()
+            .unwrap();
+        std::thread::spawn(|| crate::ingress_received(1, 2, 3, 4))
+            .join()
+            .unwrap();
+        rec.drain();
+        assert_eq!(spares(&rec), 0);
+        assert_eq!(rec.stats().user_written(), 2, "ThreadInfo and the event");
+        rec.finish().unwrap();
+    }
+
+    #[test]
+    fn more_spares_than_user_slots_is_a_config_error() {
+        let e = RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .spare_rings(SLOTS)
+            .start();
+        assert!(matches!(e, Err(RecorderError::Config(m)) if m.contains("spare rings")));
+    }
 }

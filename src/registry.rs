@@ -6,9 +6,12 @@
 //!   FREE ───────────────────────▶ ACTIVE ─────────────────────▶ RETIRING ─────────────────▶ FREE
 //! ```
 //!
-//! A slot's ring is allocated on its first claim and kept for every later claim: the producer end
+//! A slot's ring comes with its first claim and is kept for every later claim: the producer end
 //! is parked in the slot when a thread retires and handed to the next claimer, the consumer end is
-//! taken once by the flusher. The flusher frees a retiring slot only after draining everything its
+//! taken once by the flusher. The first claim takes a ring from a small pool of spares that were
+//! allocated and faulted in off the writing threads (by `start()`, then topped up by the flusher),
+//! so a thread's first event does not pay for faulting in a megabyte; only when the pool is empty
+//! does the claiming thread allocate the ring itself. The flusher frees a retiring slot only after draining everything its
 //! last thread wrote, so a new thread never shares a ring with records of the old one in flight.
 
 use crate::ring::{Consumer, Producer};
@@ -81,6 +84,10 @@ pub struct Registry {
     /// One past the highest slot ever claimed (the flusher scans below it).
     high_water: AtomicU8,
     ring_bytes: usize,
+    /// Rings allocated and faulted in ahead of any claim (see [`Registry::top_up_spares`]).
+    spares: Mutex<Vec<(Producer, Consumer)>>,
+    /// How many spares [`Registry::top_up_spares`] keeps.
+    spare_target: usize,
 }
 
 impl Registry {
@@ -91,11 +98,73 @@ impl Registry {
     /// assert_eq!(r.high_water(), 1);
     /// ```
     pub fn new(ring_bytes: usize) -> Self {
+        Self::with_spares(ring_bytes, 0)
+    }
+
+    /// A registry that keeps `spares` rings ready for first claims once
+    /// [`top_up_spares`](Self::top_up_spares) has run (nothing is allocated here).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::with_spares(4096, 2);
+    /// assert_eq!(r.spare_count(), 0);
+    /// assert_eq!(r.top_up_spares(), 2);
+    /// assert_eq!(r.spare_count(), 2);
+    /// ```
+    pub fn with_spares(ring_bytes: usize, spares: usize) -> Self {
         Self {
             slots: (0..SLOTS).map(|_| SlotEntry::default()).collect(),
             high_water: AtomicU8::new(1),
             ring_bytes,
+            spares: Mutex::new(Vec::with_capacity(spares)),
+            spare_target: spares,
         }
+    }
+
+    /// Allocates (and faults in) rings until the pool holds its target number of spares; returns
+    /// how many it made. Called by `start()` and then by the flusher after every cycle, never by
+    /// a writing thread. Each ring is made outside the pool's lock, so a claim that takes a spare
+    /// meanwhile waits for no allocation. A ring size that [`ring`](crate::ring::ring) refuses
+    /// makes no spare (the claim then reports the error, as without a pool).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::with_spares(4096, 1);
+    /// assert_eq!(r.top_up_spares(), 1);
+    /// assert_eq!(r.top_up_spares(), 0); // already full
+    /// r.claim().unwrap().unwrap(); // takes the spare
+    /// assert_eq!((r.spare_count(), r.top_up_spares()), (0, 1));
+    /// ```
+    pub fn top_up_spares(&self) -> usize {
+        let mut made = 0;
+        while self.needs_spares() {
+            let Ok(pc) = crate::ring::ring(self.ring_bytes) else {
+                break;
+            };
+            self.spares.lock().push(pc);
+            made += 1;
+        }
+        made
+    }
+
+    /// Whether the pool holds fewer spares than its target (a claim took one).
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::with_spares(4096, 1);
+    /// assert!(r.needs_spares());
+    /// r.top_up_spares();
+    /// assert!(!r.needs_spares());
+    /// ```
+    pub fn needs_spares(&self) -> bool {
+        self.spare_count() < self.spare_target
+    }
+
+    /// Rings ready for first claims now.
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::new(4096);
+    /// assert_eq!(r.spare_count(), 0);
+    /// ```
+    pub fn spare_count(&self) -> usize {
+        self.spares.lock().len()
     }
 
     /// The slot entry `i`.
@@ -124,7 +193,8 @@ impl Registry {
     }
 
     /// Claims a free user slot for the calling thread: `Ok(None)` when all 255 are taken,
-    /// `Err` when the slot's ring could not be created. Allocates the ring on a slot's first claim.
+    /// `Err` when the slot's ring could not be created. A slot's first claim takes a spare ring,
+    /// or allocates one when none is left.
     ///
     /// ```
     /// let r = typhon_recorder::registry::Registry::new(4096);
@@ -151,7 +221,13 @@ impl Registry {
             let p = match parked.take() {
                 Some(p) => p,
                 None => {
-                    let (producer, consumer) = match crate::ring::ring(self.ring_bytes) {
+                    // (The pool's lock is released before a fallback allocation.)
+                    let spare = self.spares.lock().pop();
+                    let made = match spare {
+                        Some(pc) => Ok(pc),
+                        None => crate::ring::ring(self.ring_bytes),
+                    };
+                    let (producer, consumer) = match made {
                         Ok(pc) => pc,
                         Err(err) => {
                             e.state.store(FREE, Ordering::Release);

@@ -94,3 +94,39 @@ fn claim_retire_reuse_against_flusher() {
         }
     });
 }
+
+/// A thread's first claim races the flusher topping up the spare pool: the claim gets a ring
+/// either way (a spare, or its own when the pool is empty at that moment), the pool ends full,
+/// and no ring is handed out twice (each side's records come back from its own ring only).
+#[test]
+fn first_claim_against_spare_top_up() {
+    builder().check(|| {
+        let reg = Arc::new(Registry::with_spares(4096, 1));
+        let r = reg.clone();
+        let flusher = thread::spawn(move || r.top_up_spares());
+        let r = reg.clone();
+        let claimer = thread::spawn(move || {
+            let (slot, mut parked) = r.claim().unwrap().unwrap();
+            assert!(put(&mut parked.producer, 100, 5));
+            (slot, parked)
+        });
+        let made = flusher.join().unwrap();
+        let (slot, _parked) = claimer.join().unwrap();
+        assert_eq!(slot, 1);
+        // The flusher made one ring, or a second one if the claim took the first meanwhile.
+        assert!((1..=2).contains(&made));
+        reg.top_up_spares();
+        assert_eq!(reg.spare_count(), 1, "the pool ends full");
+        let mut seen = Vec::new();
+        reg.take_consumer(1).unwrap().drain(|e| {
+            if let Entry::Record(rec) = e {
+                seen.push(tag_of(rec))
+            }
+        });
+        assert_eq!(
+            seen,
+            vec![5],
+            "the slot's consumer reads the claimer's ring"
+        );
+    });
+}
