@@ -110,8 +110,13 @@ pub struct Latency {
     pub p9999: f64,
     /// Largest sample, ns.
     pub max: f64,
-    /// The first call of a fresh thread (claims a slot and writes its ThreadInfo), ns.
+    /// The first call of a fresh thread (claims a slot, taking a spare ring, and writes its
+    /// ThreadInfo), ns.
     pub first_call: f64,
+    /// The same first call in a session without spare rings
+    /// ([`spare_rings(0)`](crate::recorder::RecorderBuilder::spare_rings)): the claim allocates the
+    /// ring and faults it in, ns.
+    pub first_call_no_spare: f64,
     /// [`register_thread`](crate::register_thread) on a fresh thread (the claim, moved to
     /// thread start), ns.
     pub register: f64,
@@ -1033,7 +1038,8 @@ fn paced(
     p
 }
 
-fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
+/// `no_spare`: [`first_call_no_spare`]'s raw ticks, measured at the start of the run.
+fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
     let path = std::env::temp_dir().join(format!("typhon-bench-{}.dat", std::process::id()));
     let Ok(rec) = RecorderBuilder::new().output(&path).start() else {
         return;
@@ -1101,7 +1107,27 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64) {
         // the rounding of the clock's steps.
         mean: ns(p.ours_sum) / n - ns(p.empty_sum) / p.empty.len().max(1) as f64,
         resolution_ns: ns(resolution),
+        first_call_no_spare: ns(no_spare.saturating_sub(bracket)),
     };
+}
+
+/// The first call of a fresh thread in a short session without spare rings: what the pool
+/// saves (raw ticks, bracket included; 0 if the session could not start). Run first, before any
+/// other phase has freed memory the allocator could hand back already faulted in, so the ring
+/// comes fresh from the system as a program's first threads' rings do.
+fn first_call_no_spare() -> u64 {
+    let Ok(rec) = RecorderBuilder::new().sink(NullSink).spare_rings(0).start() else {
+        return 0;
+    };
+    let t = std::thread::spawn(|| {
+        let t0 = fenced_ticks();
+        crate::ingress_received(0, 1, 2, 64);
+        fenced_ticks() - t0
+    })
+    .join()
+    .unwrap_or(0);
+    let _ = rec.finish();
+    t
 }
 
 fn threads(r: &mut BenchReport, per_thread: u64) {
@@ -1368,6 +1394,7 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
         machine: machine(),
         ..Default::default()
     };
+    let no_spare = first_call_no_spare();
     let mut off = DisabledRuns::new(&t);
     floors_and_peers(&mut r, &t);
     off.take(2);
@@ -1375,7 +1402,8 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     off.take(2);
     recorder_ns(&mut r, &t);
     off.take(2);
-    latency(&mut r, if opts.quick { 1_000_000 } else { 10_000_000 }, npt);
+    let samples = if opts.quick { 1_000_000 } else { 10_000_000 };
+    latency(&mut r, samples, npt, no_spare);
     off.take(2);
     threads(&mut r, if opts.quick { 2_000_000 } else { 10_000_000 });
     off.take(2);
@@ -1454,6 +1482,7 @@ impl BenchReport {
             ("resolution_ns", self.latency.resolution_ns),
             ("late_ms_at_5m", self.late_ms_at_5m),
             ("register_thread_ns", self.latency.register),
+            ("first_call_no_spare_ns", self.latency.first_call_no_spare),
             (
                 "first_call_registered_ns",
                 self.latency.first_call_registered,
@@ -1577,6 +1606,11 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
+            "  first call without a spare ring (it allocates and faults in its own) {:.0} ns",
+            l.first_call_no_spare
+        )?;
+        writeln!(
+            f,
             "  a thread that calls register_thread first: register {:.0} ns, then its first call {:.0} ns",
             l.register, l.first_call_registered
         )?;
@@ -1658,6 +1692,7 @@ mod tests {
             "late_ms_at_5m",
             "register_thread_ns",
             "first_call_registered_ns",
+            "first_call_no_spare_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }
