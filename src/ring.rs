@@ -28,7 +28,6 @@
 
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
 use std::fmt;
 
 /// Smallest ring capacity in bytes.
@@ -55,6 +54,8 @@ const fn even(n: usize) -> usize {
 pub enum RingError {
     /// The capacity is not a power of two in `MIN_CAPACITY..=MAX_CAPACITY`.
     BadCapacity(usize),
+    /// The system gave no memory for a ring of this many bytes.
+    NoMemory(usize),
 }
 
 impl fmt::Display for RingError {
@@ -64,6 +65,7 @@ impl fmt::Display for RingError {
                 f,
                 "ring capacity {n} must be a power of two between {MIN_CAPACITY} and {MAX_CAPACITY}"
             ),
+            RingError::NoMemory(n) => write!(f, "no memory for a ring of {n} bytes"),
         }
     }
 }
@@ -79,8 +81,85 @@ struct Shared {
     dropped: AtomicU64,
     /// Bytes ever consumed. Written only by the consumer (Release).
     tail: CachePadded<AtomicU64>,
-    buf: Box<[UnsafeCell<u8>]>,
+    buf: Pages,
     mask: u64,
+}
+
+/// A ring's bytes: whole pages of its own, faulted in when it is made.
+///
+/// On Linux they are an anonymous private mapping populated up front (`MAP_POPULATE`: one system
+/// call instead of a page fault per page on the thread that first writes). Mapping rather than
+/// taking them from the heap also keeps the ring's place and page alignment independent of the
+/// host program's allocator and of what it allocated and freed before: a ring is always page
+/// aligned, never shares a page with other data, and its pages go back to the system when it is
+/// dropped. Elsewhere (and under Miri and loom) they are a page-aligned zeroed heap allocation
+/// with every page touched.
+struct Pages {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+/// Page size assumed for alignment and pre-faulting (the smallest on every supported target).
+const PAGE: usize = 4096;
+
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
+impl Pages {
+    fn new(len: usize) -> Option<Self> {
+        // SAFETY: an anonymous private mapping at an address of the kernel's choosing: no memory
+        // of ours is involved; the result is checked for MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        std::ptr::NonNull::new(p.cast()).map(|ptr| Self { ptr, len })
+    }
+}
+
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping `new` made, unmapped only here, once; the
+        // ring's two ends hold the `Arc<Shared>` that owns it, so no pointer into it is used
+        // after the last of them is gone.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+impl Pages {
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len, PAGE).expect("ring sizes are valid layouts")
+    }
+
+    fn new(len: usize) -> Option<Self> {
+        // SAFETY: the layout's size is non-zero (`len >= MIN_CAPACITY`); the result is checked
+        // for null before use.
+        let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(Self::layout(len)) })?;
+        for i in (0..len).step_by(PAGE) {
+            // SAFETY: `i < len`, inside the allocation just made, which nothing else uses yet.
+            // A volatile write, so the page is faulted in now rather than at the first record.
+            unsafe { ptr.as_ptr().add(i).write_volatile(0) };
+        }
+        Some(Self { ptr, len })
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this same layout, freed only here, once (see the
+        // Linux `Drop` for why no pointer into it outlives it).
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout(self.len)) };
+    }
 }
 
 // SAFETY: the buffer bytes are only written by the single producer in the region
@@ -100,13 +179,12 @@ impl Shared {
 
     #[inline(always)]
     fn ptr(&self) -> *mut u8 {
-        // `UnsafeCell<u8>` has the layout of `u8`, so the slice's start is a `*mut u8` to the bytes.
-        UnsafeCell::raw_get(self.buf.as_ptr())
+        self.buf.ptr.as_ptr()
     }
 }
 
-/// Creates a ring of `capacity` bytes and returns its two ends. The buffer is allocated once and
-/// every page of it is touched (pre-faulted), so the producer never takes a page fault later.
+/// Creates a ring of `capacity` bytes and returns its two ends. The buffer is allocated once, page
+/// aligned, and every page of it is faulted in, so the producer never takes a page fault later.
 ///
 /// ```
 /// use typhon_recorder::ring::ring;
@@ -120,19 +198,13 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
     if !capacity.is_power_of_two() || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
         return Err(RingError::BadCapacity(capacity));
     }
-    // `vec![0; n]` may map lazily-zeroed pages; writing one byte per 4 KiB page faults them in now.
-    let mut buf: Vec<UnsafeCell<u8>> = Vec::with_capacity(capacity);
-    buf.resize_with(capacity, || UnsafeCell::new(0));
-    for i in (0..capacity).step_by(4096) {
-        *buf[i].get_mut() = 0;
-        // Keep the store from being optimised away with the zeroing above.
-        std::hint::black_box(&buf[i]);
-    }
+    let buf = Pages::new(capacity).ok_or(RingError::NoMemory(capacity))?;
+    debug_assert_eq!(buf.ptr.as_ptr() as usize % PAGE, 0);
     let shared = crate::sync::Arc::new(Shared {
         head: CachePadded::new(AtomicU64::new(0)),
         dropped: AtomicU64::new(0),
         tail: CachePadded::new(AtomicU64::new(0)),
-        buf: buf.into_boxed_slice(),
+        buf,
         mask: capacity as u64 - 1,
     });
     Ok((
@@ -669,5 +741,20 @@ mod tests {
         assert!(ring(4095).is_err());
         assert!(ring(2048).is_err());
         assert!(ring(1 << 31).is_err());
+    }
+
+    #[test]
+    fn buffer_is_page_aligned_and_zeroed() {
+        for cap in [MIN_CAPACITY, 1 << 16, 1 << 20] {
+            let (p, _c) = ring(cap).unwrap();
+            assert_eq!(p.base as usize % PAGE, 0, "capacity {cap}");
+            // SAFETY: the whole buffer is ours and nothing has been written to it yet.
+            let bytes = unsafe { std::slice::from_raw_parts(p.base, cap) };
+            assert!(bytes.iter().all(|&b| b == 0), "capacity {cap}");
+        }
+        assert_eq!(
+            RingError::NoMemory(4096).to_string(),
+            "no memory for a ring of 4096 bytes"
+        );
     }
 }
