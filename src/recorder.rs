@@ -251,7 +251,7 @@ impl RecorderBuilder {
     /// Rings to keep allocated and faulted in for threads that have none yet (0 to 255).
     ///
     /// A thread's first event claims a slot and needs a ring of [`ring_bytes`](Self::ring_bytes);
-    /// faulting in a fresh megabyte takes about a millisecond, a hitch in a frame. `start()`
+    /// faulting in a fresh megabyte takes 0.5–0.9 ms on a small VM, a hitch in a frame. `start()`
     /// makes this many rings before it returns and the flusher makes new ones as threads take
     /// them, so the first event of a thread that finds a spare costs a few microseconds (the
     /// rest is the slot claim and the thread's ThreadInfo record). A slot keeps its ring for
@@ -760,7 +760,6 @@ fn claim(h: &mut Hot, gen: u64) {
         let Ok(Some((slot, parked))) = core.registry.claim() else {
             return gen; // no slot: this thread's events count as no-slot
         };
-
         let mut w = Box::new(Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,
@@ -1158,7 +1157,7 @@ pub fn set_thread_info(name: &str, kind: ThreadKind) {
 /// Claims the calling thread's slot of the installed recorder now, writing its ThreadInfo record,
 /// so that the thread's first event costs what every later one does. A claim takes a ring (a
 /// spare one, see [`RecorderBuilder::spare_rings`], costs a few microseconds; once the spares are
-/// gone a new one is allocated and its pages faulted in: about 0.8 ms for the default 1 MiB ring
+/// gone a new one is allocated and its pages faulted in: 0.5–0.9 ms for the default 1 MiB ring
 /// on a small VM) and is otherwise paid by the thread's first event. Call it at thread start, after
 /// [`set_thread_info`]. Returns whether the thread now has a slot: `false` with no recorder
 /// installed, or with all 255 slots taken (the thread's events are then counted as no-slot).

@@ -11,8 +11,9 @@
 //! taken once by the flusher. The first claim takes a ring from a small pool of spares that were
 //! allocated and faulted in off the writing threads (by `start()`, then topped up by the flusher),
 //! so a thread's first event does not pay for faulting in a megabyte; only when the pool is empty
-//! does the claiming thread allocate the ring itself. The flusher frees a retiring slot only after draining everything its
-//! last thread wrote, so a new thread never shares a ring with records of the old one in flight.
+//! does the claiming thread allocate the ring itself. The flusher frees a retiring slot only
+//! after draining everything its last thread wrote, so a new thread never shares a ring with
+//! records of the old one in flight.
 
 use crate::ring::{Consumer, Producer};
 use crate::sync::Mutex;
