@@ -295,7 +295,11 @@ impl RecorderBuilder {
         self
     }
 
-    /// Filters out a kind: its writes cost one load and a branch and are counted as filtered.
+    /// Filters out a kind: its writes cost one load and a branch and are counted as filtered,
+    /// against the writing thread's slot. A thread claims its slot with its first recorded
+    /// event (or [`crate::register_thread`]), so the filtered writes of a thread that has
+    /// recorded nothing yet are not counted, and a thread whose every write is filtered takes
+    /// no slot.
     ///
     /// ```
     /// use typhon_recorder::codec::TraceEventKind;
@@ -1854,6 +1858,36 @@ mod tests {
         assert_eq!(spares(&rec), 0);
         assert_eq!(rec.stats().user_written(), 2, "ThreadInfo and the event");
         rec.finish().unwrap();
+    }
+
+    #[test]
+    fn the_gate_records_on_counts_filtered_and_ignores_off() {
+        let _g = doc_lock();
+        // Off (no recorder installed): nothing recorded, nothing counted.
+        crate::tick_start();
+        crate::ingress_received(1, 2, 3, 4);
+        let rec = RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .disable(TraceEventKind::TICK_START)
+            .disable(TraceEventKind::NAMED_SPAN)
+            .start()
+            .unwrap();
+        std::thread::spawn(|| {
+            crate::ingress_received(1, 2, 3, 4); // on (claims the thread's slot)
+            crate::tick_start(); // filtered, counted against the slot
+            crate::tick_start();
+            drop(crate::span("filtered"));
+        })
+        .join()
+        .unwrap();
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.total_filtered(), 3, "two ticks and the span's open");
+        assert_eq!(
+            stats.user_written(),
+            2,
+            "ThreadInfo and the IngressReceived"
+        );
+        assert_eq!(stats.total_missed(), 0);
     }
 
     #[test]
