@@ -311,6 +311,19 @@ fn fenced_ticks() -> u64 {
     }
 }
 
+/// Raw ticks of one call of `f` between two [`fenced_ticks`] (the bracket's own cost included).
+#[inline(always)]
+fn bracketed<R>(f: impl FnOnce() -> R) -> u64 {
+    let t0 = fenced_ticks();
+    black_box(f());
+    fenced_ticks() - t0
+}
+
+/// Raw ticks of a thread's first event, bracketed (the first-call figures of [`latency`]).
+fn first_event() -> u64 {
+    bracketed(|| crate::ingress_received(0, 1, 2, 64))
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 thread_local! {
     static QUANTA: quanta::Clock = quanta::Clock::new();
@@ -1085,9 +1098,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
     let lat = std::thread::Builder::new()
         .name("bench-latency".into())
         .spawn(move || {
-            let t0 = fenced_ticks();
-            crate::ingress_received(0, 1, 2, 64);
-            let first = fenced_ticks() - t0;
+            let first = first_event();
             // The floor of a write with the clock, interleaved with ours: a TSC read and three
             // plain stores with a publish into a private ring as large as ours.
             let mut floor = FloorRing::new(crate::recorder::DEFAULT_RING_BYTES / 8);
@@ -1103,16 +1114,9 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
         .expect("spawn latency thread")
         .join();
     // A thread that registers first: the claim moves out of its first call.
-    let registered = std::thread::spawn(|| {
-        let t0 = fenced_ticks();
-        crate::register_thread();
-        let t1 = fenced_ticks();
-        crate::ingress_received(0, 1, 2, 64);
-        let t2 = fenced_ticks();
-        (t1 - t0, t2 - t1)
-    })
-    .join()
-    .unwrap_or_default();
+    let registered = std::thread::spawn(|| (bracketed(crate::register_thread), first_event()))
+        .join()
+        .unwrap_or_default();
     let stats = rec.finish();
     let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&path);
@@ -1155,13 +1159,7 @@ fn first_call_no_spare() -> u64 {
     let Ok(rec) = RecorderBuilder::new().sink(NullSink).spare_rings(0).start() else {
         return 0;
     };
-    let t = std::thread::spawn(|| {
-        let t0 = fenced_ticks();
-        crate::ingress_received(0, 1, 2, 64);
-        fenced_ticks() - t0
-    })
-    .join()
-    .unwrap_or(0);
+    let t = std::thread::spawn(first_event).join().unwrap_or(0);
     let _ = rec.finish();
     t
 }

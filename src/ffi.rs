@@ -467,8 +467,9 @@ pub extern "C" fn typhon_ns_to_ticks(ns: u64) -> u64 {
 }
 
 /// Claims the calling thread's slot now and writes its ThreadInfo record, so that its first
-/// event costs what every later one does (the claim allocates the slot's ring and faults its
-/// pages in: about 0.8 ms for the default ring on a small VM). Call it at thread start, after
+/// event costs what every later one does (the claim takes one of the spare rings in a few
+/// microseconds, or, once they are used up, allocates a ring and faults its pages in: 0.5–0.9 ms
+/// for the default ring on a small VM). Call it at thread start, after
 /// `typhon_set_thread_info`. Returns `TYPHON_OK`, `TYPHON_ERR_NOT_STARTED` without a recorder,
 /// or `TYPHON_ERR_NO_SLOT` when all 255 slots are taken.
 ///
