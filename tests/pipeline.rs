@@ -528,3 +528,65 @@ fn register_thread_claims_the_slot_up_front_and_counts_nothing_itself() {
     let names = slot_names(&streams(&sink));
     assert_eq!(names.values().filter(|&&slot| slot != 0).count(), 255);
 }
+
+/// The name and kind a thread's ThreadInfo carries: `set_thread_info`'s, else the thread's own
+/// name, else `thread-{tid}`; a spawned thread is a Worker unless it says otherwise.
+#[test]
+fn thread_info_names_a_thread_by_what_it_has() {
+    use records::ThreadKind;
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+    std::thread::spawn(|| typhon_recorder::instant(1, 1))
+        .join()
+        .unwrap();
+    std::thread::Builder::new()
+        .name("render".into())
+        .spawn(|| typhon_recorder::instant(2, 1))
+        .unwrap()
+        .join()
+        .unwrap();
+    std::thread::Builder::new()
+        .name("ignored".into())
+        .spawn(|| {
+            typhon_recorder::set_thread_info("net-io", ThreadKind::Pool);
+            typhon_recorder::instant(3, 1)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    rec.finish().unwrap();
+    let mut infos = Vec::new();
+    for pages in streams(&sink).iter().skip(1) {
+        for p in pages {
+            for (_, r) in &p.records {
+                if let records::Record::ThreadInfo {
+                    thread_id,
+                    name,
+                    kind,
+                } = records::decode(r).unwrap().1
+                {
+                    infos.push((thread_id, name.to_string(), kind));
+                }
+            }
+        }
+    }
+    infos.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(infos.len(), 3, "{infos:?}");
+    assert_eq!(infos[0].1, "net-io");
+    assert_eq!(infos[0].2, ThreadKind::Pool);
+    assert_eq!(infos[1].1, "render");
+    assert_eq!(infos[1].2, ThreadKind::Worker);
+    let (tid, name, kind) = &infos[2];
+    assert_eq!(name, &format!("thread-{tid}"), "an unnamed thread");
+    assert!(*tid > 0);
+    assert_eq!(*kind, ThreadKind::Worker);
+    // The summary names each slot after its first thread (the threads ran one after another,
+    // so they may have shared a slot) and counts all three.
+    let p = sink.pages();
+    let summary = p.lock().summary.clone().unwrap();
+    let user: Vec<_> = summary.slots.iter().filter(|s| s.slot != 0).collect();
+    assert!(user.iter().all(|s| infos.iter().any(|i| i.1 == s.name)));
+    assert_eq!(user.iter().map(|s| s.threads).sum::<u64>(), 3);
+    assert!(user.iter().any(|s| s.thread_ids.contains(tid)));
+}
