@@ -77,12 +77,13 @@
 // An I/O error creating or writing the output file.
 #define TYPHON_ERR_IO -6
 
-// The record does not fit in one page (size > page size − 24); counted as refused. A larger
-// page size records it.
+// The record does not fit in one page (size > page size − 24; counted as refused, and a
+// larger page size records it), or is larger than any record can be (65534 bytes).
 #define TYPHON_ERR_TOO_LARGE -7
 
-// Malformed input: a NUL inside a span name, a CeLog id above 0x3FFF or data above 4095
-// bytes, a payload that does not match its kind's layout, a length above `PTRDIFF_MAX`.
+// Malformed input: a NUL inside a span name, a CeLog id of 0x3FFF or above or of 90
+// (`CELID_FLAGGED`), CeLog data above 4095 bytes, a payload its kind's decoder rejects, a
+// length above `PTRDIFF_MAX`.
 #define TYPHON_ERR_INVALID -8
 
 // `typhon_span_end`: the span is not this thread's innermost open span (nothing was ended).
@@ -351,8 +352,10 @@ int32_t typhon_celog_data_at(uint64_t ts,
                              int32_t f_flagged);
 
 // Writes a record of any kind: `payload` (`len` bytes) is everything after the 12-byte common
-// header. Kinds of the recorder's kind table must match their layout (`TYPHON_ERR_INVALID`);
-// other kinds are the engine's own. `TYPHON_ERR_TOO_LARGE` if it does not fit in a page.
+// header. Kinds of the recorder's kind table must hold a record their decoder accepts
+// (`TYPHON_ERR_INVALID`: the size, a name's NUL or length, span flags, one valid CeLog
+// event); other kinds are the engine's own. `TYPHON_ERR_TOO_LARGE` if it does not fit in a
+// page or exceeds 65534 bytes.
 //
 // # Safety
 // `payload` must point to `len` readable bytes; it may be NULL when `len` is 0.

@@ -66,11 +66,12 @@ pub const TYPHON_ERR_ALREADY_STARTED: i32 = -4;
 pub const TYPHON_ERR_NOT_STARTED: i32 = -5;
 /// An I/O error creating or writing the output file.
 pub const TYPHON_ERR_IO: i32 = -6;
-/// The record does not fit in one page (size > page size − 24); counted as refused. A larger
-/// page size records it.
+/// The record does not fit in one page (size > page size − 24; counted as refused, and a
+/// larger page size records it), or is larger than any record can be (65534 bytes).
 pub const TYPHON_ERR_TOO_LARGE: i32 = -7;
-/// Malformed input: a NUL inside a span name, a CeLog id above 0x3FFF or data above 4095
-/// bytes, a payload that does not match its kind's layout, a length above `PTRDIFF_MAX`.
+/// Malformed input: a NUL inside a span name, a CeLog id of 0x3FFF or above or of 90
+/// (`CELID_FLAGGED`), CeLog data above 4095 bytes, a payload its kind's decoder rejects, a
+/// length above `PTRDIFF_MAX`.
 pub const TYPHON_ERR_INVALID: i32 = -8;
 /// `typhon_span_end`: the span is not this thread's innermost open span (nothing was ended).
 pub const TYPHON_ERR_SPAN_MISMATCH: i32 = -9;
@@ -888,8 +889,10 @@ pub unsafe extern "C" fn typhon_celog_data_at(
 }
 
 /// Writes a record of any kind: `payload` (`len` bytes) is everything after the 12-byte common
-/// header. Kinds of the recorder's kind table must match their layout ([`TYPHON_ERR_INVALID`]);
-/// other kinds are the engine's own. [`TYPHON_ERR_TOO_LARGE`] if it does not fit in a page.
+/// header. Kinds of the recorder's kind table must hold a record their decoder accepts
+/// ([`TYPHON_ERR_INVALID`]: the size, a name's NUL or length, span flags, one valid CeLog
+/// event); other kinds are the engine's own. [`TYPHON_ERR_TOO_LARGE`] if it does not fit in a
+/// page or exceeds 65534 bytes.
 ///
 /// # Safety
 /// `payload` must point to `len` readable bytes; it may be NULL when `len` is 0.

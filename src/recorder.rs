@@ -109,11 +109,12 @@ impl From<std::io::Error> for RecorderError {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteError {
-    /// The record would not fit in one page (`size` > `max` = page size − 24).
+    /// The record is larger than `max`: what one page holds (page size − 24), and never more
+    /// than 65534 bytes, the most a record's u16 size field can say.
     TooLarge {
         /// The record's size.
         size: usize,
-        /// The largest record the recorder's page size allows.
+        /// The largest record allowed: `min(page size − 24, 65534)`.
         max: usize,
     },
     /// The input is malformed (e.g. a NUL inside a span name, a CeLog id out of range).
@@ -130,6 +131,12 @@ pub enum WriteError {
 impl fmt::Display for WriteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            WriteError::TooLarge { size, max } if *max >= codec::CommonHeader::MAX_RECORD => {
+                write!(
+                    f,
+                    "record of {size} bytes exceeds the {max}-byte maximum of a record"
+                )
+            }
             WriteError::TooLarge { size, max } => write!(
                 f,
                 "record of {size} bytes does not fit in a page (max {max}); use a larger page size"
@@ -386,7 +393,9 @@ impl RecorderBuilder {
             clock: Clock::new(),
             registry,
             page_size: self.page_size,
-            max_record: crate::page::max_record_size(self.page_size),
+            // A record's size is a u16 (at most 65534), whatever a large page could hold.
+            max_record: crate::page::max_record_size(self.page_size)
+                .min(codec::CommonHeader::MAX_RECORD),
             flush_interval: self.flush_interval,
             max_page_age: self.max_page_age,
             no_slot: AtomicU64::new(0),
@@ -1242,14 +1251,35 @@ pub fn register_thread() -> bool {
     })
 }
 
-/// Writes a record of any kind: `payload` is everything after the 12-byte common header. Kinds
-/// in the kind table must match its layout (exact size for fixed kinds, at least the minimum for
-/// variable ones); other kinds are the engine's own and are taken as they are.
+/// Writes a record of any kind: `payload` is everything after the 12-byte common header. A
+/// kind of the kind table must hold a record its decoder accepts (the exact size for fixed
+/// kinds; for variable ones the NUL or length of their name, span flags agreeing with the kind,
+/// one valid CeLog event): the payload is checked with
+/// [`decode_payload`](codec::records::decode_payload) before anything is written. Other kinds
+/// are the engine's own and are taken as they are. No record exceeds 65534 bytes.
+///
+/// # Errors
+/// [`WriteError::Invalid`] for a payload its kind's decoder rejects, and
+/// [`WriteError::TooLarge`] for a record over 65534 bytes, both whether or not a recorder
+/// runs (and not counted: the caller has the error); [`WriteError::TooLarge`] also for a record
+/// larger than the running recorder's pages hold (counted as refused).
 ///
 /// ```
-/// use typhon_recorder::codec::TraceEventKind;
+/// use typhon_recorder::{codec::TraceEventKind, recorder::WriteError};
 /// typhon_recorder::write_record(TraceEventKind(100), &[1, 2, 3], None).unwrap();
 /// assert!(typhon_recorder::write_record(TraceEventKind::TICK_END, &[1], None).is_err());
+/// // A NamedSpan payload: the 25-byte span extension, then its name, NUL-terminated.
+/// let mut span = [0u8; 26];
+/// typhon_recorder::write_record(TraceEventKind::NAMED_SPAN, &span, None).unwrap(); // name ""
+/// span[25] = b'x'; // a name without its NUL is not a NamedSpan
+/// assert!(matches!(
+///     typhon_recorder::write_record(TraceEventKind::NAMED_SPAN, &span, None),
+///     Err(WriteError::Invalid(_))
+/// ));
+/// assert!(matches!(
+///     typhon_recorder::write_record(TraceEventKind(100), &vec![0; 65_535], None),
+///     Err(WriteError::TooLarge { size: 65_547, max: 65_534 })
+/// ));
 /// ```
 pub fn write_record(
     kind: TraceEventKind,
@@ -1257,20 +1287,24 @@ pub fn write_record(
     ts: Option<u64>,
 ) -> Result<(), WriteError> {
     let size = codec::CommonHeader::SIZE + payload.len();
+    if size > codec::CommonHeader::MAX_RECORD {
+        return Err(WriteError::TooLarge {
+            size,
+            max: codec::CommonHeader::MAX_RECORD,
+        });
+    }
     if let Some(def) = codec::kind_def(kind) {
-        let ok = if def.fixed {
-            size == def.min_size
-        } else {
-            size >= def.min_size
+        let header = codec::CommonHeader {
+            size: size as u16,
+            kind,
+            slot: 0,
+            timestamp: 0,
         };
-        if !ok {
+        if let Err(e) = codec::records::decode_payload(header, payload) {
             return Err(WriteError::Invalid(format!(
-                "{} payload of {} bytes does not match its layout (record size {} , layout {}{})",
+                "{} payload of {} bytes: {e}",
                 def.name,
-                payload.len(),
-                size,
-                if def.fixed { "" } else { "at least " },
-                def.min_size
+                payload.len()
             )));
         }
     }
@@ -1329,10 +1363,17 @@ pub fn celog_set_zones(zone_user: u32, zone_ce: u32, zone_process: u32) {
 /// enabled. `timestamp` false records no CeLog timestamp and reads no clock (the record takes the
 /// time of the thread's previous record); `flagged` adds the flag word with `flag`.
 ///
+/// # Errors
+/// [`WriteError::Invalid`], whether or not a recorder runs, for `data` over 4095 bytes and for
+/// the ids CE's CeLogData does not take: 0x3FFF (`CELID_MAX`) and above, and 90
+/// (`CELID_FLAGGED`, which only marks a flagged event's header). [`WriteError::TooLarge`] if
+/// the event does not fit in the recorder's pages.
+///
 /// ```
-/// use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
+/// use typhon_recorder::codec::celog::{CELID_FLAGGED, CELID_USER, CELZONE_MISC};
 /// typhon_recorder::celog_data(true, CELID_USER, b"hello", 0, CELZONE_MISC, 0, false).unwrap();
 /// assert!(typhon_recorder::celog_data(true, CELID_USER, &[0; 4096], 0, CELZONE_MISC, 0, false).is_err());
+/// assert!(typhon_recorder::celog_data(true, CELID_FLAGGED, b"x", 0, CELZONE_MISC, 0, false).is_err());
 /// ```
 pub fn celog_data(
     timestamp: bool,
@@ -1379,9 +1420,12 @@ pub fn celog_data_at(
             codec::celog::MAX_DATA_SIZE
         )));
     }
-    if id > codec::celog::CELID_MAX {
+    // As CE's CeLogData: ids below CELID_MAX (0x3FFF), and never CELID_FLAGGED (90), which
+    // marks a flagged event's header and is not an event id of its own.
+    if id >= codec::celog::CELID_MAX || id == codec::celog::CELID_FLAGGED {
         return Err(WriteError::Invalid(format!(
-            "CeLog id {id:#x} exceeds 0x3FFF"
+            "CeLog id {id:#x} is reserved: ids go up to 0x3FFE, and 90 (CELID_FLAGGED) marks \
+             a flagged event"
         )));
     }
     let size = records::celog_record_len(data.len(), timestamp.is_some(), flag.is_some(), 0);
@@ -1417,6 +1461,9 @@ pub fn celog_data_at(
         } as i64;
         let slot = w.slot;
         let mut res = Ok(());
+        // The ring publishes whatever the fill leaves, so the fill must not fail: the id and
+        // the data length were checked above and `size` is the event's exact length, which
+        // leaves `write_celog_record` nothing to refuse. (`res` stays as a debug check.)
         w.put(size, |d| {
             // The CeLog timestamp field is filled by the flusher from the record time (1 µs
             // ticks on the monotonic base), so it is written as 0 here.
@@ -1431,6 +1478,10 @@ pub fn celog_data_at(
                 res = Err(WriteError::Invalid(e.to_string()));
             }
         });
+        debug_assert!(
+            res.is_ok(),
+            "a checked CeLog event failed to encode: {res:?}"
+        );
         res
     })
     .unwrap_or(Ok(()))

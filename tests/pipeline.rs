@@ -590,3 +590,88 @@ fn thread_info_names_a_thread_by_what_it_has() {
     assert_eq!(user.iter().map(|s| s.threads).sum::<u64>(), 3);
     assert!(user.iter().any(|s| s.thread_ids.contains(tid)));
 }
+
+/// Input the decoders would reject never reaches the ring: each bad write returns its error,
+/// writes nothing, and the thread's records before and after it arrive whole, with the counts
+/// exact. (Before: a CeLog id of 90 published unwritten ring space, which cut the thread's
+/// stream there; a 70 000-byte record on 128 KiB pages was written with its size wrapped; and
+/// write_record took known kinds whose fields their decoder rejects.)
+#[test]
+fn bad_input_is_refused_before_it_reaches_the_ring() {
+    use typhon_recorder::recorder::WriteError;
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .page_size(128 * 1024)
+        .start()
+        .unwrap();
+    std::thread::spawn(|| {
+        let celog = |id| typhon_recorder::celog_data(true, id, b"x", 0, CELZONE_MISC, 0, false);
+        let invalid = |r: Result<(), WriteError>| matches!(r, Err(WriteError::Invalid(_)));
+        typhon_recorder::instant(1, 1);
+        assert!(invalid(celog(90)), "CELID_FLAGGED is not an event id");
+        assert!(invalid(celog(0x3FFF)), "CELID_MAX is not a user id");
+        celog(CELID_USER).unwrap();
+        // A NamedSpan whose flags say "traced", and whose name has no NUL.
+        let mut span = [0u8; 27];
+        span[24] = 1;
+        span[25..].copy_from_slice(b"ab");
+        assert!(invalid(typhon_recorder::write_record(
+            K::NAMED_SPAN,
+            &span,
+            None
+        )));
+        // A CeLog event with the reserved bit 30 set.
+        assert!(invalid(typhon_recorder::write_record(
+            K::CELOG,
+            &[0, 0, 0, 0x40],
+            None
+        )));
+        // A ThreadInfo whose name length runs past the record.
+        let mut ti = [0u8; 11];
+        ti[4] = 200;
+        assert!(invalid(typhon_recorder::write_record(
+            K::THREAD_INFO,
+            &ti,
+            None
+        )));
+        // Larger than any record's u16 size, though the page would hold it.
+        assert_eq!(
+            typhon_recorder::write_record(K(100), &vec![7; 70_000], None),
+            Err(WriteError::TooLarge {
+                size: 70_012,
+                max: 65_534
+            })
+        );
+        // A span whose record would be as large: refused (and counted) when it ends.
+        drop(typhon_recorder::span(&"n".repeat(70_000)));
+        // The largest record there is goes through.
+        typhon_recorder::write_record(K(100), &vec![7; 65_522], None).unwrap();
+        typhon_recorder::instant(2, 2);
+    })
+    .join()
+    .unwrap();
+    let stats = rec.finish().unwrap();
+    let streams = streams(&sink);
+    let mut kinds = Vec::new();
+    for p in &streams[1] {
+        for (_, r) in &p.records {
+            records::decode_fields(r).unwrap();
+            kinds.push((K(r[2]), r.len()));
+        }
+    }
+    assert_eq!(
+        kinds,
+        [
+            (K::THREAD_INFO, kinds[0].1),
+            (K::INSTANT, 20),
+            (K::CELOG, 24),
+            (K(100), 65_534),
+            (K::INSTANT, 20),
+        ]
+    );
+    let s = stats.slot(1).unwrap();
+    assert_eq!((s.attempted, s.written, s.missed), (5, 5, 0));
+    assert_eq!(s.refused, 1, "the span");
+}

@@ -824,11 +824,54 @@ fn utf8(b: &[u8]) -> Result<&str, DecodeError> {
 /// ```
 pub fn decode_fields(record: &[u8]) -> Result<DecodedRecord<'_>, DecodeError> {
     let (header, rec) = CommonHeader::read_record(record)?;
-    let size = rec.len();
+    decode_payload(header, &rec[CommonHeader::SIZE..])
+}
+
+/// [`decode_fields`] for a record whose header and payload are apart: `payload` holds the bytes
+/// after the header (those past `header.size` are ignored, as after a record in one piece).
+/// The recorder checks a caller's payload with it before writing a byte, so what it writes is
+/// what the decoder accepts.
+///
+/// # Errors
+/// As [`decode_fields`]: [`DecodeError::BadSize`] for a header size outside 12..=65534,
+/// [`DecodeError::Truncated`] if `payload` is shorter than the header says, then the checks of
+/// the kind's layout.
+///
+/// ```
+/// use typhon_recorder::codec::{records::*, CommonHeader, DecodeError, TraceEventKind as K};
+/// let h = |size| CommonHeader { size, kind: K::THREAD_INFO, slot: 1, timestamp: 0 };
+/// let mut p = [0u8; 11]; // thread id, name length 4, "main", kind
+/// p[4] = 4;
+/// p[6..10].copy_from_slice(b"main");
+/// assert_eq!(decode_payload(h(23), &p).unwrap().get("name"), Some(FieldValue::Str("main")));
+/// p[4] = 200; // name_len beyond the record
+/// assert_eq!(decode_payload(h(23), &p), Err(DecodeError::BadField("name_len")));
+/// assert_eq!(decode_payload(h(24), &p), Err(DecodeError::Truncated { need: 24, have: 23 }));
+/// assert_eq!(decode_payload(h(11), &p), Err(DecodeError::BadSize(11)));
+/// ```
+pub fn decode_payload(
+    header: CommonHeader,
+    payload: &[u8],
+) -> Result<DecodedRecord<'_>, DecodeError> {
+    // As `read_record` does for a record in one piece: the header's size decides, and bytes
+    // past it are not the record's.
+    let size = header.size as usize;
+    if !(CommonHeader::SIZE..=CommonHeader::MAX_RECORD).contains(&size) {
+        return Err(DecodeError::BadSize(header.size));
+    }
+    let payload = payload
+        .get(..size - CommonHeader::SIZE)
+        .ok_or(DecodeError::Truncated {
+            need: size,
+            have: CommonHeader::SIZE + payload.len(),
+        })?;
+    // Offsets below count from the record's start, as the kind table's do; `body(pos)` is the
+    // payload from record offset `pos` on.
+    let body = |pos: usize| payload.get(pos - CommonHeader::SIZE..).unwrap_or(&[]);
     let mut out = DecodedRecord {
         header,
         def: kind_def(header.kind),
-        payload: &rec[CommonHeader::SIZE..],
+        payload,
         values: [FieldValue::Unsigned(0); MAX_FIELDS],
     };
     let Some(def) = out.def else {
@@ -850,7 +893,7 @@ pub fn decode_fields(record: &[u8]) -> Result<DecodedRecord<'_>, DecodeError> {
     for (i, fd) in def.fields.iter().enumerate() {
         let v = match fd.ty {
             FieldType::CStr => {
-                let rest = &rec[pos..];
+                let rest = body(pos);
                 let nul = rest
                     .iter()
                     .position(|&b| b == 0)
@@ -864,21 +907,19 @@ pub fn decode_fields(record: &[u8]) -> Result<DecodedRecord<'_>, DecodeError> {
                     .position(|f| f.name == len_field)
                     .and_then(|j| out.values[j].as_u64())
                     .ok_or(DecodeError::BadField(len_field))? as usize;
-                let bytes = rec
-                    .get(pos..pos + n)
-                    .ok_or(DecodeError::BadField(len_field))?;
+                let bytes = body(pos).get(..n).ok_or(DecodeError::BadField(len_field))?;
                 pos += n;
                 FieldValue::Str(utf8(bytes)?)
             }
             FieldType::Rest => {
-                let b = &rec[pos..];
+                let b = body(pos);
                 pos = size;
                 FieldValue::Bytes(b)
             }
             ty => {
                 // Fixed-size integer.
                 let n = ty.fixed_size().unwrap_or(0);
-                let b = rec.get(pos..pos + n).ok_or(DecodeError::SizeMismatch {
+                let b = body(pos).get(..n).ok_or(DecodeError::SizeMismatch {
                     kind: header.kind,
                     expected: pos + n,
                     found: size,
