@@ -710,18 +710,23 @@ impl<'a> KBuffer<'a> {
         self.page
     }
 
-    /// `kbuffer_read_buffer()` (libtraceevent 1.8): copy what is left of the page into `buffer`
-    /// the way a `read()` of `trace_pipe_raw` would, so that `buffer` can be loaded as a
-    /// sub-buffer.
+    /// `kbuffer_read_buffer()` as libtraceevent 1.8.2 and later have it (1.8.0 and 1.8.1
+    /// copied a whole page as it was, missed flags without their count, and left out a record
+    /// ending exactly at the end of `buffer`): copies what is left of the page into `buffer`
+    /// the way a `read()` of `trace_pipe_raw` would, as a sub-buffer that loads on its own.
     ///
-    /// - At the first record with room for the whole page, it copies the header and records as
-    ///   they are (flags included, but not the stored missed count) and returns the commit size.
-    /// - Otherwise it writes a new header — timestamp = the current record's time, commit = bytes
-    ///   copied, no flags — followed by the records from the current one on that fit (a record
-    ///   ending exactly at the end of `buffer` is left out, as in C), with the first record's
-    ///   delta zeroed. It returns the data index after the last record copied, and the reader is
-    ///   left at the first record not copied.
-    /// - Returns `Ok(0)` at the end of the page and `Ok(-1)` if not even the current record fits.
+    /// - It writes a header whose timestamp is the current record's time, then the records from
+    ///   the current one on that fit (one ending exactly at the end of `buffer` included), with
+    ///   the first record's delta zeroed. The commit is the bytes copied.
+    /// - If the copy starts at the page's first record and the page reports missed events, the
+    ///   commit carries the missed flag, and the count is stored after the data with the
+    ///   "stored" flag when it fits in `buffer`. (C stores it when it fits within one long past
+    ///   the end of the buffer, writing out of bounds; here it must fit. C also sign-extends
+    ///   the flagged commit into the high half of an 8-byte word, which readers mask off; here
+    ///   that half is 0.)
+    /// - It returns the data index after the last record copied, and leaves the reader at the
+    ///   first record not copied. `Ok(0)` at the end of the page, `Ok(-1)` if not even the
+    ///   current record fits.
     ///
     /// Errors if nothing is loaded or the page is corrupt where C would read out of bounds.
     ///
@@ -733,8 +738,8 @@ impl<'a> KBuffer<'a> {
     /// let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
     /// kb.load_subbuffer(&page).unwrap();
     /// kb.next_event();
-    /// let mut out = [0u8; 16 + 8 * 3 + 1];
-    /// assert_eq!(kb.read_buffer(&mut out), Ok(32)); // records 1..=3
+    /// let mut out = [0u8; 16 + 8 * 3];
+    /// assert_eq!(kb.read_buffer(&mut out), Ok(32)); // records 1..=3 fill it exactly
     /// let mut kb2 = KBuffer::new(LongSize::Eight, Endian::Little);
     /// kb2.load_subbuffer(&out).unwrap();
     /// assert_eq!(kb2.timestamp(), 101);
@@ -745,13 +750,6 @@ impl<'a> KBuffer<'a> {
         let page = self.page.ok_or(KBufferError::NotLoaded)?;
         let len = buffer.len().min(i32::MAX as usize) as u32;
         let start = self.start;
-        let subbuf_size = start + self.size;
-        if self.curr == 0 && len >= subbuf_size {
-            let n = subbuf_size as usize;
-            buffer[..n].copy_from_slice(bytes_range(page, 0, n)?);
-            self.set_curr_to_end();
-            return Ok(self.size as i32);
-        }
         if self.curr >= self.size {
             return Ok(0);
         }
@@ -761,19 +759,13 @@ impl<'a> KBuffer<'a> {
         self.write8(buffer, 0, self.timestamp);
         let room = len - start;
         let save_curr = self.curr;
-        let last_next = if room >= self.size - self.curr {
-            self.set_curr_to_end();
-            self.size
-        } else {
-            let mut last_next = self.next;
-            while room > self.next.wrapping_sub(save_curr) {
-                last_next = self.next;
-                if self.next_event().is_none() {
-                    break;
-                }
+        let mut last_next = self.next;
+        while room >= self.next.wrapping_sub(save_curr) {
+            last_next = self.next;
+            if self.next_event().is_none() {
+                break;
             }
-            last_next
-        };
+        }
         let n = last_next.wrapping_sub(save_curr) as usize;
         if n == 0 {
             return Ok(0);
@@ -795,17 +787,27 @@ impl<'a> KBuffer<'a> {
             word & 31
         };
         self.write4(buffer, dst_start, word);
+        let mut commit = n as u64;
+        if save_curr == 0 && self.lost_events != 0 {
+            let at = dst_start + n;
+            let word = match self.long_size {
+                LongSize::Eight => 8,
+                LongSize::Four => 4,
+            };
+            if at + word <= buffer.len() {
+                match self.long_size {
+                    LongSize::Eight => self.write8(buffer, at, self.lost_events as u64),
+                    LongSize::Four => self.write4(buffer, at, self.lost_events as u32),
+                }
+                commit |= MISSED_STORED;
+            }
+            commit |= MISSED_EVENTS;
+        }
         match self.long_size {
-            LongSize::Eight => self.write8(buffer, 8, n as u64),
-            LongSize::Four => self.write4(buffer, 8, n as u32),
+            LongSize::Eight => self.write8(buffer, 8, commit),
+            LongSize::Four => self.write4(buffer, 8, commit as u32),
         }
         Ok(last_next as i32)
-    }
-
-    fn set_curr_to_end(&mut self) {
-        self.curr = self.size;
-        self.next = self.size;
-        self.index = self.size;
     }
 }
 

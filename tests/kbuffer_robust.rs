@@ -1,6 +1,6 @@
-//! `read_buffer` (libtraceevent 1.8 semantics; the installed 1.7.1 lacks it, so these are checked
-//! against the documented behaviour) and the no-panic / always-terminates guarantee of the reader
-//! on arbitrary bytes.
+//! `read_buffer` (libtraceevent 1.8.2+ semantics; the installed 1.7.1 lacks it, so these are
+//! checked against the C source's behaviour) and the no-panic / always-terminates guarantee of
+//! the reader on arbitrary bytes.
 
 mod common;
 
@@ -22,17 +22,67 @@ fn le64() -> KBuffer<'static> {
     KBuffer::new(LongSize::Eight, Endian::Little)
 }
 
+/// Ten records at times 100..=109 on a page that reports `missed` events.
+fn ten_records_after(missed: u64) -> Vec<u8> {
+    let mut w = PageWriter::new(4096).unwrap();
+    w.set_missed(missed).unwrap();
+    for i in 0..10u8 {
+        w.try_push(100 + u64::from(i), &[i; 4]).unwrap();
+    }
+    w.finish().to_vec()
+}
+
 #[test]
-fn read_buffer_whole_page_is_copied_verbatim() {
+fn read_buffer_whole_page_comes_out_as_it_was() {
     let page = ten_records();
     let mut kb = le64();
     kb.load_subbuffer(&page).unwrap();
     let mut out = vec![0xEEu8; 200];
     assert_eq!(kb.read_buffer(&mut out), Ok(80));
+    // The page's time is its first record's and that record's delta is 0, so rewriting the
+    // header and zeroing the delta reproduce the page.
     assert_eq!(&out[..96], &page[..96]);
     assert!(out[96..].iter().all(|&b| b == 0xEE)); // nothing past start + commit
     assert!(kb.read_event().is_none());
     assert_eq!(kb.read_buffer(&mut out), Ok(0)); // at the end
+}
+
+#[test]
+fn read_buffer_carries_the_missed_count_of_the_first_records() {
+    let page = ten_records_after(7);
+    let mut kb = le64();
+    kb.load_subbuffer(&page).unwrap();
+    assert_eq!(kb.missed_events(), 7);
+    // Room for every record and the count after them.
+    let mut out = vec![0xAAu8; 16 + 80 + 8];
+    assert_eq!(kb.read_buffer(&mut out), Ok(80));
+    let commit = u64::from_le_bytes(out[8..16].try_into().unwrap());
+    assert_eq!(
+        commit,
+        80 | 1 << 31 | 1 << 30,
+        "missed and stored flags, 80 bytes"
+    );
+    assert_eq!(u64::from_le_bytes(out[96..104].try_into().unwrap()), 7);
+    let mut kb2 = le64();
+    kb2.load_subbuffer(&out).unwrap();
+    assert_eq!(kb2.missed_events(), 7);
+    assert_eq!(kb2.subbuffer_size(), 80);
+    // Room for three records but not the count: only the missed flag is set.
+    let mut kb = le64();
+    kb.load_subbuffer(&page).unwrap();
+    let mut out = vec![0xAAu8; 16 + 24 + 7];
+    assert_eq!(kb.read_buffer(&mut out), Ok(24));
+    assert_eq!(
+        u64::from_le_bytes(out[8..16].try_into().unwrap()),
+        24 | 1 << 31
+    );
+    let mut kb2 = le64();
+    kb2.load_subbuffer(&out).unwrap();
+    assert_eq!(kb2.missed_events(), -1, "missed, count unknown");
+    // The rest of the page does not follow the loss: no flags.
+    let mut rest = vec![0u8; 200];
+    assert_eq!(kb.read_buffer(&mut rest), Ok(80));
+    assert_eq!(u64::from_le_bytes(rest[8..16].try_into().unwrap()), 56);
 }
 
 #[test]
@@ -61,16 +111,16 @@ fn read_buffer_partial_rewrites_header_and_first_delta() {
 }
 
 #[test]
-fn read_buffer_leaves_out_a_record_that_ends_exactly_at_len() {
+fn read_buffer_takes_a_record_that_ends_exactly_at_len() {
     let page = ten_records();
     let mut kb = le64();
     kb.load_subbuffer(&page).unwrap();
     kb.next_event(); // record 1
     let mut out = vec![0u8; 16 + 8 * 3];
-    // Records 1, 2 and 3 would fill `out` exactly; C stops one short, and so do we.
-    assert_eq!(kb.read_buffer(&mut out), Ok(24));
-    assert_eq!(u64::from_le_bytes(out[8..16].try_into().unwrap()), 16);
-    assert_eq!(kb.curr_index(), 24);
+    // Records 1, 2 and 3 fill `out` exactly (1.8.0 and 1.8.1 stopped one short).
+    assert_eq!(kb.read_buffer(&mut out), Ok(32));
+    assert_eq!(u64::from_le_bytes(out[8..16].try_into().unwrap()), 24);
+    assert_eq!(kb.curr_index(), 32);
 }
 
 #[test]
