@@ -37,13 +37,17 @@ pub const SYSTEM: &str = "typhon";
 /// ```
 pub const PAGE_HEADER_SIZE: u32 = 16;
 
-/// The fixed `header_event` text the kernel publishes in `events/header_event`.
+/// The fixed `header_event` text the kernel publishes in `events/header_event`
+/// (`ring_buffer_print_entry_header`), byte for byte: 205 bytes, and note the single space
+/// after `time_stamp`, where the lines above it align their colons.
 ///
 /// trace-cmd reads it and throws it away; it is written for fidelity with kernel-made files.
 ///
 /// ```
 /// use typhon_recorder::tracedat::format::HEADER_EVENT;
 /// assert!(HEADER_EVENT.starts_with("# compressed entry header\n"));
+/// assert!(HEADER_EVENT.contains("\ttime_stamp : type == 31\n"));
+/// assert_eq!(HEADER_EVENT.len(), 205);
 /// ```
 pub const HEADER_EVENT: &str = "# compressed entry header\n\
 \ttype_len    :    5 bits\n\
@@ -52,7 +56,7 @@ pub const HEADER_EVENT: &str = "# compressed entry header\n\
 \n\
 \tpadding     : type == 29\n\
 \ttime_extend : type == 30\n\
-\ttime_stamp  : type == 31\n\
+\ttime_stamp : type == 31\n\
 \tdata max type_len  == 28\n";
 
 /// A kind-table layout that cannot be described as an ftrace event format.
