@@ -298,3 +298,23 @@ fn a_zero_word_inside_commit_is_an_error() {
     assert_eq!(r.len(), 1);
     assert!(matches!(r[0], Err(TraceDatError::Corrupt { .. })));
 }
+
+#[test]
+fn cpu_data_off_the_page_grid_is_an_error() {
+    // trace-cmd refuses such a file ("failed to init data"); so does this reader, where it
+    // used to read the shifted bytes as pages of undecodable records.
+    let (_, data, meta) = sample(4096);
+    let file = write(&meta, &data);
+    let (off, size) = TraceFile::parse(file.clone()).unwrap().cpu_data(2).unwrap();
+    let mut entry = off.to_le_bytes().to_vec();
+    entry.extend_from_slice(&size.to_le_bytes());
+    let at = file
+        .windows(16)
+        .position(|w| w == entry)
+        .expect("the flyrecord table holds cpu 2's offset and size");
+    let mut f = file.clone();
+    f[at..at + 8].copy_from_slice(&(off + 8).to_le_bytes());
+    f[at + 8..at + 16].copy_from_slice(&(size - 8).to_le_bytes());
+    let e = TraceFile::parse(f).unwrap_err().to_string();
+    assert!(e.contains("not aligned"), "{e}");
+}

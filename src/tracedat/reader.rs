@@ -829,6 +829,17 @@ impl TraceFile {
             if size == 0 {
                 continue;
             }
+            // Writers put each CPU's pages at page-aligned offsets, and trace-cmd maps them by
+            // page (it refuses a file where they are not); data elsewhere is a damaged table.
+            if off % u64::from(self.page_size) != 0 {
+                return corrupt(
+                    format!(
+                        "cpu {cpu} data at {off} is not aligned to the {}-byte page size",
+                        self.page_size
+                    ),
+                    off,
+                );
+            }
             let end = off.checked_add(size);
             if end.map_or(true, |e| e > len) {
                 return corrupt(
