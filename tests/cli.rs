@@ -153,3 +153,50 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(!Path::new(&d.join("y.dat")).exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A reader that closes the pipe before the output comes (`typhon-rec stats f | head -0`) ends
+/// the command quietly, as it ends other Unix tools, not with a panic in `println!`.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let d = scratch("pipe");
+    let out = d.join("p.dat");
+    let o = rec(&[
+        "demo",
+        "--out",
+        out.to_str().unwrap(),
+        "--duration",
+        "0.2",
+        "--threads",
+        "1",
+        "--rate",
+        "10000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for cmd in ["stats", "report"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+            .args([cmd, out.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader is gone before the first line
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!err.contains("panicked"), "{cmd}: {err}");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            status.success() || status.signal() == Some(13),
+            "{cmd}: {status:?} {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -63,6 +63,15 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // Rust starts a program with SIGPIPE ignored, so a reader that stops early
+    // (`typhon-rec stats f | head`) made the next `println!` panic. With the default action the
+    // process ends as other Unix tools do there.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_DFL installs no handler; it runs first in
+    // `main`, before any thread is started that could be writing at the same time.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Demo(a) => demo::run(a),
