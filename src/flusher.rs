@@ -311,8 +311,8 @@ impl Flusher {
     /// out of line.
     #[inline(always)]
     fn push_raw(&mut self, slot: u8, r: &[u8]) {
-        let kind = r[2];
-        let raw = i64::from_le_bytes(r[4..12].try_into().unwrap()) as u64;
+        let kind = r[KIND];
+        let raw = i64::from_le_bytes(r[TS..TS + 8].try_into().unwrap()) as u64;
         let clock = &self.core.clock;
         let ts = clock.to_ns(raw);
         if !self.special[kind as usize] {
@@ -322,7 +322,7 @@ impl Flusher {
                 if let Some(page) = s.page.as_mut() {
                     let page_ts = ts.max(s.last_ts);
                     if let Ok(dst) = page.try_push(page_ts, r) {
-                        dst[4..12].copy_from_slice(&ts.to_le_bytes());
+                        dst[TS..TS + 8].copy_from_slice(&ts.to_le_bytes());
                         s.written += 1;
                         s.last_ts = page_ts;
                         return;
@@ -344,12 +344,12 @@ impl Flusher {
     /// [`push_raw`](Self::push_raw) for spans, ThreadInfo and CeLog records.
     #[inline(never)]
     fn push_special(&mut self, slot: u8, r: &[u8], raw: u64, ts: u64) {
-        let kind = r[2];
+        let kind = r[KIND];
         let clock = &self.core.clock;
         let mut dur = None;
         let mut page_ts = ts;
-        if self.is_span[kind as usize] && r.len() >= 20 {
-            let d = i64::from_le_bytes(r[12..20].try_into().unwrap());
+        if self.is_span[kind as usize] && r.len() >= DUR + 8 {
+            let d = i64::from_le_bytes(r[DUR..DUR + 8].try_into().unwrap());
             let end = clock.to_ns(raw.wrapping_add(d as u64));
             let d_ns = end.saturating_sub(ts);
             dur = Some(d_ns as i64);
@@ -546,12 +546,21 @@ impl Flusher {
 /// Writes the converted times into a record's copy in a page: the header timestamp, a span's
 /// duration, and a timestamped CeLog event's own 1 µs timestamp (low 32 bits).
 fn patch_times(dst: &mut [u8], ts: u64, dur: Option<i64>) {
-    dst[4..12].copy_from_slice(&(ts as i64).to_le_bytes());
+    dst[TS..TS + 8].copy_from_slice(&(ts as i64).to_le_bytes());
     if let Some(d) = dur {
-        dst[12..20].copy_from_slice(&d.to_le_bytes());
+        dst[DUR..DUR + 8].copy_from_slice(&d.to_le_bytes());
     }
-    // A CeLog record: the event's header word at 12; bit 31 = T, then the u32 timestamp.
-    if dst[2] == TraceEventKind::CELOG.0 && dst.len() >= 20 && dst[15] & 0x80 != 0 {
-        dst[16..20].copy_from_slice(&((ts / 1000) as u32).to_le_bytes());
+    // A CeLog record: the event's header word, whose T bit says a u32 timestamp follows it.
+    if dst[KIND] == TraceEventKind::CELOG.0 && dst.len() >= CEL + 8 {
+        let word = u32::from_le_bytes(dst[CEL..CEL + 4].try_into().unwrap());
+        if word & codec::celog::CelHeaderV3::TIMESTAMP != 0 {
+            dst[CEL + 4..CEL + 8].copy_from_slice(&((ts / 1000) as u32).to_le_bytes());
+        }
     }
 }
+
+// Where the flusher reads and patches a record, from the codec's one description of it.
+const KIND: usize = codec::CommonHeader::KIND_OFFSET;
+const TS: usize = codec::CommonHeader::TIMESTAMP_OFFSET;
+const DUR: usize = codec::kinds::SPAN_DURATION_OFFSET;
+const CEL: usize = records::CELOG_EVENT;

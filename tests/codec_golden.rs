@@ -941,3 +941,35 @@ fn write_fields_output() {
     let n = write_celog_record(&mut d, 1, 0, &ev).unwrap();
     assert_eq!(show(&d[..n]), "id=0x2abc flag=6 cpu=300 ts=5 len=2");
 }
+
+/// The header's one description (`CommonHeader::FIELDS`, which the trace.dat formats print)
+/// says where `CommonHeader::write` puts each field: every field's bytes, read at its declared
+/// offset and size with its declared signedness, give the value written.
+#[test]
+fn common_header_fields_describe_what_write_stores() {
+    use typhon_recorder::codec::{CommonHeader, TraceEventKind};
+    let h = CommonHeader {
+        size: 0x1234,
+        kind: TraceEventKind(0x56),
+        slot: 0x78,
+        timestamp: -0x0102_0304_0506_0708,
+    };
+    let mut b = [0u8; 12];
+    h.write(&mut b);
+    let want: [i128; 4] = [0x1234, 0x56, 0x78, -0x0102_0304_0506_0708];
+    let mut covered = 0;
+    for (i, &(_, name, off, size, signed)) in CommonHeader::FIELDS.iter().enumerate() {
+        let mut raw = [0u8; 16];
+        raw[..size].copy_from_slice(&b[off..off + size]);
+        let u = u128::from_le_bytes(raw);
+        let v = if signed && size < 16 && u >> (size * 8 - 1) & 1 == 1 {
+            (u | !0u128 << (size * 8)) as i128
+        } else {
+            u as i128
+        };
+        assert_eq!(v, want[i], "{name}");
+        covered += size;
+    }
+    assert_eq!(covered, CommonHeader::SIZE, "the fields cover the header");
+    assert_eq!(CommonHeader::read(&b).unwrap(), h);
+}

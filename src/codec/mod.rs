@@ -342,6 +342,29 @@ impl CommonHeader {
     /// assert_eq!(CommonHeader::TIMESTAMP_OFFSET, 4);
     /// ```
     pub const TIMESTAMP_OFFSET: usize = 4;
+    /// The header's fields, the one description of its layout: C type, field name, offset,
+    /// size and signedness, as trace.dat's event formats declare them (SPEC §7), in the order
+    /// [`write`](Self::write) stores them (size, kind, slot, timestamp). A test checks each
+    /// field's bytes against `write`; the flusher and the format writer take their offsets
+    /// from here.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::CommonHeader;
+    /// assert_eq!(CommonHeader::FIELDS[3], ("s64", "common_ts", 4, 8, true));
+    /// ```
+    pub const FIELDS: [(&'static str, &'static str, usize, usize, bool); 4] = [
+        ("unsigned short", "common_size", 0, 2, false),
+        ("unsigned char", "common_type", Self::KIND_OFFSET, 1, false),
+        ("unsigned char", "common_pid", 3, 1, false),
+        ("s64", "common_ts", Self::TIMESTAMP_OFFSET, 8, true),
+    ];
+    /// Offset of the kind byte inside a record.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::CommonHeader;
+    /// assert_eq!(CommonHeader::KIND_OFFSET, 2);
+    /// ```
+    pub const KIND_OFFSET: usize = 2;
     /// Largest record size the format allows (0xFFFF is the ring's wrap marker).
     ///
     /// ```

@@ -59,7 +59,8 @@ const TRACED_NAME: usize = off(K::TRACED_SPAN, "name");
 const THREAD_ID: usize = off(K::THREAD_INFO, "thread_id");
 const THREAD_NAME_LEN: usize = off(K::THREAD_INFO, "name_len");
 const THREAD_NAME: usize = off(K::THREAD_INFO, "name");
-const CELOG_EVENT: usize = off(K::CELOG, "event");
+/// Offset of a CeLog record's event (its CEL_HEADER_V3 word, then the timestamp if any).
+pub(crate) const CELOG_EVENT: usize = off(K::CELOG, "event");
 
 // Shared layouts really are shared: checked at compile time against the table.
 const _: () = {

@@ -137,18 +137,14 @@ pub fn header_page(page_size: u32) -> String {
 }
 
 /// The common block of every Typhon event format (SPEC §7): type name, field name, offset, size,
-/// signedness.
+/// signedness. It is the record header's own description,
+/// [`CommonHeader::FIELDS`](crate::codec::CommonHeader::FIELDS).
 ///
 /// ```
 /// use typhon_recorder::tracedat::format::COMMON_FIELDS;
 /// assert_eq!(COMMON_FIELDS[1], ("unsigned char", "common_type", 2, 1, false));
 /// ```
-pub const COMMON_FIELDS: [(&str, &str, usize, usize, bool); 4] = [
-    ("unsigned short", "common_size", 0, 2, false),
-    ("unsigned char", "common_type", 2, 1, false),
-    ("unsigned char", "common_pid", 3, 1, false),
-    ("s64", "common_ts", 4, 8, true),
-];
+pub const COMMON_FIELDS: [(&str, &str, usize, usize, bool); 4] = crate::codec::CommonHeader::FIELDS;
 
 fn c_type(ty: FieldType) -> &'static str {
     match ty {
