@@ -187,6 +187,12 @@ pub struct Recovered {
     pub records: u64,
     /// Missed counts carried by the pages.
     pub missed: u64,
+    /// Pages that did not load or whose records stopped at a damaged one. They are kept in the
+    /// file as they are; their records from the damage on are in no count.
+    pub damaged_pages: u64,
+    /// Bytes of a last page the kill cut short (per slot, at most a page less one byte). Left
+    /// out of the file: a partial page is not a sub-buffer.
+    pub torn_bytes: u64,
 }
 
 /// Turns what a recording to `out` left behind when it was killed (`<out>.parts/`) into a valid
@@ -220,6 +226,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             continue;
         };
         let whole = bytes.len() / page_size as usize * page_size as usize;
+        rec.torn_bytes += (bytes.len() - whole) as u64;
         let mut sm = SlotMeta {
             slot,
             ..Default::default()
@@ -229,6 +236,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             pages += 1;
             let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
             if kb.load_subbuffer(page).is_err() {
+                rec.damaged_pages += 1;
                 continue;
             }
             let m = kb.missed_events();
@@ -236,7 +244,14 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                 sm.missed += m as u64;
             }
             let mut ev = kb.read_event();
+            let mut damaged = false;
             while let Some(crate::kbuffer::Event { data, .. }) = ev {
+                // Zero words inside the commit: kbuffer hands them out as bogus records, which
+                // no writer made (the trace.dat reader stops there too).
+                if kb.event_size() <= 0 {
+                    damaged = true;
+                    break;
+                }
                 sm.written += 1;
                 if let Some((tid, name, _)) = crate::recorder::thread_info(data) {
                     if sm.name.is_empty() {
@@ -245,6 +260,9 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                     sm.thread_id = Some(tid as i64);
                 }
                 ev = kb.next_event();
+            }
+            if damaged || kb.error().is_some() {
+                rec.damaged_pages += 1;
             }
         }
         sm.attempted = sm.written + sm.missed;

@@ -429,3 +429,40 @@ fn trace_cmd_reads(file: &Path, records: u64) {
         "trace-cmd printed {lines} records of {records}"
     );
 }
+
+/// What recovery cannot use is counted, not dropped in silence: a last page the kill cut
+/// short is left out (`torn_bytes`), and a page that is damaged is kept as it is but reported
+/// (`damaged_pages`).
+#[test]
+fn recover_counts_torn_and_damaged_pages() {
+    use typhon_recorder::page::PageWriter;
+    let dir = std::env::temp_dir().join(format!("typhon-torn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("t.dat");
+    let parts = typhon_recorder::filesink::parts_dir(&out);
+    std::fs::create_dir_all(&parts).unwrap();
+    std::fs::write(
+        parts.join("session.json"),
+        r#"{"page_size":4096,"wall_anchor_ns":0,"monotonic_anchor_ns":0}"#,
+    )
+    .unwrap();
+    let mut w = PageWriter::new(4096).unwrap();
+    for i in 0..5u64 {
+        w.try_push(100 + i, &[1; 20]).unwrap();
+    }
+    let good = w.finish().to_vec();
+    let mut damaged = good.clone();
+    damaged[8..16].copy_from_slice(&5000u64.to_le_bytes()); // commit past the page
+    let mut bytes = [good.clone(), damaged, good].concat();
+    bytes.extend_from_slice(&[0xAB; 100]); // the kill cut the fourth page short
+    std::fs::write(parts.join("slot-001.pages"), bytes).unwrap();
+    let rec = typhon_recorder::filesink::recover(&out).unwrap();
+    // The damaged page's five records before the damage count; the zero words after them
+    // (kbuffer's bogus records) do not.
+    assert_eq!(rec.slots, vec![(1, 3, 15)]);
+    assert_eq!(
+        (rec.records, rec.damaged_pages, rec.torn_bytes),
+        (15, 1, 100)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -228,6 +228,18 @@ pub fn recover(out: &Path) -> Res {
     for (slot, pages, records) in &r.slots {
         println!("  slot {slot:>3}: {pages} pages, {records} records");
     }
+    if r.torn_bytes > 0 {
+        println!(
+            "  left out: {} bytes of pages the kill cut short",
+            r.torn_bytes
+        );
+    }
+    if r.damaged_pages > 0 {
+        println!(
+            "  damaged: {} pages (kept as they are; their records from the damage on are not counted)",
+            r.damaged_pages
+        );
+    }
     Ok(())
 }
 
