@@ -222,11 +222,25 @@ impl FieldFormat {
     /// assert_eq!(f.read(&(-5i32).to_le_bytes()), Some(-5i64 as u64));
     /// ```
     pub fn read(&self, data: &[u8]) -> Option<u64> {
+        self.read_endian(data, false)
+    }
+
+    /// [`read`](Self::read) for a record of a file with either byte order
+    /// ([`TraceFile::big_endian`]).
+    ///
+    /// ```
+    /// use typhon_recorder::tracedat::reader::FieldFormat;
+    /// let f = FieldFormat { ty: "u16".into(), name: "x".into(), array: None, offset: 0,
+    ///                       size: 2, signed: false, common: false };
+    /// assert_eq!(f.read_endian(&[0x01, 0x02], true), Some(0x0102));
+    /// assert_eq!(f.read_endian(&[0x01, 0x02], false), Some(0x0201));
+    /// ```
+    pub fn read_endian(&self, data: &[u8], big_endian: bool) -> Option<u64> {
         if self.array.is_some() || !matches!(self.size, 1 | 2 | 4 | 8) {
             return None;
         }
         let b = data.get(self.offset..self.offset.checked_add(self.size)?)?;
-        let v = read_uint(b, false);
+        let v = read_uint(b, big_endian);
         if self.signed && self.size < 8 {
             let shift = 64 - 8 * self.size as u32;
             Some((((v << shift) as i64) >> shift) as u64)
@@ -977,7 +991,7 @@ impl TraceFile {
     /// ```
     pub fn event_of(&self, data: &[u8]) -> Option<&EventFormat> {
         let ct = self.formats.first()?.field("common_type")?;
-        let id = ct.read(data)?;
+        let id = ct.read_endian(data, self.big_endian)?;
         self.event(u32::try_from(id).ok()?)
     }
 
