@@ -973,3 +973,23 @@ fn common_header_fields_describe_what_write_stores() {
     assert_eq!(covered, CommonHeader::SIZE, "the fields cover the header");
     assert_eq!(CommonHeader::read(&b).unwrap(), h);
 }
+
+/// TickStart, PhaseStart and PhaseEnd, byte for byte from SPEC §2's table (kinds 0, 2 and 3;
+/// no payload, then one u8 phase), written and decoded.
+#[test]
+fn golden_tick_start_and_phases() {
+    let ts: i64 = 0x0807_0605_0403_0201;
+    let mut d = [0xEEu8; 13];
+    assert_eq!(write_tick_start(&mut d, 5, ts), Ok(12));
+    assert_eq!(d[..12], [12, 0, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(decode(&d[..12]).unwrap().1, Record::TickStart);
+    assert_eq!(write_phase_start(&mut d, 5, ts, 9), Ok(13));
+    assert_eq!(d, [13, 0, 2, 5, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(decode(&d).unwrap().1, Record::PhaseStart { phase: 9 });
+    assert_eq!(write_phase_end(&mut d, 255, -1, 0xAB), Ok(13));
+    assert_eq!(
+        d,
+        [13, 0, 3, 255, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xAB]
+    );
+    assert_eq!(decode(&d).unwrap().1, Record::PhaseEnd { phase: 0xAB });
+}
