@@ -83,6 +83,12 @@ struct Shared {
     tail: CachePadded<AtomicU64>,
     buf: Pages,
     mask: u64,
+    /// Under loom: one cell per two bytes of the buffer (entries start at even offsets). Both
+    /// ends declare every byte they write or read through them, so loom checks that `head`'s
+    /// and `tail`'s orderings order those accesses: a write to bytes the other end may still be
+    /// reading, or a read of bytes not yet published, without a happens-before, fails a model.
+    #[cfg(loom)]
+    cells: Box<[loom::cell::UnsafeCell<()>]>,
 }
 
 /// A ring's bytes: whole pages of its own, faulted in when it is made.
@@ -177,6 +183,19 @@ impl Shared {
         self.mask + 1
     }
 
+    /// Under loom: declares an access to bytes `[pos, pos + len)` of the buffer (see `cells`).
+    #[cfg(loom)]
+    fn track(&self, pos: u64, len: usize, write: bool) {
+        let (start, end) = (pos as usize / 2, (pos as usize + len).div_ceil(2));
+        for c in &self.cells[start..end] {
+            if write {
+                c.with_mut(|_| ());
+            } else {
+                c.with(|_| ());
+            }
+        }
+    }
+
     #[inline(always)]
     fn ptr(&self) -> *mut u8 {
         self.buf.ptr.as_ptr()
@@ -206,6 +225,10 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
         tail: CachePadded::new(AtomicU64::new(0)),
         buf,
         mask: capacity as u64 - 1,
+        #[cfg(loom)]
+        cells: (0..capacity / 2)
+            .map(|_| loom::cell::UnsafeCell::new(()))
+            .collect(),
     });
     Ok((
         Producer {
@@ -215,6 +238,7 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
             head: 0,
             cached_tail: 0,
             pending_gap: 0,
+            gap_in_flight: false,
             dropped: 0,
             wake_at: capacity as u64 / 2,
             limit: capacity as u64,
@@ -245,14 +269,18 @@ pub struct Producer {
     cached_tail: u64,
     /// Records dropped since the last written record; written as a gap entry before the next one.
     pending_gap: u64,
+    /// A slow-path reservation holds a gap entry for `pending_gap`: cleared, with it, once the
+    /// record is published (not before, so a `fill` that unwinds loses no count).
+    gap_in_flight: bool,
     /// Total drops (mirrors `shared.dropped`).
     dropped: u64,
     /// When `head` reaches this counter value, check whether the ring has passed half full.
     wake_at: u64,
     /// A record ending at or below this counter value takes the fast path: it is the smaller of
     /// the end of the buffer's current lap (so the record does not wrap) and `cached_tail + cap`
-    /// (so it fits), or 0 while a gap entry must be written first. Folding the three checks
-    /// into one compare is what keeps a write at a handful of instructions.
+    /// (so it fits), or 0 while a gap entry must be written first or a slow-path reservation is
+    /// not yet published. Folding the checks into one compare is what keeps a write at a
+    /// handful of instructions.
     limit: u64,
 }
 
@@ -285,17 +313,23 @@ impl Producer {
 
     /// Writes one record of `size` bytes (12..=65534): reserves room, lets `fill` write the bytes
     /// (it must write the whole record, starting with its u16 size field equal to `size`), then
-    /// publishes it with a Release store. Returns `false`, counting a drop, when the ring is full.
-    /// Never blocks, never allocates.
+    /// publishes it with a Release store. Returns `false`, counting a drop, when the ring is full
+    /// or `size` is outside 12..=65534 (no entry could frame it). Never blocks, never allocates.
+    /// If `fill` unwinds, nothing is published and the ring stays as it was.
     ///
     /// ```
     /// # use typhon_recorder::ring::ring;
     /// let (mut p, _c) = ring(4096).unwrap();
     /// assert!(p.write(12, |r| r[..2].copy_from_slice(&12u16.to_le_bytes())));
+    /// assert!(!p.write(11, |_| {})); // too small to be a record: refused, counted
+    /// assert_eq!(p.dropped(), 1);
     /// ```
     #[inline(always)]
     pub fn write(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
-        debug_assert!((12..=0xFFFE).contains(&size));
+        // One compare (folded away for a constant size): the arithmetic below then cannot wrap.
+        if size.wrapping_sub(12) > 0xFFFE - 12 {
+            return self.refuse_size();
+        }
         let end = self.head + even(size) as u64;
         // The fast path: no gap to write first, room before the consumer's last known position,
         // and no wrap (see `limit`): one compare. Anything else reserves out of line; either
@@ -315,11 +349,39 @@ impl Producer {
         // Release store of `head` below.
         let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
         fill(dst);
+        #[cfg(loom)]
+        self.shared.track(pos, size, true);
         // Release: the consumer's Acquire load of `head` then sees every byte written above.
         self.shared.head.store(new_head, Ordering::Release);
         // (After the shared store, so a `passed_half` right after reads this from a register.)
         self.head = new_head;
+        // A slow-path reservation left `limit` at 0 until now, so that a `fill` that unwinds
+        // leaves no bound the fast path could write past; the fast path never leaves it at 0.
+        if self.limit == 0 {
+            self.published_slow();
+        }
         true
+    }
+
+    /// After a slow-path record is published: its gap entry (if any) now carries the pending
+    /// count, and the fast path's bound is recomputed.
+    #[cold]
+    #[inline(never)]
+    fn published_slow(&mut self) {
+        if std::mem::take(&mut self.gap_in_flight) {
+            self.pending_gap = 0;
+        }
+        self.set_limit();
+    }
+
+    /// A size no entry can frame: refused like a record that finds the ring full (counted as
+    /// dropped, carried by the next gap entry), since the ring has no other way to report it.
+    #[cold]
+    #[inline(never)]
+    fn refuse_size(&mut self) -> bool {
+        self.drop_one();
+        self.set_limit();
+        false
     }
 
     /// Recomputes [`Producer::limit`] from `head`, `cached_tail` and the pending gap.
@@ -378,6 +440,8 @@ impl Producer {
                     .cast::<[u8; 2]>()
                     .write(WRAP.to_le_bytes())
             };
+            #[cfg(loom)]
+            self.shared.track(pos, 2, true);
             at = 0;
         }
         if gap != 0 {
@@ -386,13 +450,14 @@ impl Producer {
             let g = unsafe { std::slice::from_raw_parts_mut(base.add(at as usize), 10) };
             g[..2].copy_from_slice(&GAP_SIZE.to_le_bytes());
             g[2..10].copy_from_slice(&self.pending_gap.to_le_bytes());
-            self.pending_gap = 0;
+            #[cfg(loom)]
+            self.shared.track(at, 10, true);
+            // `pending_gap` is cleared when the record is published (`published_slow`).
+            self.gap_in_flight = true;
         }
-        // After a gap entry, a wrap or a fresh look at the tail, the fast path's bound moves;
-        // only `fill` runs before the head gets there.
-        let new_head = self.head + need;
-        self.set_limit_at(new_head);
-        Some((at + gap, new_head))
+        // No fast path until this reservation is published: `write` recomputes the bound then.
+        self.limit = 0;
+        Some((at + gap, self.head + need))
     }
 
     #[cold]
@@ -445,6 +510,7 @@ impl Producer {
     /// the end of the slot's stream) and returns how many there were.
     pub(crate) fn take_pending_gap(&mut self) -> u64 {
         let n = std::mem::take(&mut self.pending_gap);
+        self.gap_in_flight = false;
         self.set_limit();
         n
     }
@@ -515,23 +581,45 @@ impl Consumer {
             // One contiguous run of published bytes: up to the head or the end of the buffer.
             let pos = self.tail & self.shared.mask;
             let run = (cap - pos).min(self.cached_head - self.tail) as usize;
-            // SAFETY: [pos, pos + run) is inside the buffer and inside [tail, head), which the
-            // producer published (Acquire above) and will not write until we release `tail`.
-            let bytes = unsafe { std::slice::from_raw_parts(base.add(pos as usize), run) };
+            // Entries are read one at a time through the raw pointer, never as one slice of the
+            // whole run: `tail` is released part-way through the run (below), after which the
+            // producer may overwrite the released prefix, so no reference may still cover it.
+            // SAFETY: `pos < cap`, so the pointer stays inside the buffer.
+            let run_base = unsafe { base.add(pos as usize) };
             let mut off = 0;
             while off < run {
-                let rest = &bytes[off..];
-                let size = u16::from_le_bytes([rest[0], rest[1]]);
+                let avail = run - off;
+                // SAFETY (for each read below): [pos + off, pos + off + n) with n <= avail lies
+                // inside the buffer and inside [tail, head) not yet released: the producer
+                // published it (Acquire above) and writes only below the `tail` we release,
+                // which never passes `off`. Every entry starts at an even offset and `run` is
+                // even, so the 2-byte size field is there (`avail >= 2`).
+                let at = unsafe { run_base.add(off) };
+                #[cfg(loom)]
+                self.shared.track(pos + off as u64, avail.min(2), false);
+                let size = if avail >= 2 {
+                    // SAFETY: as above, 2 <= avail.
+                    u16::from_le_bytes(unsafe { at.cast::<[u8; 2]>().read() })
+                } else {
+                    0 // cannot happen (see above); framed as corrupt below
+                };
                 off += if size == WRAP {
                     // The rest of the buffer is unused; the producer went on at 0.
-                    run - off
-                } else if size >= 12 && size as usize <= rest.len() {
-                    f(Entry::Record(&rest[..size as usize]));
+                    avail
+                } else if size >= 12 && size as usize <= avail {
+                    #[cfg(loom)]
+                    self.shared.track(pos + off as u64, size as usize, false);
+                    // SAFETY: as above, size <= avail; the slice lives only for the call.
+                    f(Entry::Record(unsafe {
+                        std::slice::from_raw_parts(at, size as usize)
+                    }));
                     even(size as usize)
-                } else if size == GAP_SIZE && rest.len() >= 10 {
-                    f(Entry::Gap(u64::from_le_bytes(
-                        rest[2..10].try_into().unwrap(),
-                    )));
+                } else if size == GAP_SIZE && avail >= 10 {
+                    #[cfg(loom)]
+                    self.shared.track(pos + off as u64, 10, false);
+                    // SAFETY: as above, 10 <= avail.
+                    let g = unsafe { at.add(2).cast::<[u8; 8]>().read() };
+                    f(Entry::Gap(u64::from_le_bytes(g)));
                     10
                 } else {
                     // Only a bug in this module could frame an entry this way; stop rather than
@@ -541,7 +629,7 @@ impl Consumer {
                         "corrupt ring entry of size {size} at {}",
                         pos as usize + off
                     );
-                    run - off
+                    avail
                 };
                 if self.tail + off as u64 - last_release >= step {
                     last_release = self.tail + off as u64;
@@ -606,6 +694,67 @@ mod tests {
                 *b = tag;
             }
         })
+    }
+
+    fn entries(c: &mut Consumer) -> Vec<(usize, u8)> {
+        // (size, tag) of each record; (0, n) for a gap of n.
+        let mut v = Vec::new();
+        c.drain(|e| match e {
+            Entry::Record(r) => v.push((r.len(), r[2])),
+            Entry::Gap(n) => v.push((0, n as u8)),
+        });
+        v
+    }
+
+    /// A `fill` that unwinds publishes nothing and leaves no bound behind: before, a panic in
+    /// the fill of a slow-path (wrapping) reservation left the fast path's limit a lap ahead,
+    /// and the next write built a slice past the end of the buffer. A pending gap survives too.
+    #[test]
+    fn a_fill_that_unwinds_leaves_the_ring_as_it_was() {
+        let unwinds = |p: &mut Producer, size| {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                p.write(size, |_| panic!("fill fails"))
+            }));
+            assert!(r.is_err());
+        };
+        let (mut p, mut c) = ring(4096).unwrap();
+        // Head at 4000: a 200-byte record wraps (the slow path).
+        for i in 0..20 {
+            assert!(rec(&mut p, 200, i));
+        }
+        assert_eq!(entries(&mut c).len(), 20);
+        unwinds(&mut p, 200);
+        // The fast path must not take this one: 1000 bytes at 4000 would run past the end.
+        assert!(rec(&mut p, 1000, 7));
+        assert_eq!(entries(&mut c), [(1000, 7)]);
+        // A pending gap survives an unwinding fill and is written once, before the next record.
+        let mut dropped = 0;
+        while dropped < 3 {
+            if !rec(&mut p, 1500, 9) {
+                dropped += 1;
+            }
+        }
+        let mut got = entries(&mut c);
+        unwinds(&mut p, 100);
+        assert!(rec(&mut p, 100, 8));
+        got.extend(entries(&mut c));
+        assert_eq!(got[got.len() - 2..], [(0, 3), (100, 8)]);
+        assert_eq!(p.dropped(), 3);
+    }
+
+    /// Sizes no entry can frame are refused and counted, in release builds as in debug ones.
+    #[test]
+    fn unframeable_sizes_are_refused_and_counted() {
+        let (mut p, mut c) = ring(4096).unwrap();
+        for size in [0, 1, 10, 11, 0xFFFF, 70_000, usize::MAX - 1, usize::MAX] {
+            assert!(
+                !p.write(size, |_| unreachable!("no room is reserved")),
+                "{size}"
+            );
+        }
+        assert_eq!(p.dropped(), 8);
+        assert!(rec(&mut p, 12, 1));
+        assert_eq!(entries(&mut c), [(0, 8), (12, 1)]);
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! ring, registry and wake-up code rather than a copy.
 //!
 //! Loom checks the index and flag protocols (every interleaving and every weak-memory outcome of
-//! these atomics and locks). The ring's byte buffer is raw memory that loom does not model; the
-//! models check its contents instead (every record read back intact and in order), which catches a
-//! producer overwriting bytes the consumer has not finished with.
+//! these atomics and locks). The ring's byte buffer is raw memory; under loom the ring declares
+//! each byte access through `loom::cell::UnsafeCell`s (see `ring::Shared::cells`), so loom also
+//! checks that `head` and `tail` order the bytes.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};

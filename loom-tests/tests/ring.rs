@@ -1,7 +1,9 @@
 //! Loom models of the slot ring: the real `ring::Producer::write`/`passed_half` against
 //! `ring::Consumer::drain`, on loom's atomics. Loom explores the interleavings and weak-memory
-//! outcomes of `head`/`tail`/`dropped` and of the cached copies; the ring's bytes are raw memory
-//! loom does not model, so the models check them by content (each record intact, in order).
+//! outcomes of `head`/`tail`/`dropped` and of the cached copies. The ring declares its byte
+//! accesses to loom (one `UnsafeCell` per two bytes under `--cfg loom`), so an ordering too weak
+//! to order the bytes fails as a causality violation; the models also check the bytes by content
+//! (each record intact, in order).
 #![cfg(loom)]
 
 use loom::thread;
