@@ -210,10 +210,13 @@ impl Registry {
             if e.state.load(Ordering::Relaxed) != FREE {
                 continue;
             }
-            // Acquire on success pairs with the flusher's Release store of FREE: the previous
-            // owner's records were all drained before we reuse the ring.
+            // Relaxed: the CAS only decides who owns the slot. Nothing else crosses through the
+            // state: the parked ring end comes under `parked`'s lock, and its bytes are ordered
+            // by the ring itself (the producer writes only below the consumer's `tail`, loaded
+            // with Acquire), so a reused ring never overwrites what the flusher still reads. The
+            // loom model `claim_retire_reuse_against_flusher` checks the bytes.
             if e.state
-                .compare_exchange(FREE, ACTIVE, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(FREE, ACTIVE, Ordering::Relaxed, Ordering::Relaxed)
                 .is_err()
             {
                 continue;
@@ -231,7 +234,8 @@ impl Registry {
                     let (producer, consumer) = match made {
                         Ok(pc) => pc,
                         Err(err) => {
-                            e.state.store(FREE, Ordering::Release);
+                            // Relaxed: nothing was published with the slot (as in the CAS).
+                            e.state.store(FREE, Ordering::Relaxed);
                             return Err(err);
                         }
                     };
@@ -302,9 +306,9 @@ impl Registry {
     /// assert_eq!(r.claim().unwrap().unwrap().0, s);
     /// ```
     pub fn release(&self, slot: u8) {
-        // Release: pairs with the claimer's Acquire CAS (see `claim`).
+        // Relaxed: a claimer takes nothing from the flusher through the state (see `claim`).
         self.slots[slot as usize]
             .state
-            .store(FREE, Ordering::Release);
+            .store(FREE, Ordering::Relaxed);
     }
 }
