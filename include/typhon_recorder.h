@@ -7,7 +7,9 @@
  * Lifecycle. typhon_start() starts one recorder for the whole process and installs it; from
  * then on any thread records with the typhon_* write functions; typhon_finish() writes out
  * everything written before it, assembles the trace.dat (trace-cmd v6) and returns the final
- * counters. Writes while no recorder runs are no-ops returning TYPHON_OK.
+ * counters. Writes while no recorder runs record nothing and return TYPHON_OK; malformed
+ * input (a NUL in a span name, a reserved CeLog id, a payload its kind's decoder rejects, a
+ * record over 65534 bytes) returns its error code either way.
  *
  * Errors. Every function returning int32_t returns TYPHON_OK (0) or a negative TYPHON_ERR_*
  * code; typhon_error_name() names it. No function unwinds or aborts on bad input: NULL
@@ -17,8 +19,12 @@
  * Pointers. A (ptr, len) pair must point to len readable bytes for the duration of the call;
  * strings are UTF-8, not NUL-terminated (len excludes any NUL), except TyphonConfig.output_path
  * which is NUL-terminated. Nothing is retained after a call returns. Out-pointers must be
- * writable and aligned. The functions are thread-safe; write functions never block, allocate
- * (after the thread's first write) or make system calls.
+ * writable and aligned. The functions are thread-safe. A thread's first write claims its slot
+ * (an allocation, a gettid call). After that, write functions never wait for the flusher or
+ * for another thread, and allocate nothing and make no system call, with two exceptions: the
+ * write that takes a ring past half full wakes the flusher (a brief lock and a futex wake, once
+ * per half ring), and typhon_span_begin grows the thread's buffer of open span names the first
+ * time the thread nests deeper, or uses a longer name at a depth, than before.
  *
  * Timestamps. Every write has an _at variant taking raw ticks: from typhon_now(), or converted
  * from CLOCK_MONOTONIC nanoseconds with typhon_ns_to_ticks(). Files store nanoseconds.
@@ -37,7 +43,9 @@
  *     call, or kill a thread any other way than by returning / pthread_exit: its slot is then
  *     never retired (and forced unwinding through the recorder's frames is unsupported:
  *     it may abort the process);
- *   - call typhon_* in the child of fork() before exec.
+ *   - call typhon_* in the child of fork() before exec;
+ *   - call typhon_* from a signal handler: the functions are not async-signal-safe, and a
+ *     handler that interrupts a typhon_* call on the same thread corrupts that thread's state.
  * More than 255 live writer threads: the extra threads' events are counted in no_slot.
  * .NET: threads of the managed thread pool live for the whole process, so their slots stay
  * claimed; record from a small set of long-lived threads and name each with
@@ -65,13 +73,14 @@
 #define TYPHON_ERR_UTF8 -2
 
 // A configuration value is out of range (page size not a power of two from 4096 to 1 MiB,
-// ring bytes not a power of two of at least 4096 and twice the largest record).
+// ring bytes not a power of two from 4096 to 1 GiB).
 #define TYPHON_ERR_CONFIG -3
 
 // `typhon_start`: a recorder is already running in this process.
 #define TYPHON_ERR_ALREADY_STARTED -4
 
-// `typhon_finish` / `typhon_stats`: no recorder was started with `typhon_start`.
+// `typhon_finish`, `typhon_stats`, `typhon_drain`, `typhon_register_thread`: no recorder was
+// started with `typhon_start`.
 #define TYPHON_ERR_NOT_STARTED -5
 
 // An I/O error creating or writing the output file.
@@ -121,7 +130,8 @@ typedef struct TyphonConfig {
   const char *output_path;
   // Page (sub-buffer) size in bytes: a power of two from 4096 to 1 MiB (0 = 4096).
   size_t page_size;
-  // Ring bytes per thread slot: a power of two, at least 4096 (0 = 1 MiB).
+  // Ring bytes per thread slot: a power of two from 4096 to 1 GiB (0 = 1 MiB). A record
+  // larger than the ring can never be written: it is dropped and counted as missed.
   size_t ring_bytes;
   // How often the flusher drains the rings, in microseconds (0 = 10 000).
   uint64_t flush_interval_us;
@@ -139,7 +149,8 @@ typedef struct TyphonStats {
   uint64_t missed;
   // Writes not recorded because their kind or CeLog zone was disabled.
   uint64_t filtered;
-  // Writes refused (too large for a page, bad arguments).
+  // Writes the running recorder refused: records too large for its pages, span names with
+  // a NUL byte. (Other malformed input returns its error code and is counted nowhere.)
   uint64_t refused;
   // Events not recorded because all 255 user slots were taken.
   uint64_t no_slot;

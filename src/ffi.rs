@@ -10,7 +10,7 @@
 //! Pointer contracts, shared by every function that takes one:
 //! - a `(ptr, len)` pair must point to `len` readable bytes that stay valid and unmodified for
 //!   the duration of the call; `ptr` may not be NULL (NULL gives [`TYPHON_ERR_NULL`]) except
-//!   where a function says that NULL is allowed with `len == 0`; `len` above `PTRDIFF_MAX` gives
+//!   that NULL with `len == 0` is an empty name or payload; `len` above `PTRDIFF_MAX` gives
 //!   [`TYPHON_ERR_INVALID`];
 //! - names are UTF-8 without a terminating NUL counted in `len` (bad UTF-8 gives
 //!   [`TYPHON_ERR_UTF8`]); the recorder copies what it keeps, so the caller may reuse the buffer
@@ -18,7 +18,8 @@
 //! - out-pointers must be NULL (where a function allows it) or point to writable, properly
 //!   aligned storage of the pointee type.
 //!
-//! Writes with no recorder running are no-ops that return [`TYPHON_OK`], like the Rust API.
+//! Writes with no recorder running record nothing and return [`TYPHON_OK`], like the Rust API;
+//! malformed input returns its error code either way, so a bad call shows with recording off too.
 //!
 //! ```
 //! # let _g = typhon_recorder::recorder::doc_lock();
@@ -58,11 +59,12 @@ pub const TYPHON_ERR_NULL: i32 = -1;
 /// A name or path was not valid UTF-8.
 pub const TYPHON_ERR_UTF8: i32 = -2;
 /// A configuration value is out of range (page size not a power of two from 4096 to 1 MiB,
-/// ring bytes not a power of two of at least 4096 and twice the largest record).
+/// ring bytes not a power of two from 4096 to 1 GiB).
 pub const TYPHON_ERR_CONFIG: i32 = -3;
 /// `typhon_start`: a recorder is already running in this process.
 pub const TYPHON_ERR_ALREADY_STARTED: i32 = -4;
-/// `typhon_finish` / `typhon_stats`: no recorder was started with `typhon_start`.
+/// `typhon_finish`, `typhon_stats`, `typhon_drain`, `typhon_register_thread`: no recorder was
+/// started with `typhon_start`.
 pub const TYPHON_ERR_NOT_STARTED: i32 = -5;
 /// An I/O error creating or writing the output file.
 pub const TYPHON_ERR_IO: i32 = -6;
@@ -104,7 +106,8 @@ pub struct TyphonConfig {
     pub output_path: *const c_char,
     /// Page (sub-buffer) size in bytes: a power of two from 4096 to 1 MiB (0 = 4096).
     pub page_size: usize,
-    /// Ring bytes per thread slot: a power of two, at least 4096 (0 = 1 MiB).
+    /// Ring bytes per thread slot: a power of two from 4096 to 1 GiB (0 = 1 MiB). A record
+    /// larger than the ring can never be written: it is dropped and counted as missed.
     pub ring_bytes: usize,
     /// How often the flusher drains the rings, in microseconds (0 = 10 000).
     pub flush_interval_us: u64,
@@ -124,7 +127,8 @@ pub struct TyphonStats {
     pub missed: u64,
     /// Writes not recorded because their kind or CeLog zone was disabled.
     pub filtered: u64,
-    /// Writes refused (too large for a page, bad arguments).
+    /// Writes the running recorder refused: records too large for its pages, span names with
+    /// a NUL byte. (Other malformed input returns its error code and is counted nowhere.)
     pub refused: u64,
     /// Events not recorded because all 255 user slots were taken.
     pub no_slot: u64,
@@ -226,13 +230,14 @@ unsafe fn bytes<'a>(ptr: *const u8, len: usize, null_if_empty: bool) -> Result<&
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
-/// Borrows a UTF-8 name of `len` bytes at `ptr` (NULL is an error).
+/// Borrows a UTF-8 name of `len` bytes at `ptr`. NULL with `len == 0` is the empty name (what
+/// C#'s `fixed` gives for an empty span); NULL with a length is an error.
 ///
 /// # Safety
 /// As [`bytes`].
 unsafe fn name<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, i32> {
     // SAFETY: forwarded contract of this function (same pointer, same length).
-    let b = unsafe { bytes(ptr.cast(), len, false) }?;
+    let b = unsafe { bytes(ptr.cast(), len, true) }?;
     std::str::from_utf8(b).map_err(|_| TYPHON_ERR_UTF8)
 }
 
@@ -983,6 +988,10 @@ unsafe fn begin(
 /// assert_eq!(unsafe { typhon_span_begin(b"load".as_ptr().cast(), 4, &mut id) }, TYPHON_OK);
 /// assert_eq!(typhon_span_end(id), TYPHON_OK);
 /// assert_eq!(unsafe { typhon_span_begin(b"a\0b".as_ptr().cast(), 3, &mut id) }, TYPHON_ERR_INVALID);
+/// // NULL with length 0 is the empty name; NULL with a length is not a name.
+/// assert_eq!(unsafe { typhon_span_begin(std::ptr::null(), 0, &mut id) }, TYPHON_OK);
+/// assert_eq!(typhon_span_end(id), TYPHON_OK);
+/// assert_eq!(unsafe { typhon_span_begin(std::ptr::null(), 1, &mut id) }, TYPHON_ERR_NULL);
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn typhon_span_begin(

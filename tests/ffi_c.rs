@@ -92,3 +92,62 @@ fn c_host_records_from_pthreads() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's C example, taken from the README as it stands, compiles with the README's build
+/// line (warnings as errors) and records what it says: 100 IngressReceived from the thread
+/// "net-io", and 10 ticks of two spans on the main thread.
+#[test]
+fn the_readme_c_example_builds_and_records() {
+    if !available("cc", "compiling the README's C example") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme.find("```c\n").expect("a C example in the README") + 5;
+    let len = readme[start..].find("```").expect("its end");
+    let src = &readme[start..start + len];
+    assert!(
+        src.contains("int main(void)"),
+        "the host example, not a snippet"
+    );
+    let dir = scratch("readme-c");
+    std::fs::write(dir.join("host.c"), src).unwrap();
+    let lib = library("libtyphon_recorder.a");
+    let exe = dir.join("host");
+    let out = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(dir.join("host.c"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "the README's example does not compile:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe)
+        .current_dir(&dir)
+        .output()
+        .expect("run it");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("attempted"), "{stdout}");
+    let c = check_file(&dir.join("server.dat"));
+    assert_eq!(c.threads["net-io"].kinds[&236], 100, "IngressReceived");
+    let main_spans: usize = c
+        .threads
+        .iter()
+        .filter(|(n, _)| n.as_str() != "net-io" && n.as_str() != "typhon-recorder")
+        .map(|(_, t)| t.spans.len())
+        .sum();
+    assert_eq!(main_spans, 20, "10 ticks of two spans");
+    let _ = std::fs::remove_dir_all(&dir);
+}

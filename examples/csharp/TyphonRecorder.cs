@@ -2,7 +2,8 @@
 // Not compiled in this repository's CI (no .NET on its machines); the same ABI is exercised by
 // tests/ffi_ctypes.py (Python ctypes) and tests/c/ffi_host.c. Keep in step with the header.
 //
-// Put libtyphon_recorder.so (cargo build --release) next to the app or on LD_LIBRARY_PATH.
+// Put libtyphon_recorder.so (cargo build --release --no-default-features) next to the app or on
+// LD_LIBRARY_PATH.
 using System;
 using System.Runtime.InteropServices;
 using System.Text;
@@ -51,9 +52,9 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* stats);
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* stats);
         [DllImport(Lib)] public static extern int typhon_drain();
-        [DllImport(Lib)] public static extern int typhon_register_thread();
         [DllImport(Lib)] public static extern ulong typhon_now();
         [DllImport(Lib)] public static extern ulong typhon_ns_to_ticks(ulong ns);
+        [DllImport(Lib)] public static extern int typhon_register_thread();
         [DllImport(Lib)] public static extern int typhon_set_thread_info(byte* name, nuint len, byte kind);
         [DllImport(Lib)] public static extern int typhon_command_causal_id(uint session, uint drainTick, ushort seq, ulong* hi, ulong* lo);
 
