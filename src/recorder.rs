@@ -864,7 +864,8 @@ fn count_no_slot() {
 /// needed. Returns `None` (after counting the event as `no_slot`) when no slot could be had.
 ///
 /// Not reentrant and not async-signal-safe: `f` must not call back into the recorder (it only
-/// ever runs the crate's own encoders), and a signal handler must not record.
+/// ever runs the crate's own encoders), a signal handler must not record, and neither may a
+/// global allocator (a thread's first event allocates while it holds the thread's state).
 #[inline(always)]
 fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
     // Only the address is taken inside `with` (a thread-pointer offset, since `HOT` is a
