@@ -239,6 +239,7 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
             cached_tail: 0,
             pending_gap: 0,
             gap_in_flight: false,
+            resume_at: u64::MAX,
             dropped: 0,
             wake_at: capacity as u64 / 2,
             limit: capacity as u64,
@@ -272,6 +273,8 @@ pub struct Producer {
     /// A slow-path reservation holds a gap entry for `pending_gap`: cleared, with it, once the
     /// record is published (not before, so a `fill` that unwinds loses no count).
     gap_in_flight: bool,
+    /// Where the last slow-path reservation ends: once `head` is there it was published.
+    resume_at: u64,
     /// Total drops (mirrors `shared.dropped`).
     dropped: u64,
     /// When `head` reaches this counter value, check whether the ring has passed half full.
@@ -346,7 +349,8 @@ impl Producer {
         // path `end <= limit` means the reservation ends before the end of the buffer's current
         // lap and at most `cap` bytes past `cached_tail`, so the consumer does not read it;
         // `reserve_slow` returns only such a region too. Only this producer touches it until the
-        // Release store of `head` below.
+        // Release store of `head` below. (If `fill` unwinds, `limit` is 0 after a slow-path
+        // reservation, so no later write takes the fast path on an unpublished one.)
         let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
         fill(dst);
         #[cfg(loom)]
@@ -355,23 +359,7 @@ impl Producer {
         self.shared.head.store(new_head, Ordering::Release);
         // (After the shared store, so a `passed_half` right after reads this from a register.)
         self.head = new_head;
-        // A slow-path reservation left `limit` at 0 until now, so that a `fill` that unwinds
-        // leaves no bound the fast path could write past; the fast path never leaves it at 0.
-        if self.limit == 0 {
-            self.published_slow();
-        }
         true
-    }
-
-    /// After a slow-path record is published: its gap entry (if any) now carries the pending
-    /// count, and the fast path's bound is recomputed.
-    #[cold]
-    #[inline(never)]
-    fn published_slow(&mut self) {
-        if std::mem::take(&mut self.gap_in_flight) {
-            self.pending_gap = 0;
-        }
-        self.set_limit();
     }
 
     /// A size no entry can frame: refused like a record that finds the ring full (counted as
@@ -408,6 +396,17 @@ impl Producer {
     #[cold]
     #[inline(never)]
     fn reserve_slow(&mut self, size: usize) -> Option<(u64, u64)> {
+        // The last slow-path reservation left `limit` at 0 (see its end). Published since (the
+        // head is where it ended), its gap entry carries the pending count and the fast path's
+        // bound can be restored; this write may then take the fast path after all.
+        if self.head == self.resume_at {
+            self.settle();
+            self.set_limit();
+            let end = self.head + even(size) as u64;
+            if end <= self.limit {
+                return Some((self.head & self.mask, end));
+            }
+        }
         let gap = if self.pending_gap != 0 {
             GAP_SIZE as u64
         } else {
@@ -452,16 +451,28 @@ impl Producer {
             g[2..10].copy_from_slice(&self.pending_gap.to_le_bytes());
             #[cfg(loom)]
             self.shared.track(at, 10, true);
-            // `pending_gap` is cleared when the record is published (`published_slow`).
+            // `pending_gap` is cleared once this is published (the check at the top).
             self.gap_in_flight = true;
         }
-        // No fast path until this reservation is published: `write` recomputes the bound then.
+        // No fast path until this reservation is published, so a `fill` that unwinds leaves no
+        // bound a later write could use past an unpublished head: the next write comes back
+        // here, and the check at the top restores the bound once `head` reached `resume_at`.
         self.limit = 0;
-        Some((at + gap, self.head + need))
+        self.resume_at = self.head + need;
+        Some((at + gap, self.resume_at))
+    }
+
+    /// Clears the pending count once the gap entry carrying it is published (the slow path
+    /// leaves it set until then; see `reserve_slow`). Call before counting a new drop.
+    fn settle(&mut self) {
+        if self.head == self.resume_at && std::mem::take(&mut self.gap_in_flight) {
+            self.pending_gap = 0;
+        }
     }
 
     #[cold]
     fn drop_one(&mut self) {
+        self.settle();
         self.pending_gap += 1;
         self.dropped += 1;
         // Relaxed: a statistic read by `stats()`; the consumer learns about the gap itself from the
@@ -509,6 +520,7 @@ impl Producer {
     /// Forgets drops not yet carried by a gap entry (the flusher has accounted them itself, at
     /// the end of the slot's stream) and returns how many there were.
     pub(crate) fn take_pending_gap(&mut self) -> u64 {
+        self.settle();
         let n = std::mem::take(&mut self.pending_gap);
         self.gap_in_flight = false;
         self.set_limit();
@@ -523,7 +535,13 @@ impl Producer {
     /// assert_eq!(p.pending_gap(), 0);
     /// ```
     pub fn pending_gap(&self) -> u64 {
-        self.pending_gap
+        // A published gap entry carries the count, though `pending_gap` is cleared lazily (by
+        // the next slow-path reservation).
+        if self.gap_in_flight && self.head == self.resume_at {
+            0
+        } else {
+            self.pending_gap
+        }
     }
 }
 
@@ -740,6 +758,25 @@ mod tests {
         got.extend(entries(&mut c));
         assert_eq!(got[got.len() - 2..], [(0, 3), (100, 8)]);
         assert_eq!(p.dropped(), 3);
+    }
+
+    /// A drop counted right after a gap entry was published (here a refused size, which counts
+    /// without reserving) adds to a fresh count: the published one is not carried twice, and
+    /// the new one is not lost.
+    #[test]
+    fn a_drop_after_a_published_gap_starts_a_new_count() {
+        let (mut p, mut c) = ring(4096).unwrap();
+        assert!(rec(&mut p, 2000, 1));
+        assert!(rec(&mut p, 2000, 2));
+        assert!(!rec(&mut p, 2000, 3)); // full: dropped
+        c.drain(|_| {});
+        assert!(rec(&mut p, 100, 4)); // gap entry (1), then the record
+        assert_eq!(p.pending_gap(), 0);
+        assert!(!p.write(5, |_| {})); // refused: a new drop
+        assert_eq!(p.pending_gap(), 1);
+        assert!(rec(&mut p, 100, 5));
+        assert_eq!(entries(&mut c), [(0, 1), (100, 4), (0, 1), (100, 5)]);
+        assert_eq!(p.dropped(), 2);
     }
 
     /// Sizes no entry can frame are refused and counted, in release builds as in debug ones.
