@@ -370,7 +370,9 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
 /// call, assembles the trace.dat and stores the final counters in `*out` (when `out` is not
 /// NULL). Returns [`TYPHON_ERR_NOT_STARTED`] when none runs, [`TYPHON_ERR_IO`] or
 /// [`TYPHON_ERR_FLUSHER`] when the recording could not be completed (the recorder is stopped
-/// either way).
+/// either way). A write still running on another thread when the recorder is uninstalled may
+/// be in neither the file nor a counter: join or stop the writing threads first when every
+/// record must be accounted for.
 ///
 /// # Safety
 /// `out` must be NULL or point to writable storage for a `TyphonStats`.

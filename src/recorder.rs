@@ -558,6 +558,11 @@ impl Recorder {
     /// Uninstalls the recorder, writes out everything written before this call, joins the
     /// flusher and returns the final counters.
     ///
+    /// A write on another thread that is still running when this call uninstalls the recorder
+    /// may land after the flusher's last cycle: it is then in neither the file nor a counter.
+    /// (Writers take no lock, so nothing waits for them.) Join or stop the writing threads
+    /// first when every record must be accounted for.
+    ///
     /// ```
     /// # let _g = typhon_recorder::recorder::doc_lock();
     /// let r = typhon_recorder::recorder::RecorderBuilder::new()
@@ -906,7 +911,7 @@ fn refresh(h: &mut Hot) -> u64 {
 #[inline(always)]
 fn enabled(kind: TraceEventKind) -> bool {
     // Relaxed: a racy read of a configuration flag is fine; at worst one write around a
-    // start/finish is taken or skipped, which those calls document.
+    // start/finish is taken or skipped, which `Recorder::finish` documents.
     kind_state(kind) == KIND_ON
 }
 
