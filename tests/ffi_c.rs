@@ -18,25 +18,14 @@ fn c_host_records_from_pthreads() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = library("libtyphon_recorder.a");
     let dir = scratch("c-host");
     let exe = dir.join("ffi_host");
-    let out = Command::new("cc")
-        .args([
+    compile_c(
+        &root.join("tests/c/ffi_host.c"),
+        &exe,
+        &[
             "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
-        ])
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(root.join("tests/c/ffi_host.c"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "cc failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
 
     let trace = dir.join("c-host.dat");
@@ -112,22 +101,12 @@ fn the_readme_c_example_builds_and_records() {
     );
     let dir = scratch("readme-c");
     std::fs::write(dir.join("host.c"), src).unwrap();
-    let lib = library("libtyphon_recorder.a");
     let exe = dir.join("host");
-    let out = Command::new("cc")
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(dir.join("host.c"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("run cc");
-    assert!(
-        out.status.success(),
-        "the README's example does not compile:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    // The README's build line: `cc -Iinclude host.c libtyphon_recorder.a -lpthread ...`.
+    compile_c(
+        &dir.join("host.c"),
+        &exe,
+        &["-std=c11", "-Wall", "-Wextra", "-Werror"],
     );
     let run = Command::new(&exe)
         .current_dir(&dir)

@@ -69,6 +69,29 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// Compiles the C source `src` against the checked-in header and the static library into
+/// `exe`, with `flags` (warnings as errors among them), and fails the test with cc's output
+/// if it does not compile.
+pub fn compile_c(src: &Path, exe: &Path, flags: &[&str]) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("cc")
+        .args(flags)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(src)
+        .arg(library("libtyphon_recorder.a"))
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s", "-o"])
+        .arg(exe)
+        .output()
+        .expect("run cc");
+    assert!(
+        out.status.success(),
+        "{} does not compile:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `key=value` pairs of the host's `STATS` line.
 pub fn parse_stats(stdout: &str) -> BTreeMap<String, u64> {
     let line = stdout
