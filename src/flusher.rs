@@ -77,7 +77,10 @@ struct SlotStream {
     opened: Option<Instant>,
     /// Page time of the slot's last record.
     last_ts: u64,
+    /// The name of the slot's first thread (the summary's), and of its latest (what a carrier
+    /// ThreadInfo restates, with `last_tid`).
     name: String,
+    last_name: String,
     /// The first [`MAX_THREAD_IDS`] thread ids that used the slot.
     tids: Vec<i32>,
     /// The slot's latest thread id, and how many threads have used the slot.
@@ -99,6 +102,7 @@ impl SlotStream {
             opened: None,
             last_ts: 0,
             name: String::new(),
+            last_name: String::new(),
             tids: Vec::new(),
             last_tid: 0,
             threads: 0,
@@ -295,7 +299,7 @@ impl Flusher {
     /// Pushes a flusher-made ThreadInfo record for `slot` at page time `ts`.
     fn push_thread_info(&mut self, slot: u8, ts: u64) {
         let s = &self.slots[slot as usize];
-        let name = crate::recorder::clamp_thread_name(&s.name);
+        let name = crate::recorder::clamp_thread_name(&s.last_name);
         let len = records::thread_info_len(name);
         let tid = s.last_tid;
         let kind = s.kind;
@@ -380,6 +384,10 @@ impl Flusher {
             let s = &mut self.slots[slot as usize];
             if s.name.is_empty() {
                 s.name = name.to_owned();
+            }
+            if s.last_name != name {
+                s.last_name.clear();
+                s.last_name.push_str(name);
             }
             if s.threads == 0 || s.last_tid != tid {
                 // A slot reused by thousands of threads keeps a bounded list (and the count).

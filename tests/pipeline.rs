@@ -675,3 +675,52 @@ fn bad_input_is_refused_before_it_reaches_the_ring() {
     assert_eq!((s.attempted, s.written, s.missed), (5, 5, 0));
     assert_eq!(s.refused, 1, "the span");
 }
+
+/// The ThreadInfo the flusher adds to carry a missed count restates the slot's latest thread:
+/// its id with its own name. (It paired the latest id with the slot's first thread's name
+/// once threads had reused the slot.)
+#[test]
+fn carrier_thread_infos_name_the_thread_they_restate() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new()
+        .sink(sink.clone())
+        .ring_bytes(4096)
+        .start()
+        .unwrap();
+    for t in 0..4 {
+        std::thread::Builder::new()
+            .name(format!("t{t}"))
+            .spawn(|| {
+                for i in 0..5000 {
+                    typhon_recorder::instant(1, i); // a 4 KiB ring overflows: drops
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    let stats = rec.finish().unwrap();
+    assert!(stats.total_missed() > 0, "the test needs drops");
+    let mut names: HashMap<i32, String> = HashMap::new();
+    let mut infos = 0;
+    for pages in streams(&sink).iter().skip(1) {
+        for p in pages {
+            for (_, r) in &p.records {
+                if let records::Record::ThreadInfo {
+                    thread_id, name, ..
+                } = records::decode(r).unwrap().1
+                {
+                    infos += 1;
+                    let first = names.entry(thread_id).or_insert_with(|| name.to_string());
+                    assert_eq!(
+                        first, name,
+                        "thread {thread_id} restated under another name"
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(names.len(), 4);
+    assert!(infos > 4, "carriers were written ({infos} ThreadInfos)");
+}
