@@ -289,11 +289,19 @@ impl Flusher {
                 p.producer.take_pending_gap();
             }
         }
-        while self.slots[i].pending > 0 {
-            let ts = self.slots[i].last_ts;
-            self.push_thread_info(slot, ts);
+        // A page the sink fails to store hands its missed count back (see `emit_page`), so a
+        // failed last page is tried again, a few times: with a sink that keeps failing, the
+        // count stays in `missed` and the page in `pages_lost`.
+        for _ in 0..3 {
+            while self.slots[i].pending > 0 {
+                let ts = self.slots[i].last_ts;
+                self.push_thread_info(slot, ts);
+            }
+            self.emit_page(slot);
+            if self.slots[i].pending == 0 {
+                break;
+            }
         }
-        self.emit_page(slot);
     }
 
     /// Pushes a flusher-made ThreadInfo record for `slot` at page time `ts`.
@@ -477,6 +485,7 @@ impl Flusher {
             return;
         }
         let n = page.records() as u64;
+        let page_missed = page.missed();
         s.opened = None;
         let bytes = page.finish();
         match self.sink.write_page(slot, bytes) {
@@ -490,6 +499,9 @@ impl Flusher {
             Err(e) => {
                 s.written -= n;
                 s.sink_lost += n;
+                // The page's missed count goes to the slot's next page, so the file still
+                // carries every count `missed` reports.
+                s.pending += page_missed;
                 self.core
                     .progress
                     .pages_lost

@@ -33,7 +33,9 @@ pub struct SlotSummary {
     pub attempted: u64,
     /// Records delivered to the sink in pages.
     pub written: u64,
-    /// Records dropped because the slot's ring was full (the missed counts on its pages).
+    /// Records dropped because the slot's ring was full (the missed counts on its pages; a
+    /// page the sink failed to store hands its count to the slot's next page, so only a sink
+    /// that fails the slot's last pages too leaves counts here that the output lacks).
     pub missed: u64,
     /// Writes not recorded because their kind or CeLog zone was disabled.
     pub filtered: u64,
