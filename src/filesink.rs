@@ -59,14 +59,38 @@ pub struct FileSink {
 
 impl FileSink {
     /// Creates `<out>.parts/` (it must not exist: it may hold an unrecovered recording) and
-    /// checks that `out` can be written.
+    /// checks that `out` can be written: not a directory, in a directory that exists. Errors
+    /// name the path, so a bad output is reported before anything is recorded, not at the end.
     ///
     /// ```
-    /// let r = typhon_recorder::filesink::FileSink::create("/nonexistent-dir/x.dat", 4096);
-    /// assert!(r.is_err());
+    /// use typhon_recorder::filesink::FileSink;
+    /// let e = FileSink::create("/nonexistent-dir/x.dat", 4096).err().unwrap();
+    /// assert!(e.to_string().contains("/nonexistent-dir"));
+    /// let e = FileSink::create(std::env::temp_dir(), 4096).err().unwrap();
+    /// assert!(e.to_string().contains("is a directory"));
     /// ```
     pub fn create(out: impl AsRef<Path>, page_size: usize) -> io::Result<Self> {
         let out = out.as_ref().to_path_buf();
+        if out.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("output {} is a directory; give a file path", out.display()),
+            ));
+        }
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !parent.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "output {}: directory {} does not exist",
+                    out.display(),
+                    parent.display()
+                ),
+            ));
+        }
         let dir = parts_dir(&out);
         if dir.exists() {
             return Err(io::Error::new(
@@ -79,7 +103,8 @@ impl FileSink {
                 ),
             ));
         }
-        fs::create_dir(&dir)?;
+        fs::create_dir(&dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))?;
         let meta = serde_json::json!({ "page_size": page_size });
         fs::write(dir.join("session.json"), meta.to_string())?;
         Ok(Self {

@@ -151,6 +151,24 @@ fn bad_input_is_an_error_not_a_panic() {
     ]);
     assert_clean_failure(&o);
     assert!(!Path::new(&d.join("y.dat")).exists());
+    // Too long to be a Duration: an error, not a panic.
+    let y = d.join("y.dat");
+    assert_clean_failure(&rec(&[
+        "demo",
+        "--out",
+        y.to_str().unwrap(),
+        "--duration",
+        "1e20",
+    ]));
+    // An output that cannot be written is refused before recording, naming the path, and
+    // leaves nothing behind.
+    for out in [d.clone(), d.join("no-such-dir").join("z.dat")] {
+        let o = rec(&["demo", "--out", out.to_str().unwrap(), "--duration", "0.1"]);
+        assert_clean_failure(&o);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(out.to_str().unwrap()), "{err}");
+        assert!(!typhon_recorder::filesink::parts_dir(&out).exists());
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -201,12 +201,16 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
 }
 
 pub fn run(a: DemoArgs) -> Result<(), String> {
-    if !(a.duration > 0.0 && a.duration.is_finite()) {
-        return Err(format!(
-            "--duration must be a positive number of seconds, got {}",
-            a.duration
-        ));
-    }
+    // Positive, finite and representable (1e20 s is none of the last).
+    let dur = match Duration::try_from_secs_f64(a.duration) {
+        Ok(d) if a.duration > 0.0 => d,
+        _ => {
+            return Err(format!(
+                "--duration must be a positive number of seconds, got {}",
+                a.duration
+            ))
+        }
+    };
     if a.threads == 0 || a.threads > 250 {
         return Err(format!("--threads must be 1..=250, got {}", a.threads));
     }
@@ -235,7 +239,6 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             .spawn(move || tick_loop(stop))
             .map_err(|e| e.to_string())?
     };
-    let dur = Duration::from_secs_f64(a.duration);
     let bar = if a.json {
         indicatif::ProgressBar::hidden()
     } else {
