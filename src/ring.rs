@@ -238,7 +238,6 @@ pub fn ring(capacity: usize) -> Result<(Producer, Consumer), RingError> {
             head: 0,
             cached_tail: 0,
             pending_gap: 0,
-            gap_in_flight: false,
             resume_at: u64::MAX,
             dropped: 0,
             wake_at: capacity as u64 / 2,
@@ -270,10 +269,10 @@ pub struct Producer {
     cached_tail: u64,
     /// Records dropped since the last written record; written as a gap entry before the next one.
     pending_gap: u64,
-    /// A slow-path reservation holds a gap entry for `pending_gap`: cleared, with it, once the
-    /// record is published (not before, so a `fill` that unwinds loses no count).
-    gap_in_flight: bool,
-    /// Where the last slow-path reservation ends: once `head` is there it was published.
+    /// Where the last slow-path reservation ends, until `settle` sees it published (`head` is
+    /// there). Such a reservation carried all of `pending_gap` in its gap entry (or it was 0),
+    /// and nothing adds to it before `settle`, so `pending_gap` is cleared only then: a `fill`
+    /// that unwinds loses no count. `u64::MAX` when no reservation awaits settling.
     resume_at: u64,
     /// Total drops (mirrors `shared.dropped`).
     dropped: u64,
@@ -451,8 +450,7 @@ impl Producer {
             g[2..10].copy_from_slice(&self.pending_gap.to_le_bytes());
             #[cfg(loom)]
             self.shared.track(at, 10, true);
-            // `pending_gap` is cleared once this is published (the check at the top).
-            self.gap_in_flight = true;
+            // `pending_gap` is cleared once this is published (`settle`).
         }
         // No fast path until this reservation is published, so a `fill` that unwinds leaves no
         // bound a later write could use past an unpublished head: the next write comes back
@@ -462,11 +460,12 @@ impl Producer {
         Some((at + gap, self.resume_at))
     }
 
-    /// Clears the pending count once the gap entry carrying it is published (the slow path
-    /// leaves it set until then; see `reserve_slow`). Call before counting a new drop.
+    /// Clears the pending count once the slow-path reservation carrying it is published (see
+    /// `resume_at`). Call before counting a new drop.
     fn settle(&mut self) {
-        if self.head == self.resume_at && std::mem::take(&mut self.gap_in_flight) {
+        if self.head == self.resume_at {
             self.pending_gap = 0;
+            self.resume_at = u64::MAX;
         }
     }
 
@@ -522,7 +521,6 @@ impl Producer {
     pub(crate) fn take_pending_gap(&mut self) -> u64 {
         self.settle();
         let n = std::mem::take(&mut self.pending_gap);
-        self.gap_in_flight = false;
         self.set_limit();
         n
     }
@@ -537,7 +535,7 @@ impl Producer {
     pub fn pending_gap(&self) -> u64 {
         // A published gap entry carries the count, though `pending_gap` is cleared lazily (by
         // the next slow-path reservation).
-        if self.gap_in_flight && self.head == self.resume_at {
+        if self.head == self.resume_at {
             0
         } else {
             self.pending_gap
