@@ -37,6 +37,26 @@ fn slot_names(streams: &[Vec<PageView>]) -> HashMap<String, usize> {
     m
 }
 
+/// Every ThreadInfo of the user slots, in slot and stream order: (thread id, name, kind).
+fn user_thread_infos(sink: &MemorySink) -> Vec<(i32, String, records::ThreadKind)> {
+    let mut v = Vec::new();
+    for pages in streams(sink).iter().skip(1) {
+        for p in pages {
+            for (_, r) in &p.records {
+                if let records::Record::ThreadInfo {
+                    thread_id,
+                    name,
+                    kind,
+                } = records::decode(r).unwrap().1
+                {
+                    v.push((thread_id, name.to_string(), kind));
+                }
+            }
+        }
+    }
+    v
+}
+
 fn thread_name(r: &[u8]) -> String {
     match records::decode(r).unwrap().1 {
         records::Record::ThreadInfo { name, .. } => name.to_string(),
@@ -556,21 +576,7 @@ fn thread_info_names_a_thread_by_what_it_has() {
         .join()
         .unwrap();
     rec.finish().unwrap();
-    let mut infos = Vec::new();
-    for pages in streams(&sink).iter().skip(1) {
-        for p in pages {
-            for (_, r) in &p.records {
-                if let records::Record::ThreadInfo {
-                    thread_id,
-                    name,
-                    kind,
-                } = records::decode(r).unwrap().1
-                {
-                    infos.push((thread_id, name.to_string(), kind));
-                }
-            }
-        }
-    }
+    let mut infos = user_thread_infos(&sink);
     infos.sort_by(|a, b| a.1.cmp(&b.1));
     assert_eq!(infos.len(), 3, "{infos:?}");
     assert_eq!(infos[0].1, "net-io");
@@ -703,23 +709,14 @@ fn carrier_thread_infos_name_the_thread_they_restate() {
     let stats = rec.finish().unwrap();
     assert!(stats.total_missed() > 0, "the test needs drops");
     let mut names: HashMap<i32, String> = HashMap::new();
-    let mut infos = 0;
-    for pages in streams(&sink).iter().skip(1) {
-        for p in pages {
-            for (_, r) in &p.records {
-                if let records::Record::ThreadInfo {
-                    thread_id, name, ..
-                } = records::decode(r).unwrap().1
-                {
-                    infos += 1;
-                    let first = names.entry(thread_id).or_insert_with(|| name.to_string());
-                    assert_eq!(
-                        first, name,
-                        "thread {thread_id} restated under another name"
-                    );
-                }
-            }
-        }
+    let all = user_thread_infos(&sink);
+    let infos = all.len();
+    for (thread_id, name, _) in all {
+        let first = names.entry(thread_id).or_insert_with(|| name.clone());
+        assert_eq!(
+            *first, name,
+            "thread {thread_id} restated under another name"
+        );
     }
     assert_eq!(names.len(), 4);
     assert!(infos > 4, "carriers were written ({infos} ThreadInfos)");
