@@ -390,7 +390,8 @@ impl CommonHeader {
         // size, kind and slot as one little-endian word: one store on the hot path, not three.
         let word = self.size as u32 | (self.kind.0 as u32) << 16 | (self.slot as u32) << 24;
         d[0..4].copy_from_slice(&word.to_le_bytes());
-        d[4..12].copy_from_slice(&self.timestamp.to_le_bytes());
+        const TS: usize = CommonHeader::TIMESTAMP_OFFSET;
+        d[TS..TS + 8].copy_from_slice(&self.timestamp.to_le_bytes());
     }
 
     /// Reads the header at the start of `s`, checking only that 12 bytes are there and that the
@@ -415,9 +416,13 @@ impl CommonHeader {
         }
         Ok(Self {
             size,
-            kind: TraceEventKind(s[2]),
+            kind: TraceEventKind(s[Self::KIND_OFFSET]),
             slot: s[3],
-            timestamp: i64::from_le_bytes(s[4..12].try_into().unwrap()),
+            timestamp: i64::from_le_bytes(
+                s[Self::TIMESTAMP_OFFSET..Self::TIMESTAMP_OFFSET + 8]
+                    .try_into()
+                    .unwrap(),
+            ),
         })
     }
 
