@@ -158,6 +158,7 @@ impl Flusher {
         let ts = self.core.clock.monotonic_anchor_ns();
         let s = &mut self.slots[0];
         s.name = "typhon-recorder".into();
+        s.last_name = s.name.clone();
         s.tids.push(std::process::id() as i32);
         s.last_tid = std::process::id() as i32;
         s.threads = 1;

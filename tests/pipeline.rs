@@ -595,6 +595,22 @@ fn thread_info_names_a_thread_by_what_it_has() {
     assert!(user.iter().all(|s| infos.iter().any(|i| i.1 == s.name)));
     assert_eq!(user.iter().map(|s| s.threads).sum::<u64>(), 3);
     assert!(user.iter().any(|s| s.thread_ids.contains(tid)));
+    // Slot 0, the recorder's own stream, starts with its ThreadInfo: the recorder's name and the
+    // process id. (Before: the name was empty since the carrier change.)
+    let slot0 = &streams(&sink)[0];
+    let first = &slot0[0].records[0].1;
+    match records::decode(first).unwrap().1 {
+        records::Record::ThreadInfo {
+            thread_id,
+            name,
+            kind,
+        } => {
+            assert_eq!(name, "typhon-recorder");
+            assert_eq!(thread_id as u32, std::process::id());
+            assert_eq!(kind, ThreadKind::Other);
+        }
+        other => panic!("slot 0 starts with {other:?}"),
+    }
 }
 
 /// Input the decoders would reject never reaches the ring: each bad write returns its error,
