@@ -22,6 +22,7 @@
 //! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
 //! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
+//! - [`export`]: a recording as Perfetto protobuf or Chrome JSON, for the usual trace viewers;
 //! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts;
 //! - `bench` (default feature `bench`): the write-cost benchmark behind `typhon-rec bench`.
 
@@ -32,6 +33,7 @@
 pub mod bench;
 pub mod clock;
 pub mod codec;
+pub mod export;
 pub mod ffi;
 pub mod filesink;
 pub mod flusher;

@@ -1,0 +1,897 @@
+//! Export a recording to the formats trace viewers open: Perfetto's protobuf trace
+//! ([`perfetto`]: ui.perfetto.dev, `trace_processor`) and the Chrome trace-event JSON
+//! ([`chrome`]: chrome://tracing, Perfetto, Speedscope).
+//!
+//! Both writers take one [`Timeline`], built here from a [`TraceFile`]:
+//!
+//! ```text
+//!  trace.dat records (page-time order, one stream per slot)
+//!     │ decode through the kind table; a ThreadInfo starts or renames the slot's thread
+//!     ▼
+//!  per thread: slices   spans (start = header time, end = start + duration)
+//!                       TickStart…TickEnd, PhaseStart…PhaseEnd (paired per thread)
+//!              instants correlation instants, Instant, CeLog, unpaired tick/phase marks
+//!              losses   "events lost" marks where a page reports missed events
+//!     │ lanes: a slice that does not nest inside the open ones of its lane moves to the
+//!     │ next lane (an "overlap" track under the thread), so every track nests properly
+//!     ▼
+//!  events: Begin / End / Instant, sorted by time (stable: each track keeps its nesting order);
+//!          flows tie a command's IngressReceived → IngressAdmitted → its TracedSpan →
+//!          CommandConsumed (or IngressDropped) by (session, seq)
+//! ```
+//!
+//! Nothing is left out silently: every record becomes a slice end, an instant or (ThreadInfo)
+//! a thread's name, and every page's missed count becomes a loss mark carrying the count.
+//!
+//! ```
+//! use typhon_recorder::export::{Timeline, TimelineStats};
+//! let t = Timeline::default();
+//! assert_eq!(t.stats(), TimelineStats::default());
+//! ```
+
+pub mod chrome;
+pub mod perfetto;
+
+use crate::codec::correlation::CorrelationInstant;
+use crate::codec::records::{self, FieldValue, Record as Body};
+use crate::codec::{kind_def, TraceEventKind as K};
+use crate::tracedat::{TraceDatError, TraceFile};
+use std::collections::HashMap;
+use std::fmt;
+
+/// The output formats.
+///
+/// ```
+/// use typhon_recorder::export::Format;
+/// assert_eq!(Format::Perfetto.extension(), "pftrace");
+/// assert_eq!("chrome".parse::<Format>(), Ok(Format::Chrome));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Perfetto's protobuf `Trace` of `TrackEvent`s.
+    Perfetto,
+    /// Chrome trace-event JSON (`{"traceEvents": [...]}`).
+    Chrome,
+}
+
+impl Format {
+    /// The usual file extension.
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::export::Format::Chrome.extension(), "json");
+    /// ```
+    pub const fn extension(self) -> &'static str {
+        match self {
+            Format::Perfetto => "pftrace",
+            Format::Chrome => "json",
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "perfetto" => Ok(Format::Perfetto),
+            "chrome" | "json" => Ok(Format::Chrome),
+            _ => Err(format!(
+                "unknown export format {s:?}: expected perfetto or chrome"
+            )),
+        }
+    }
+}
+
+/// Why an export failed.
+///
+/// ```
+/// use typhon_recorder::export::ExportError;
+/// let e = ExportError::NegativeTime { slot: 2, ts: -5 };
+/// assert!(e.to_string().contains("slot 2"));
+/// ```
+#[derive(Debug)]
+pub enum ExportError {
+    /// The file's record data is damaged (the reader's error, after `records` good records).
+    Read {
+        /// Records read before the error.
+        records: u64,
+        /// The reader's error.
+        error: TraceDatError,
+    },
+    /// A span starts before time zero: no viewer format can place it.
+    NegativeTime {
+        /// The record's slot.
+        slot: u32,
+        /// Its start time.
+        ts: i64,
+    },
+    /// Writing the output failed.
+    Io(std::io::Error),
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportError::Read { records, error } => {
+                write!(f, "after {records} records: {error}")
+            }
+            ExportError::NegativeTime { slot, ts } => write!(
+                f,
+                "a span of slot {slot} starts at {ts} ns, before time zero"
+            ),
+            ExportError::Io(e) => write!(f, "writing the export: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+impl From<std::io::Error> for ExportError {
+    fn from(e: std::io::Error) -> Self {
+        ExportError::Io(e)
+    }
+}
+
+/// One thread of the recording: a slot's owner between two ThreadInfos of different thread
+/// ids (a reused slot gives one thread per owner).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thread {
+    /// The slot (trace.dat CPU) it wrote to.
+    pub slot: u32,
+    /// OS thread id from its ThreadInfo; for a slot without one, `SYNTHETIC_TID + slot`.
+    pub tid: i64,
+    /// Its latest name (ThreadInfo, else the file's cmdline for the slot, else "slot N").
+    pub name: String,
+}
+
+/// Thread ids given to slots that never wrote a ThreadInfo (the recorder's own slot 0 among
+/// them): far above Linux's `pid_max` limit (2^22), so they never collide with a real tid.
+pub const SYNTHETIC_TID: i64 = 0x7F00_0000;
+
+/// A track: one lane of a thread. Lane 0 is the thread itself; lane k > 0 holds the slices
+/// that overlap, without nesting, slices of lanes below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Track {
+    /// Index into [`Timeline::threads`].
+    pub thread: usize,
+    /// 0 for the thread's own track.
+    pub lane: u32,
+}
+
+/// What an [`Event`] does on its track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// A slice opens.
+    Begin,
+    /// The innermost open slice of the track closes.
+    End,
+    /// A point in time.
+    Instant,
+    /// Events were lost before this point: `Some(n)` counted, `None` an uncounted loss.
+    Lost(Option<u64>),
+}
+
+/// One timeline event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// Nanoseconds on the file's clock.
+    pub ts: u64,
+    /// Index into [`Timeline::tracks`].
+    pub track: u32,
+    /// What it does.
+    pub phase: Phase,
+    /// The record that names the event and gives its arguments (`None` for End and Lost).
+    /// For a tick or phase slice, its end record (TickEnd carries the tick's values).
+    pub rec: Option<&'a [u8]>,
+    /// A flow through correlated events (0: none).
+    pub flow: u64,
+    /// Whether the flow ends here.
+    pub flow_ends: bool,
+}
+
+/// Counts of what a [`Timeline`] holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimelineStats {
+    /// Records read from the file.
+    pub records: u64,
+    /// Slices (each a Begin and an End).
+    pub slices: u64,
+    /// Instants.
+    pub instants: u64,
+    /// Loss marks.
+    pub loss_marks: u64,
+    /// Events the loss marks count (uncounted losses add nothing).
+    pub lost_events: u64,
+    /// Threads.
+    pub threads: u64,
+    /// Tracks (threads plus overlap lanes).
+    pub tracks: u64,
+    /// Flows.
+    pub flows: u64,
+}
+
+/// A recording laid out for viewers: threads, their tracks and time-ordered events.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline<'a> {
+    /// Process name (the file's recorder).
+    pub process_name: String,
+    /// The process id, from the ThreadInfo of slot 0 (the recorder's own stream); for a file
+    /// without one, `SYNTHETIC_TID - 1`.
+    pub pid: i64,
+    /// Threads in order of first appearance.
+    pub threads: Vec<Thread>,
+    /// Tracks; each thread's lane 0 has the thread's index.
+    pub tracks: Vec<Track>,
+    /// Events sorted by time.
+    pub events: Vec<Event<'a>>,
+    /// Records read.
+    pub records: u64,
+}
+
+/// A slice before lane assignment.
+struct Slice<'a> {
+    start: u64,
+    end: u64,
+    rec: &'a [u8],
+}
+
+/// Per-thread collection while reading.
+#[derive(Default)]
+struct Collect<'a> {
+    slices: Vec<Slice<'a>>,
+    /// Instants and loss marks, already final except for the track (lane 0).
+    points: Vec<Event<'a>>,
+    open_tick: Option<u64>,
+    open_phases: Vec<(u8, u64)>,
+}
+
+impl<'a> Timeline<'a> {
+    /// Reads every record of `file` into a timeline.
+    ///
+    /// # Errors
+    /// [`ExportError::Read`] on damaged record data, [`ExportError::NegativeTime`] for a span
+    /// that starts before zero.
+    ///
+    /// ```no_run
+    /// use typhon_recorder::{export::Timeline, tracedat::TraceFile};
+    /// let f = TraceFile::open("run.dat")?;
+    /// let t = Timeline::build(&f)?;
+    /// println!("{} slices", t.stats().slices);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(file: &'a TraceFile) -> Result<Self, ExportError> {
+        let mut threads: Vec<Thread> = Vec::new();
+        let mut per: Vec<Collect<'a>> = Vec::new();
+        // The current thread of each slot.
+        let mut current: HashMap<u32, usize> = HashMap::new();
+        let mut records = 0u64;
+        let mut pid: Option<i64> = None;
+        let slot_name = |slot: u32| {
+            file.cmdline(slot as i64)
+                .filter(|n| !n.is_empty())
+                .map_or_else(|| format!("slot {slot}"), str::to_string)
+        };
+        for r in file.records() {
+            let r = r.map_err(|error| ExportError::Read { records, error })?;
+            records += 1;
+            let decoded = records::decode(r.data).ok();
+            // A ThreadInfo with a new thread id starts a new thread on the slot.
+            let th = match (decoded, current.get(&r.cpu).copied()) {
+                (
+                    Some((
+                        _,
+                        Body::ThreadInfo {
+                            thread_id, name, ..
+                        },
+                    )),
+                    cur,
+                ) => {
+                    let tid = i64::from(thread_id);
+                    // Slot 0's ThreadInfo carries the process id (the recorder's own stream).
+                    if r.cpu == 0 {
+                        pid.get_or_insert(tid);
+                    }
+                    let name = if name.is_empty() {
+                        slot_name(r.cpu)
+                    } else {
+                        name.to_string()
+                    };
+                    match cur {
+                        Some(i) if threads[i].tid == tid || threads[i].tid >= SYNTHETIC_TID => {
+                            threads[i].tid = tid;
+                            threads[i].name = name;
+                            i
+                        }
+                        _ => {
+                            threads.push(Thread {
+                                slot: r.cpu,
+                                tid,
+                                name,
+                            });
+                            per.push(Collect::default());
+                            current.insert(r.cpu, threads.len() - 1);
+                            threads.len() - 1
+                        }
+                    }
+                }
+                (_, Some(i)) => i,
+                (_, None) => {
+                    threads.push(Thread {
+                        slot: r.cpu,
+                        tid: SYNTHETIC_TID + i64::from(r.cpu),
+                        name: slot_name(r.cpu),
+                    });
+                    per.push(Collect::default());
+                    current.insert(r.cpu, threads.len() - 1);
+                    threads.len() - 1
+                }
+            };
+            let c = &mut per[th];
+            if let Some(m) = r.missed_before {
+                c.points.push(Event {
+                    ts: r.ts,
+                    track: th as u32,
+                    phase: Phase::Lost(u64::try_from(m).ok().filter(|&n| n > 0)),
+                    rec: None,
+                    flow: 0,
+                    flow_ends: false,
+                });
+            }
+            let point = |c: &mut Collect<'a>, ts: u64| {
+                c.points.push(Event {
+                    ts,
+                    track: th as u32,
+                    phase: Phase::Instant,
+                    rec: Some(r.data),
+                    flow: 0,
+                    flow_ends: false,
+                })
+            };
+            match decoded {
+                Some((h, Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. })) => {
+                    let start =
+                        u64::try_from(h.timestamp).map_err(|_| ExportError::NegativeTime {
+                            slot: r.cpu,
+                            ts: h.timestamp,
+                        })?;
+                    // A negative duration (only a hand-written record has one) shows as an
+                    // empty slice; the record's duration_ns argument keeps the value.
+                    let end = start.saturating_add(u64::try_from(span.duration_ns).unwrap_or(0));
+                    c.slices.push(Slice {
+                        start,
+                        end,
+                        rec: r.data,
+                    });
+                }
+                Some((_, Body::ThreadInfo { .. })) => {}
+                Some((_, Body::TickStart)) => {
+                    if let Some(t) = c.open_tick.replace(r.ts) {
+                        // Two starts in a row: the first stays a mark.
+                        c.points.push(Event {
+                            ts: t,
+                            track: th as u32,
+                            phase: Phase::Instant,
+                            rec: Some(TICK_START_MARK),
+                            flow: 0,
+                            flow_ends: false,
+                        });
+                    }
+                }
+                Some((_, Body::TickEnd { .. })) => match c.open_tick.take() {
+                    Some(start) => c.slices.push(Slice {
+                        start,
+                        end: r.ts.max(start),
+                        rec: r.data,
+                    }),
+                    None => point(c, r.ts),
+                },
+                Some((_, Body::PhaseStart { phase })) => c.open_phases.push((phase, r.ts)),
+                Some((_, Body::PhaseEnd { phase })) => {
+                    match c.open_phases.iter().rposition(|&(p, _)| p == phase) {
+                        Some(i) => {
+                            let (_, start) = c.open_phases.remove(i);
+                            c.slices.push(Slice {
+                                start,
+                                end: r.ts.max(start),
+                                rec: r.data,
+                            });
+                        }
+                        None => point(c, r.ts),
+                    }
+                }
+                // Instants, correlation instants, CeLog events, and records this version
+                // cannot decode (shown by kind, with their bytes).
+                _ => point(c, r.ts),
+            }
+        }
+        // Threads by slot, then by first appearance (a reused slot's owners in turn).
+        let mut order: Vec<usize> = (0..threads.len()).collect();
+        order.sort_by_key(|&i| (threads[i].slot, i));
+        let mut per: Vec<Option<Collect<'a>>> = per.into_iter().map(Some).collect();
+        let per: Vec<Collect<'a>> = order.iter().filter_map(|&i| per[i].take()).collect();
+        let threads: Vec<Thread> = order.iter().map(|&i| threads[i].clone()).collect();
+        let mut t = Timeline {
+            process_name: "typhon-recorder".to_string(),
+            pid: pid.unwrap_or(SYNTHETIC_TID - 1),
+            threads,
+            tracks: Vec::new(),
+            events: Vec::new(),
+            records,
+        };
+        // Lane 0 of thread i is track i.
+        t.tracks = (0..t.threads.len())
+            .map(|thread| Track { thread, lane: 0 })
+            .collect();
+        for (th, mut c) in per.into_iter().enumerate() {
+            // Ticks and phases still open at the end stay marks.
+            if let Some(ts) = c.open_tick {
+                c.points.push(Event {
+                    ts,
+                    track: th as u32,
+                    phase: Phase::Instant,
+                    rec: Some(TICK_START_MARK),
+                    flow: 0,
+                    flow_ends: false,
+                });
+            }
+            for &(phase, ts) in &c.open_phases {
+                c.points.push(Event {
+                    ts,
+                    track: th as u32,
+                    phase: Phase::Instant,
+                    rec: Some(&PHASE_START_MARKS[phase as usize]),
+                    flow: 0,
+                    flow_ends: false,
+                });
+            }
+            for e in &mut c.points {
+                e.track = th as u32;
+            }
+            t.events.append(&mut c.points);
+            t.lay_out(th, c.slices);
+        }
+        // Stable: each track's events are already in nesting order and time order.
+        t.events.sort_by_key(|e| e.ts);
+        t.link_flows();
+        Ok(t)
+    }
+
+    /// Assigns `slices` of thread `th` to lanes and appends their Begin and End events.
+    fn lay_out(&mut self, th: usize, mut slices: Vec<Slice<'a>>) {
+        // Outer slices first: start ascending, end descending (stable for equal ones).
+        slices.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        // Per lane: its track index and its open slices' ends.
+        let mut lanes: Vec<(u32, Vec<u64>)> = vec![(th as u32, Vec::new())];
+        for s in slices {
+            let mut placed = false;
+            for (track, open) in lanes.iter_mut() {
+                // Close what ended by the time this one starts.
+                while let Some(&end) = open.last() {
+                    if end > s.start {
+                        break;
+                    }
+                    open.pop();
+                    self.events.push(end_event(end, *track));
+                }
+                if open.last().map_or(true, |&end| s.end <= end) {
+                    open.push(s.end);
+                    self.events.push(Event {
+                        ts: s.start,
+                        track: *track,
+                        phase: Phase::Begin,
+                        rec: Some(s.rec),
+                        flow: 0,
+                        flow_ends: false,
+                    });
+                    placed = true;
+                    break;
+                }
+            }
+            if !placed {
+                let track = self.tracks.len() as u32;
+                self.tracks.push(Track {
+                    thread: th,
+                    lane: lanes.len() as u32,
+                });
+                lanes.push((track, vec![s.end]));
+                self.events.push(Event {
+                    ts: s.start,
+                    track,
+                    phase: Phase::Begin,
+                    rec: Some(s.rec),
+                    flow: 0,
+                    flow_ends: false,
+                });
+            }
+        }
+        for (track, open) in lanes {
+            for &end in open.iter().rev() {
+                self.events.push(end_event(end, track));
+            }
+        }
+    }
+
+    /// Ties each command's correlated events together, in time order: IngressReceived,
+    /// IngressAdmitted and the TracedSpan carrying the command's causal id continue a flow
+    /// keyed by (session, seq); CommandConsumed and IngressDropped end it, so a seq that wraps
+    /// starts a new flow.
+    fn link_flows(&mut self) {
+        let mut open: HashMap<(u32, u16), u64> = HashMap::new();
+        let mut next = 1u64;
+        for e in &mut self.events {
+            let Some(rec) = e.rec else { continue };
+            let (key, ends) = match (e.phase, records::decode(rec)) {
+                (Phase::Instant, Ok((_, Body::Correlation(c)))) => match c {
+                    CorrelationInstant::IngressReceived { session, seq, .. }
+                    | CorrelationInstant::IngressAdmitted { session, seq, .. } => {
+                        ((session, seq), false)
+                    }
+                    CorrelationInstant::CommandConsumed { session, seq, .. }
+                    | CorrelationInstant::IngressDropped { session, seq, .. } => {
+                        ((session, seq), true)
+                    }
+                    CorrelationInstant::EgressSent { .. } => continue,
+                },
+                (Phase::Begin, Ok((_, Body::TracedSpan { context, .. })))
+                    if context.is_command() =>
+                {
+                    ((context.hi as u32, context.lo as u16), false)
+                }
+                _ => continue,
+            };
+            let id = *open.entry(key).or_insert_with(|| {
+                next += 1;
+                next - 1
+            });
+            e.flow = id;
+            e.flow_ends = ends;
+            if ends {
+                open.remove(&key);
+            }
+        }
+        // A flow of one event links nothing: drop it.
+        let mut count: HashMap<u64, u32> = HashMap::new();
+        for e in &self.events {
+            if e.flow != 0 {
+                *count.entry(e.flow).or_default() += 1;
+            }
+        }
+        for e in &mut self.events {
+            if e.flow != 0 && count[&e.flow] < 2 {
+                e.flow = 0;
+                e.flow_ends = false;
+            }
+        }
+    }
+
+    /// Counts of what the timeline holds.
+    ///
+    /// ```
+    /// let t = typhon_recorder::export::Timeline::default();
+    /// assert_eq!(t.stats().slices, 0);
+    /// ```
+    pub fn stats(&self) -> TimelineStats {
+        let mut s = TimelineStats {
+            records: self.records,
+            threads: self.threads.len() as u64,
+            tracks: self.tracks.len() as u64,
+            ..TimelineStats::default()
+        };
+        let mut flows = std::collections::HashSet::new();
+        for e in &self.events {
+            match e.phase {
+                Phase::Begin => s.slices += 1,
+                Phase::End => {}
+                Phase::Instant => s.instants += 1,
+                Phase::Lost(n) => {
+                    s.loss_marks += 1;
+                    s.lost_events += n.unwrap_or(0);
+                }
+            }
+            if e.flow != 0 {
+                flows.insert(e.flow);
+            }
+        }
+        s.flows = flows.len() as u64;
+        s
+    }
+
+    /// A track's display name: the thread's name, and "overlap k" for lane k > 0.
+    ///
+    /// ```
+    /// use typhon_recorder::export::*;
+    /// let t = Timeline {
+    ///     threads: vec![Thread { slot: 1, tid: 7, name: "net".into() }],
+    ///     tracks: vec![Track { thread: 0, lane: 0 }, Track { thread: 0, lane: 1 }],
+    ///     ..Timeline::default()
+    /// };
+    /// assert_eq!(t.track_name(1), "net (overlap 1)");
+    /// ```
+    pub fn track_name(&self, track: usize) -> String {
+        let t = self.tracks[track];
+        let name = &self.threads[t.thread].name;
+        if t.lane == 0 {
+            name.clone()
+        } else {
+            format!("{name} (overlap {})", t.lane)
+        }
+    }
+}
+
+fn end_event<'a>(ts: u64, track: u32) -> Event<'a> {
+    Event {
+        ts,
+        track,
+        phase: Phase::End,
+        rec: None,
+        flow: 0,
+        flow_ends: false,
+    }
+}
+
+/// A TickStart record standing for an unpaired tick start (slot and time do not matter: the
+/// event carries its own).
+static TICK_START_MARK: &[u8] = &[12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// PhaseStart records for unpaired phase starts, one per phase number.
+static PHASE_START_MARKS: [[u8; 13]; 256] = {
+    let mut m = [[0u8; 13]; 256];
+    let mut p = 0;
+    while p < 256 {
+        m[p][0] = 13;
+        m[p][2] = K::PHASE_START.0;
+        m[p][12] = p as u8;
+        p += 1;
+    }
+    m
+};
+
+/// A value of an event's arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg<'a> {
+    /// Unsigned integer.
+    U(u64),
+    /// Signed integer.
+    I(i64),
+    /// Text.
+    S(std::borrow::Cow<'a, str>),
+}
+
+/// An event's display name: the span's name, "tick", "phase N", or the kind's name.
+///
+/// ```
+/// use typhon_recorder::codec::records::Record;
+/// let mut b = [0u8; 16];
+/// let n = Record::PhaseEnd { phase: 3 }.write(&mut b, 1, 0).unwrap();
+/// assert_eq!(typhon_recorder::export::event_name(&b[..n]), "phase 3");
+/// ```
+pub fn event_name(rec: &[u8]) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    match records::decode(rec) {
+        Ok((_, Body::NamedSpan { name, .. } | Body::TracedSpan { name, .. })) => {
+            Cow::Borrowed(name)
+        }
+        Ok((_, Body::TickEnd { .. })) => Cow::Borrowed("tick"),
+        Ok((_, Body::PhaseStart { phase } | Body::PhaseEnd { phase })) => {
+            Cow::Owned(format!("phase {phase}"))
+        }
+        Ok((_, Body::CeLog(ev))) => Cow::Owned(format!("CeLog 0x{:04x}", ev.id)),
+        _ => {
+            let kind = K(rec.get(2).copied().unwrap_or(0));
+            Cow::Owned(kind_def(kind).map_or_else(|| kind.to_string(), |d| d.name.to_string()))
+        }
+    }
+}
+
+/// An event's arguments: the record's fields by the kind table, plus the trace context of a
+/// TracedSpan spelled out, a CeLog event's own fields, and the bytes of an undecodable record.
+///
+/// ```
+/// use typhon_recorder::codec::records::Record;
+/// use typhon_recorder::export::{event_args, Arg};
+/// let mut b = [0u8; 16];
+/// let n = Record::TickEnd { overload_level: 2, tick_multiplier: 1 }.write(&mut b, 1, 0).unwrap();
+/// assert_eq!(event_args(&b[..n])[0], ("overload_level", Arg::U(2)));
+/// ```
+pub fn event_args(rec: &[u8]) -> Vec<(&'static str, Arg<'_>)> {
+    use std::borrow::Cow;
+    let mut v = Vec::new();
+    let d = match records::decode_fields(rec) {
+        Ok(d) => d,
+        Err(e) => {
+            v.push(("undecodable", Arg::S(Cow::Owned(e.to_string()))));
+            v.push(("bytes", Arg::S(Cow::Owned(hex(rec)))));
+            return v;
+        }
+    };
+    if d.header.kind == K::CELOG {
+        match crate::codec::celog::decode_event(d.payload) {
+            Ok((ev, _)) => {
+                v.push(("id", Arg::U(ev.id.into())));
+                if let Some(ts) = ev.timestamp {
+                    v.push(("celog_timestamp", Arg::U(ts.into())));
+                }
+                if let Some(flag) = ev.flag {
+                    v.push(("flag", Arg::U(flag.into())));
+                }
+                v.push(("cpu", Arg::U(ev.cpu.into())));
+                v.push(("data", Arg::S(Cow::Owned(hex(ev.data)))));
+            }
+            Err(e) => v.push(("undecodable", Arg::S(Cow::Owned(e.to_string())))),
+        }
+        return v;
+    }
+    for (f, val) in d.fields() {
+        let a = match val {
+            FieldValue::Unsigned(u) => Arg::U(u),
+            FieldValue::Signed(i) => Arg::I(i),
+            FieldValue::Str(s) => Arg::S(Cow::Borrowed(s)),
+            FieldValue::Bytes(b) => Arg::S(Cow::Owned(hex(b))),
+        };
+        v.push((f.name, a));
+    }
+    if d.header.kind == K::TRACED_SPAN {
+        if let (Some(hi), Some(lo)) = (
+            d.get("trace_id_hi").and_then(FieldValue::as_u64),
+            d.get("trace_id_lo").and_then(FieldValue::as_u64),
+        ) {
+            let ctx = records::TraceContext { hi, lo };
+            if ctx.is_command() {
+                v.push(("command_session", Arg::U(hi & 0xFFFF_FFFF)));
+                v.push(("command_drain_tick", Arg::U(lo >> 16)));
+                v.push(("command_seq", Arg::U(lo & 0xFFFF)));
+            } else {
+                v.push(("trace_id", Arg::S(Cow::Owned(hex(&ctx.to_w3c_bytes())))));
+            }
+        }
+    }
+    v
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(char::from_digit((x >> 4) as u32, 16).unwrap_or('0'));
+        s.push(char::from_digit((x & 15) as u32, 16).unwrap_or('0'));
+    }
+    s
+}
+
+/// Writes `file` to `out` in `format`, and returns what the timeline held.
+///
+/// # Errors
+/// Those of [`Timeline::build`], and [`ExportError::Io`].
+///
+/// ```no_run
+/// use typhon_recorder::export::{export, Format};
+/// use typhon_recorder::tracedat::TraceFile;
+/// let f = TraceFile::open("run.dat")?;
+/// let mut out = std::io::BufWriter::new(std::fs::File::create("run.pftrace")?);
+/// export(&f, Format::Perfetto, &mut out)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn export(
+    file: &TraceFile,
+    format: Format,
+    out: &mut impl std::io::Write,
+) -> Result<TimelineStats, ExportError> {
+    let t = Timeline::build(file)?;
+    match format {
+        Format::Perfetto => perfetto::write(&t, out)?,
+        Format::Chrome => chrome::write(&t, out)?,
+    }
+    out.flush()?;
+    Ok(t.stats())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lays out `spans` on one thread and returns (track, phase, ts) in event order.
+    fn lay(spans: &[(u64, u64)]) -> (Timeline<'static>, Vec<(u32, Phase, u64)>) {
+        static REC: [u8; 12] = [12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut t = Timeline {
+            threads: vec![Thread {
+                slot: 1,
+                tid: 1,
+                name: "t".into(),
+            }],
+            tracks: vec![Track { thread: 0, lane: 0 }],
+            ..Timeline::default()
+        };
+        let slices = spans
+            .iter()
+            .map(|&(start, end)| Slice {
+                start,
+                end,
+                rec: &REC,
+            })
+            .collect();
+        t.lay_out(0, slices);
+        t.events.sort_by_key(|e| e.ts);
+        let v = t.events.iter().map(|e| (e.track, e.phase, e.ts)).collect();
+        (t, v)
+    }
+
+    use Phase::{Begin as B, End as E};
+
+    #[test]
+    fn nested_and_adjacent_slices_share_the_thread_track() {
+        let (t, v) = lay(&[(2, 5), (0, 10), (5, 8), (5, 5)]);
+        assert_eq!(t.tracks.len(), 1);
+        assert_eq!(
+            v,
+            [
+                (0, B, 0),
+                (0, B, 2),
+                (0, E, 5),
+                (0, B, 5),
+                (0, B, 5),
+                (0, E, 5),
+                (0, E, 8),
+                (0, E, 10)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_slice_that_overlaps_without_nesting_moves_to_an_overlap_lane() {
+        let (t, v) = lay(&[(0, 10), (5, 15), (6, 7), (12, 20)]);
+        // (5, 15) overlaps (0, 10): lane 1; (6, 7) nests in (0, 10); (12, 20) overlaps
+        // (5, 15) but lane 0 is free again by then.
+        assert_eq!(
+            t.tracks,
+            [Track { thread: 0, lane: 0 }, Track { thread: 0, lane: 1 }]
+        );
+        assert_eq!(
+            v,
+            [
+                (0, B, 0),
+                (1, B, 5),
+                (0, B, 6),
+                (0, E, 7),
+                (0, E, 10),
+                (0, B, 12),
+                (1, E, 15),
+                (0, E, 20)
+            ]
+        );
+        assert_eq!(t.track_name(1), "t (overlap 1)");
+    }
+
+    #[test]
+    fn every_track_nests_whatever_the_input() {
+        // Pseudo-random intervals: on every track, each End closes the innermost open slice
+        // at or before its time, and every slice is closed.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut spans = Vec::new();
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let start = x % 10_000;
+            spans.push((start, start + (x >> 32) % 500));
+        }
+        let (t, v) = lay(&spans);
+        // ... and the pairs are exactly the input intervals.
+        let mut open: Vec<Vec<u64>> = vec![Vec::new(); t.tracks.len()];
+        let mut pairs = Vec::new();
+        for &(track, phase, ts) in &v {
+            let o = &mut open[track as usize];
+            match phase {
+                B => o.push(ts),
+                E => {
+                    let start = o.pop().expect("an End closes an open slice");
+                    assert!(start <= ts);
+                    pairs.push((start, ts));
+                }
+                _ => unreachable!(),
+            }
+        }
+        assert!(open.iter().all(Vec::is_empty));
+        pairs.sort_unstable();
+        spans.sort_unstable();
+        assert_eq!(pairs, spans);
+        assert!(t.tracks.len() > 1);
+    }
+}
