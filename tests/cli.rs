@@ -105,6 +105,49 @@ fn demo_json_report_stats_and_pages() {
     assert_eq!(s["records"].as_u64().unwrap(), written);
     assert_eq!(s["missed"].as_u64().unwrap(), missed);
 
+    // export: Perfetto next to the file by default, Chrome JSON on request; both say what
+    // they hold, and the JSON's slices balance.
+    let o = rec(&["export", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8(o.stdout).unwrap();
+    assert!(said.contains(&format!("{written} records -> ")), "{said}");
+    assert!(
+        std::fs::metadata(out.with_extension("pftrace"))
+            .unwrap()
+            .len()
+            > 0
+    );
+    let json = d.join("demo-chrome.json");
+    let o = rec(&[
+        "export",
+        out.to_str().unwrap(),
+        "--format",
+        "chrome",
+        "--out",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said_chrome = String::from_utf8(o.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
+    assert_eq!(count("B"), count("E"));
+    assert!(said_chrome.contains(&format!(
+        "-> {} slices, {} instants",
+        count("B"),
+        count("i")
+    )));
+    let counts = |s: &str| {
+        s.lines()
+            .next()
+            .unwrap()
+            .split(" -> ")
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(counts(&said_chrome), counts(&said));
+
     // pages: raw pages of slot 1, each a page_size file.
     let pdir = d.join("pages");
     let o = rec(&[
@@ -134,6 +177,20 @@ fn bad_input_is_an_error_not_a_panic() {
     assert_clean_failure(&rec(&["report", junk.to_str().unwrap()]));
     assert_clean_failure(&rec(&["stats", junk.to_str().unwrap()]));
     assert_clean_failure(&rec(&["recover", missing.to_str().unwrap()]));
+    assert_clean_failure(&rec(&["export", junk.to_str().unwrap()]));
+    assert!(!junk.with_extension("pftrace").exists());
+    let o = rec(&["export", junk.to_str().unwrap(), "--format", "svg"]);
+    assert_clean_failure(&o);
+    // The export never overwrites the recording it reads.
+    let o = rec(&[
+        "export",
+        junk.to_str().unwrap(),
+        "--out",
+        junk.to_str().unwrap(),
+    ]);
+    assert_clean_failure(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("would overwrite the recording"));
+    assert_eq!(std::fs::read(&junk).unwrap(), b"not a trace file at all");
     let o = rec(&[
         "demo",
         "--out",

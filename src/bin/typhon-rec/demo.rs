@@ -358,5 +358,8 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     println!("  typhon-rec stats {out}             # per thread and per kind");
     println!("  trace-cmd report {out} | less      # the standard ftrace reader");
     println!("  kernelshark {out}                  # timeline GUI (one row per thread slot)");
+    println!(
+        "  typhon-rec export {out}            # -> .pftrace: open it at https://ui.perfetto.dev"
+    );
     Ok(())
 }

@@ -1,10 +1,11 @@
-//! Reading recordings: report, stats, pages, recover.
+//! Reading recordings: report, stats, export, pages, recover.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use typhon_recorder::codec::{records, TraceEventKind};
+use typhon_recorder::export;
 use typhon_recorder::tracedat::TraceFile;
 
 pub type Res = Result<(), String>;
@@ -78,6 +79,48 @@ pub fn report(file: &Path) -> Res {
     }
     out.flush().ok();
     pb.finish_and_clear();
+    Ok(())
+}
+
+/// Writes FILE for trace viewers and says what went into it.
+pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBuf>) -> Res {
+    let out = out.unwrap_or_else(|| file.with_extension(format.extension()));
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    if out == file || canonical(&out).is_some_and(|o| Some(o) == canonical(file)) {
+        return Err(format!(
+            "{}: the export would overwrite the recording",
+            out.display()
+        ));
+    }
+    let f = open(file)?;
+    let o = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = BufWriter::new(o);
+    let s = export::export(&f, format, &mut w).map_err(|e| {
+        let _ = std::fs::remove_file(&out);
+        format!("{}: {e}", file.display())
+    })?;
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "{}: {} records -> {} slices, {} instants, {} flows on {} tracks of {} threads",
+        out.display(),
+        s.records,
+        s.slices,
+        s.instants,
+        s.flows,
+        s.tracks,
+        s.threads
+    );
+    if s.loss_marks > 0 {
+        println!(
+            "  {} loss marks (\"events lost\") carry {} lost events",
+            s.loss_marks, s.lost_events
+        );
+    }
+    let viewer = match format {
+        export::Format::Perfetto => "open it at https://ui.perfetto.dev (Open trace file)",
+        export::Format::Chrome => "open it at https://ui.perfetto.dev or chrome://tracing",
+    };
+    println!("  {size} bytes; {viewer}");
     Ok(())
 }
 

@@ -1,4 +1,5 @@
-//! `typhon-rec`: record a demo workload, and read, summarise, split and recover trace.dat files.
+//! `typhon-rec`: record a demo workload, and read, summarise, export, split and recover trace.dat
+//! files.
 
 mod demo;
 mod inspect;
@@ -46,6 +47,17 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Convert a recording for trace viewers: Perfetto protobuf (ui.perfetto.dev) or Chrome JSON.
+    Export {
+        /// The trace.dat file.
+        file: PathBuf,
+        /// `perfetto` (protobuf, compact) or `chrome` (trace-event JSON, for small recordings).
+        #[arg(long, default_value = "perfetto")]
+        format: typhon_recorder::export::Format,
+        /// Output path (default: FILE with the extension .pftrace or .json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
     Recover {
         /// The output path the recording was writing to.
@@ -78,6 +90,7 @@ fn main() -> ExitCode {
         Cmd::Report { file } => inspect::report(&file),
         Cmd::Stats { file, json } => inspect::stats(&file, json),
         Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
+        Cmd::Export { file, format, out } => inspect::export(&file, format, out),
         Cmd::Recover { out } => inspect::recover(&out),
         Cmd::Bench { quick, json } => inspect::bench(quick, json),
     };
