@@ -3,9 +3,12 @@ package) and prints what it holds as one JSON object, for tests/export.rs.
 
 Usage: export_perfetto.py TRACE.pftrace
 
-Fails (exit 1) if the file does not parse as perfetto.protos.Trace, or if any message in it
+Fails (exit 1) if the file does not parse as perfetto.protos.Trace, if any message in it
 carries a field the schema does not know (a wrong field number or wire type in our encoder
-would show up as one).
+would show up as one), or if the interning rules trace_processor applies are broken: a packet
+that refers to interned names must say SEQ_NEEDS_INCREMENTAL_STATE, on a sequence whose state
+was cleared (SEQ_INCREMENTAL_STATE_CLEARED) before, and every iid it uses must be defined in
+that packet or an earlier one of its sequence. Names are printed resolved.
 """
 
 import json
@@ -28,16 +31,29 @@ def check_known(msg, path):
             check_known(value, f"{path}.{field.name}")
 
 
-def annotation(a):
+def annotation(a, names):
     kind = a.WhichOneof("value")
-    return a.name, getattr(a, kind) if kind else None
+    name = names[a.name_iid] if a.name_iid else a.name
+    return name, getattr(a, kind) if kind else None
 
 
 def main():
     trace = pb.Trace.FromString(open(sys.argv[1], "rb").read())
     tracks, events = {}, []
+    # Per sequence: interned event names and annotation names, None until state is cleared.
+    state = {}
     for i, p in enumerate(trace.packet):
         check_known(p, f"packet[{i}]")
+        seq = p.trusted_packet_sequence_id
+        if p.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
+            state[seq] = ({}, {})
+        if p.HasField("interned_data"):
+            if state.get(seq) is None:
+                raise SystemExit(f"packet[{i}]: interned data before the state was cleared")
+            for n in p.interned_data.event_names:
+                state[seq][0][n.iid] = n.name
+            for n in p.interned_data.debug_annotation_names:
+                state[seq][1][n.iid] = n.name
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
             t = {"name": d.name, "parent": d.parent_uuid}
@@ -51,13 +67,21 @@ def main():
             tracks[d.uuid] = t
         if p.HasField("track_event"):
             e = p.track_event
+            uses = e.name_iid or any(a.name_iid for a in e.debug_annotations)
+            if uses and not p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE:
+                raise SystemExit(f"packet[{i}] uses interned names without NEEDS_INCREMENTAL_STATE")
+            names, arg_names = state.get(seq) or ({}, {})
+            if e.name_iid and e.name_iid not in names:
+                raise SystemExit(f"packet[{i}]: event name iid {e.name_iid} is not defined")
+            if any(a.name_iid and a.name_iid not in arg_names for a in e.debug_annotations):
+                raise SystemExit(f"packet[{i}]: an annotation name iid is not defined")
             events.append({
                 "ts": p.timestamp,
-                "seq": p.trusted_packet_sequence_id,
+                "seq": seq,
                 "type": pb.TrackEvent.Type.Name(e.type),
                 "track": e.track_uuid,
-                "name": e.name,
-                "args": dict(annotation(a) for a in e.debug_annotations),
+                "name": names[e.name_iid] if e.name_iid else e.name,
+                "args": dict(annotation(a, arg_names) for a in e.debug_annotations),
                 "flows": list(e.flow_ids),
                 "ends": list(e.terminating_flow_ids),
             })
