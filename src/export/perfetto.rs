@@ -35,8 +35,7 @@
 //! assert_eq!(out[0], 0x0a);
 //! ```
 
-use super::{event_args, event_name, Arg, Phase, Timeline};
-use std::collections::HashMap;
+use super::{event_args, event_name, Arg, FnvMap, Phase, Timeline};
 use std::io::{self, Write};
 
 // Field numbers (perfetto_trace.proto).
@@ -122,7 +121,7 @@ impl Msg {
 /// uses it.
 #[derive(Default)]
 struct Interner {
-    ids: HashMap<String, u64>,
+    ids: FnvMap<String, u64>,
 }
 
 impl Interner {
@@ -147,15 +146,19 @@ impl Interner {
 /// Those of `out`.
 pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
     let mut first = true;
-    let mut emit = |out: &mut dyn Write, mut packet: Msg| -> io::Result<()> {
+    // Writes `packet` as one `Trace.packet` (its tag and length, then its bytes).
+    let mut head = Msg::default();
+    let mut emit = |out: &mut dyn Write, packet: &mut Msg| -> io::Result<()> {
         packet.uint(PACKET_SEQUENCE_ID, SEQUENCE);
         if first {
             packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
             first = false;
         }
-        let mut trace = Msg::default();
-        trace.msg(TRACE_PACKET, &packet);
-        out.write_all(&trace.0)
+        head.0.clear();
+        head.tag(TRACE_PACKET, 2);
+        head.varint(packet.0.len() as u64);
+        out.write_all(&head.0)?;
+        out.write_all(&packet.0)
     };
     let mut process = Msg::default();
     process.int(PROCESS_PID, t.pid);
@@ -165,7 +168,7 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
     desc.msg(TRACK_PROCESS, &process);
     let mut packet = Msg::default();
     packet.msg(PACKET_TRACK_DESCRIPTOR, &desc);
-    emit(out, packet)?;
+    emit(out, &mut packet)?;
     for (i, track) in t.tracks.iter().enumerate() {
         let mut desc = Msg::default();
         desc.uint(TRACK_UUID, track_uuid(i));
@@ -182,13 +185,15 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
         }
         let mut packet = Msg::default();
         packet.msg(PACKET_TRACK_DESCRIPTOR, &desc);
-        emit(out, packet)?;
+        emit(out, &mut packet)?;
     }
     let mut names = Interner::default();
     let mut arg_names = Interner::default();
+    // Reused for every event: one allocation each for the whole export.
+    let (mut ev, mut interned, mut packet, mut a) = <(Msg, Msg, Msg, Msg)>::default();
     for e in &t.events {
-        let mut ev = Msg::default();
-        let mut interned = Msg::default();
+        ev.0.clear();
+        interned.0.clear();
         let ty = match e.phase {
             Phase::Begin => TYPE_SLICE_BEGIN,
             Phase::End => TYPE_SLICE_END,
@@ -197,7 +202,7 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
         ev.uint(EVENT_TYPE, ty);
         ev.uint(EVENT_TRACK_UUID, track_uuid(e.track as usize));
         let mut arg = |ev: &mut Msg, interned: &mut Msg, name: &str, v: Arg<'_>| {
-            let mut a = Msg::default();
+            a.0.clear();
             let iid = arg_names.iid(name, interned, INTERNED_ANNOTATION_NAMES);
             a.uint(ANNOTATION_NAME_IID, iid);
             match v {
@@ -228,14 +233,14 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
             };
             ev.fixed64(field, e.flow);
         }
-        let mut packet = Msg::default();
+        packet.0.clear();
         packet.uint(PACKET_TIMESTAMP, e.ts);
         if !interned.0.is_empty() {
             packet.msg(PACKET_INTERNED_DATA, &interned);
         }
         packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
         packet.msg(PACKET_TRACK_EVENT, &ev);
-        emit(out, packet)?;
+        emit(out, &mut packet)?;
     }
     Ok(())
 }
