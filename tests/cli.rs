@@ -137,16 +137,23 @@ fn demo_json_report_stats_and_pages() {
         count("B"),
         count("i")
     )));
-    let counts = |s: &str| {
-        s.lines()
-            .next()
-            .unwrap()
-            .split(" -> ")
-            .nth(1)
-            .unwrap()
-            .to_string()
+    // The same timeline; only the Perfetto format carries (and counts) flows.
+    let counts = |s: &str| -> std::collections::BTreeMap<String, u64> {
+        let first = s.lines().next().unwrap().split(" -> ").nth(1).unwrap();
+        let words: Vec<&str> = first.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+        words
+            .windows(2)
+            .filter_map(|w| Some((w[1].to_string(), w[0].parse().ok()?)))
+            .collect()
     };
-    assert_eq!(counts(&said_chrome), counts(&said));
+    let mut perfetto = counts(&said);
+    assert!(perfetto.remove("flows").unwrap() > 0, "{said}");
+    assert_eq!(counts(&said_chrome), perfetto);
+    assert_eq!(
+        perfetto.len(),
+        4,
+        "slices, instants, tracks, threads: {said}"
+    );
 
     // pages: raw pages of slot 1, each a page_size file.
     let pdir = d.join("pages");

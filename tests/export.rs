@@ -29,9 +29,7 @@ fn scratch(tag: &str) -> PathBuf {
 /// µs (overlaps the tick without nesting in it), Instant at 11 µs.
 fn record(path: &Path) -> u64 {
     let rec = RecorderBuilder::new().output(path).start().unwrap();
-    // Caller timestamps well after the threads' first records (their ThreadInfos, at claim
-    // time): a slot's page time never goes backwards, so an earlier one would be moved.
-    let base = typhon_recorder::clock::monotonic_ns() + 200_000_000;
+    let base = typhon_recorder::clock::monotonic_ns() + 1_000_000;
     let at = |us_tenths: u64| rec.ns_to_ticks(base + us_tenths * 100);
     // "game" (this thread) claims its slot first, so "net" gets another one and neither
     // stream follows the other's in a reused slot.
@@ -108,6 +106,47 @@ fn perfetto_events(v: &Value, base: u64) -> Vec<(String, String, String, i64)> {
             )
         })
         .collect()
+}
+
+/// The flows of the Perfetto reader's output, each as (event name, time in tenths of a µs) in
+/// order, ordered by their first event.
+fn flows(v: &Value, base: u64) -> Vec<Vec<(String, i64)>> {
+    let mut by_flow: BTreeMap<u64, Vec<(String, i64)>> = BTreeMap::new();
+    for e in v["events"].as_array().unwrap() {
+        for id in e["flows"].as_array().unwrap() {
+            by_flow.entry(id.as_u64().unwrap()).or_default().push((
+                e["name"].as_str().unwrap().to_string(),
+                tenths(e["ts"].as_u64().unwrap(), base),
+            ));
+        }
+    }
+    let mut f: Vec<_> = by_flow.into_values().collect();
+    f.sort_by_key(|f| f[0].1);
+    f
+}
+
+/// Exports `dat` to Perfetto and returns what the Perfetto reader makes of it (None, after
+/// saying why, without the reader).
+fn read_perfetto(dat: &Path) -> Option<Value> {
+    let file = TraceFile::open(dat).unwrap();
+    let out = dat.with_extension("pftrace");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
+    export::export(&file, Format::Perfetto, &mut w).unwrap();
+    drop(w);
+    if !perfetto_reader() {
+        return None;
+    }
+    let run = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_perfetto.py"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "export_perfetto.py: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    Some(serde_json::from_slice(&run.stdout).unwrap())
 }
 
 #[test]
@@ -238,37 +277,22 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
 
     // Flows: seq 42 runs received → admitted → the apply span → consumed (ends there); seq 43
     // runs received → dropped (ends there). EgressSent is in none.
-    let flow_of = |e: &Value| -> Option<(u64, bool)> {
-        let f = e["flows"].as_array().unwrap();
-        let t = e["ends"].as_array().unwrap();
-        f.first()
-            .map(|x| (x.as_u64().unwrap(), false))
-            .or(t.first().map(|x| (x.as_u64().unwrap(), true)))
-    };
-    let chain: Vec<(String, i64, bool)> = {
-        let mut by_flow: BTreeMap<u64, Vec<(String, i64, bool)>> = BTreeMap::new();
-        for e in events {
-            if let Some((id, ends)) = flow_of(e) {
-                by_flow.entry(id).or_default().push((
-                    e["name"].as_str().unwrap().to_string(),
-                    tenths(e["ts"].as_u64().unwrap(), base),
-                    ends,
-                ));
-            }
-        }
-        assert_eq!(by_flow.len(), 2);
-        by_flow.into_values().flatten().collect()
-    };
-    let c = |n: &str, t: i64, ends: bool| (n.to_string(), t, ends);
+    assert!(events
+        .iter()
+        .all(|e| e["ends"].as_array().unwrap().is_empty()));
     assert_eq!(
-        chain,
+        flows(&v, base),
         [
-            c("IngressReceived", 30, false),
-            c("IngressAdmitted", 40, false),
-            c("apply", 50, false),
-            c("CommandConsumed", 60, true),
-            c("IngressReceived", 35, false),
-            c("IngressDropped", 36, true),
+            vec![
+                ("IngressReceived".to_string(), 30),
+                ("IngressAdmitted".to_string(), 40),
+                ("apply".to_string(), 50),
+                ("CommandConsumed".to_string(), 60),
+            ],
+            vec![
+                ("IngressReceived".to_string(), 35),
+                ("IngressDropped".to_string(), 36),
+            ],
         ]
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -371,4 +395,145 @@ fn lost_events_are_marked_with_their_counts() {
     assert_eq!(marks, stats.total_missed());
     assert_eq!(s.records, stats.total_written());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Records `work` (given a time in tenths of a µs after a base, it returns raw ticks) to a
+/// fresh file and returns the file and the base.
+fn record_with(tag: &str, work: impl FnOnce(&dyn Fn(u64) -> u64)) -> (PathBuf, u64) {
+    let dir = scratch(tag);
+    let dat = dir.join(format!("{tag}.dat"));
+    let rec = RecorderBuilder::new().output(&dat).start().unwrap();
+    let base = typhon_recorder::clock::monotonic_ns();
+    work(&|t| rec.ns_to_ticks(base + t * 100));
+    rec.finish().unwrap();
+    (dat, base)
+}
+
+/// An event stands at its own time, not at its page time: a slot's page time never goes
+/// backwards, so an instant written with an earlier time than the span before it has a later
+/// page time. (Before: the export used page times for everything but spans.)
+#[test]
+fn events_stand_at_their_own_time_not_their_page_time() {
+    let _g = doc_lock();
+    let (dat, base) = record_with("own-time", |at| {
+        typhon_recorder::span_at("work", at(1000)).end_at(at(1100));
+        typhon_recorder::instant_at(at(1050), 1, 2);
+        typhon_recorder::tick_start_at(at(1060));
+        typhon_recorder::tick_end_at(at(1070), 0, 1);
+    });
+    let file = TraceFile::open(&dat).unwrap();
+    let t = export::Timeline::build(&file).unwrap();
+    let at = |name: &str, phase: export::Phase| {
+        let e = t
+            .events
+            .iter()
+            .find(|e| e.phase == phase && e.rec.is_some_and(|r| export::event_name(r) == name))
+            .unwrap();
+        tenths(e.ts, base)
+    };
+    assert_eq!(at("work", export::Phase::Begin), 1000);
+    assert_eq!(at("Instant", export::Phase::Instant), 1050);
+    assert_eq!(at("tick", export::Phase::Begin), 1060);
+    // The span's page time (its end) is what the instant's page time was pushed to.
+    let page_of_instant = file
+        .records()
+        .map(Result::unwrap)
+        .find(|r| r.data[2] == typhon_recorder::codec::TraceEventKind::INSTANT.0)
+        .unwrap()
+        .ts;
+    assert_eq!(tenths(page_of_instant, base), 1100);
+    let _ = std::fs::remove_dir_all(dat.parent().unwrap());
+}
+
+/// A flow never joins two commands: a second IngressReceived of the same (session, seq)
+/// starts a new one, and so does an IngressAdmitted after the command was consumed (its
+/// IngressReceived lost); the span joins only the flow whose drain tick it carries. (Before:
+/// flows were keyed by (session, seq) alone, and a command whose records were lost absorbed
+/// the next one.)
+#[test]
+fn flows_follow_one_command_each_even_with_records_missing() {
+    let _g = doc_lock();
+    let (dat, base) = record_with("flows", |at| {
+        let (hi, lo) = typhon_recorder::command_causal_id(7, 3, 42);
+        typhon_recorder::ingress_received_at(Some(at(10)), 7, 42, 0, 8); // its command is lost
+        typhon_recorder::ingress_received_at(Some(at(20)), 7, 42, 0, 8);
+        typhon_recorder::ingress_admitted_at(Some(at(30)), 7, 42, 0, 3);
+        let apply = typhon_recorder::traced_span_at("apply", TraceContext { hi, lo }, at(40));
+        typhon_recorder::command_consumed_at(Some(at(45)), 7, 42, 1);
+        typhon_recorder::command_consumed_at(Some(at(47)), 7, 42, 2); // a second system
+        apply.end_at(at(50));
+        typhon_recorder::ingress_admitted_at(Some(at(60)), 7, 42, 0, 9); // received lost
+        typhon_recorder::command_consumed_at(Some(at(70)), 7, 42, 1);
+        // A span of drain tick 3 again: not the tick-9 command's.
+        let (hi, lo) = typhon_recorder::command_causal_id(7, 3, 42);
+        typhon_recorder::traced_span_at("stale", TraceContext { hi, lo }, at(80)).end_at(at(90));
+    });
+    let Some(v) = read_perfetto(&dat) else { return };
+    let n = |s: &str, t: i64| (s.to_string(), t);
+    assert_eq!(
+        flows(&v, base),
+        [
+            vec![
+                n("IngressReceived", 20),
+                n("IngressAdmitted", 30),
+                n("apply", 40),
+                n("CommandConsumed", 45),
+                n("CommandConsumed", 47),
+            ],
+            vec![n("IngressAdmitted", 60), n("CommandConsumed", 70)],
+        ]
+    );
+    let _ = std::fs::remove_dir_all(dat.parent().unwrap());
+}
+
+/// Threads: the recorder's own slot 0 and a recording main thread (whose tid is the process
+/// id) are two threads, and two threads that used one slot in turn are two threads too.
+#[test]
+fn every_thread_is_its_own_track() {
+    let _g = doc_lock();
+    let (dat, _) = record_with("threads", |_| {
+        typhon_recorder::set_thread_info("main", ThreadKind::Main);
+        typhon_recorder::instant(1, 1);
+        for name in ["first", "second"] {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(|| typhon_recorder::instant(2, 2))
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+    });
+    let file = TraceFile::open(&dat).unwrap();
+    let t = export::Timeline::build(&file).unwrap();
+    let tid = |name: &str| t.threads.iter().find(|th| th.name == name).unwrap().tid;
+    // "main" (this test thread) records with its own tid; slot 0 never takes a real one, so a
+    // process main thread (tid = pid) cannot collide with it.
+    let main_tid = this_tid();
+    assert_eq!(tid("main"), main_tid);
+    assert_eq!(tid("typhon-recorder"), export::SYNTHETIC_TID);
+    assert_eq!(t.pid, std::process::id() as i64);
+    assert_ne!(tid("first"), tid("second"));
+    assert_eq!(t.threads.len(), 4, "{:?}", t.threads);
+    let mut out = Vec::new();
+    t.write(Format::Chrome, &mut out).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let mut named: Vec<i64> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["tid"].as_i64().unwrap())
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    assert_eq!(named.len(), 4, "one thread_name per tid");
+    let _ = std::fs::remove_dir_all(dat.parent().unwrap());
+}
+
+/// This thread's id, as the recorder's ThreadInfo writes it.
+fn this_tid() -> i64 {
+    std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse().ok())
+        .expect("/proc/thread-self names this thread")
 }

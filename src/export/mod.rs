@@ -86,8 +86,8 @@ impl std::str::FromStr for Format {
 ///
 /// ```
 /// use typhon_recorder::export::ExportError;
-/// let e = ExportError::NegativeTime { slot: 2, ts: -5 };
-/// assert!(e.to_string().contains("slot 2"));
+/// let e = ExportError::Io(std::io::ErrorKind::WriteZero.into());
+/// assert!(e.to_string().starts_with("writing the export"));
 /// ```
 #[derive(Debug)]
 pub enum ExportError {
@@ -97,13 +97,6 @@ pub enum ExportError {
         records: u64,
         /// The reader's error.
         error: TraceDatError,
-    },
-    /// A span starts before time zero: no viewer format can place it.
-    NegativeTime {
-        /// The record's slot.
-        slot: u32,
-        /// Its start time.
-        ts: i64,
     },
     /// Writing the output failed.
     Io(std::io::Error),
@@ -115,10 +108,6 @@ impl fmt::Display for ExportError {
             ExportError::Read { records, error } => {
                 write!(f, "after {records} records: {error}")
             }
-            ExportError::NegativeTime { slot, ts } => write!(
-                f,
-                "a span of slot {slot} starts at {ts} ns, before time zero"
-            ),
             ExportError::Io(e) => write!(f, "writing the export: {e}"),
         }
     }
@@ -138,11 +127,16 @@ impl From<std::io::Error> for ExportError {
 pub struct Thread {
     /// The slot (trace.dat CPU) it wrote to.
     pub slot: u32,
-    /// OS thread id from its ThreadInfo; for a slot without one, `SYNTHETIC_TID + slot`.
+    /// OS thread id from its ThreadInfo; for a slot without one, `SYNTHETIC_TID + slot`. Slot 0,
+    /// the recorder's own stream, always has `SYNTHETIC_TID`: its ThreadInfo carries the
+    /// process id, the tid of the process's main thread, which may record too.
     pub tid: i64,
     /// Its latest name (ThreadInfo, else the file's cmdline for the slot, else "slot N").
     pub name: String,
 }
+
+/// The largest time viewers take: Perfetto and the JSON importers read times as i64 ns.
+const MAX_TIME: u64 = i64::MAX as u64;
 
 /// Thread ids given to slots that never wrote a ThreadInfo (the recorder's own slot 0 among
 /// them): far above Linux's `pid_max` limit (2^22), so they never collide with a real tid.
@@ -183,10 +177,9 @@ pub struct Event<'a> {
     /// The record that names the event and gives its arguments (`None` for End and Lost).
     /// For a tick or phase slice, its end record (TickEnd carries the tick's values).
     pub rec: Option<&'a [u8]>,
-    /// A flow through correlated events (0: none).
+    /// A flow through correlated events (0: none): the events of one flow, in time order, are
+    /// linked one to the next.
     pub flow: u64,
-    /// Whether the flow ends here.
-    pub flow_ends: bool,
 }
 
 /// Counts of what a [`Timeline`] holds.
@@ -208,12 +201,15 @@ pub struct TimelineStats {
     pub tracks: u64,
     /// Flows.
     pub flows: u64,
+    /// Records whose own time was before zero, placed at their page time instead.
+    pub negative_times: u64,
 }
 
 /// A recording laid out for viewers: threads, their tracks and time-ordered events.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline<'a> {
-    /// Process name (the file's recorder).
+    /// Process name: "typhon-recorder" from [`Timeline::build`] (the file does not name the
+    /// program; `typhon-rec export` uses the file's name).
     pub process_name: String,
     /// The process id, from the ThreadInfo of slot 0 (the recorder's own stream); for a file
     /// without one, `SYNTHETIC_TID - 1`.
@@ -226,6 +222,8 @@ pub struct Timeline<'a> {
     pub events: Vec<Event<'a>>,
     /// Records read.
     pub records: u64,
+    /// Records whose own time was before zero, placed at their page time instead.
+    pub negative_times: u64,
 }
 
 /// FNV-1a, for the export's maps (slots, flows, interned names): their keys are small and
@@ -275,8 +273,7 @@ impl<'a> Timeline<'a> {
     /// Reads every record of `file` into a timeline.
     ///
     /// # Errors
-    /// [`ExportError::Read`] on damaged record data, [`ExportError::NegativeTime`] for a span
-    /// that starts before zero.
+    /// [`ExportError::Read`] on damaged record data.
     ///
     /// ```no_run
     /// use typhon_recorder::{export::Timeline, tracedat::TraceFile};
@@ -292,6 +289,7 @@ impl<'a> Timeline<'a> {
         let mut current: FnvMap<u32, usize> = FnvMap::default();
         let mut records = 0u64;
         let mut pid: Option<i64> = None;
+        let mut negative_times = 0u64;
         let slot_name = |slot: u32| {
             file.cmdline(slot as i64)
                 .filter(|n| !n.is_empty())
@@ -312,11 +310,14 @@ impl<'a> Timeline<'a> {
                     )),
                     cur,
                 ) => {
-                    let tid = i64::from(thread_id);
-                    // Slot 0's ThreadInfo carries the process id (the recorder's own stream).
-                    if r.cpu == 0 {
-                        pid.get_or_insert(tid);
-                    }
+                    // Slot 0's ThreadInfo carries the process id, which is also the tid of the
+                    // process's main thread: the recorder's own stream keeps a synthetic tid.
+                    let tid = if r.cpu == 0 {
+                        pid.get_or_insert(i64::from(thread_id));
+                        SYNTHETIC_TID
+                    } else {
+                        i64::from(thread_id)
+                    };
                     let name = if name.is_empty() {
                         slot_name(r.cpu)
                     } else {
@@ -352,6 +353,18 @@ impl<'a> Timeline<'a> {
                     threads.len() - 1
                 }
             };
+            // A record's own time is its header's (a span's start); its page time can be later,
+            // as a slot's page time never goes backwards while caller-supplied times may.
+            // A time before zero (a caller-supplied time far off) has no place in a viewer: the
+            // record stays at its page time, and the count says so.
+            let ts = match decoded.map(|(h, _)| u64::try_from(h.timestamp)) {
+                Some(Ok(ts)) => ts,
+                Some(Err(_)) => {
+                    negative_times += 1;
+                    r.ts
+                }
+                None => r.ts,
+            };
             let c = &mut per[th];
             if let Some(m) = r.missed_before {
                 c.points.push(Event {
@@ -360,7 +373,6 @@ impl<'a> Timeline<'a> {
                     phase: Phase::Lost(u64::try_from(m).ok().filter(|&n| n > 0)),
                     rec: None,
                     flow: 0,
-                    flow_ends: false,
                 });
             }
             let point = |c: &mut Collect<'a>, ts: u64| {
@@ -370,28 +382,25 @@ impl<'a> Timeline<'a> {
                     phase: Phase::Instant,
                     rec: Some(r.data),
                     flow: 0,
-                    flow_ends: false,
                 })
             };
             match decoded {
-                Some((h, Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. })) => {
-                    let start =
-                        u64::try_from(h.timestamp).map_err(|_| ExportError::NegativeTime {
-                            slot: r.cpu,
-                            ts: h.timestamp,
-                        })?;
+                Some((_, Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. })) => {
                     // A negative duration (only a hand-written record has one) shows as an
-                    // empty slice; the record's duration_ns argument keeps the value.
-                    let end = start.saturating_add(u64::try_from(span.duration_ns).unwrap_or(0));
+                    // empty slice, and an end past the largest time viewers take (i64 ns) is
+                    // held there; the record's duration_ns argument keeps the value.
+                    let end = ts
+                        .saturating_add(u64::try_from(span.duration_ns).unwrap_or(0))
+                        .min(MAX_TIME);
                     c.slices.push(Slice {
-                        start,
+                        start: ts,
                         end,
                         rec: r.data,
                     });
                 }
                 Some((_, Body::ThreadInfo { .. })) => {}
                 Some((_, Body::TickStart)) => {
-                    if let Some(t) = c.open_tick.replace(r.ts) {
+                    if let Some(t) = c.open_tick.replace(ts) {
                         // Two starts in a row: the first stays a mark.
                         c.points.push(Event {
                             ts: t,
@@ -399,35 +408,34 @@ impl<'a> Timeline<'a> {
                             phase: Phase::Instant,
                             rec: Some(TICK_START_MARK),
                             flow: 0,
-                            flow_ends: false,
                         });
                     }
                 }
                 Some((_, Body::TickEnd { .. })) => match c.open_tick.take() {
                     Some(start) => c.slices.push(Slice {
                         start,
-                        end: r.ts.max(start),
+                        end: ts.max(start),
                         rec: r.data,
                     }),
-                    None => point(c, r.ts),
+                    None => point(c, ts),
                 },
-                Some((_, Body::PhaseStart { phase })) => c.open_phases.push((phase, r.ts)),
+                Some((_, Body::PhaseStart { phase })) => c.open_phases.push((phase, ts)),
                 Some((_, Body::PhaseEnd { phase })) => {
                     match c.open_phases.iter().rposition(|&(p, _)| p == phase) {
                         Some(i) => {
                             let (_, start) = c.open_phases.remove(i);
                             c.slices.push(Slice {
                                 start,
-                                end: r.ts.max(start),
+                                end: ts.max(start),
                                 rec: r.data,
                             });
                         }
-                        None => point(c, r.ts),
+                        None => point(c, ts),
                     }
                 }
                 // Instants, correlation instants, CeLog events, and records this version
-                // cannot decode (shown by kind, with their bytes).
-                _ => point(c, r.ts),
+                // cannot decode (shown by kind, with their bytes, at their page time).
+                _ => point(c, ts),
             }
         }
         // Threads by slot, then by first appearance (a reused slot's owners in turn).
@@ -443,6 +451,7 @@ impl<'a> Timeline<'a> {
             tracks: Vec::new(),
             events: Vec::new(),
             records,
+            negative_times,
         };
         // Lane 0 of thread i is track i.
         t.tracks = (0..t.threads.len())
@@ -457,7 +466,6 @@ impl<'a> Timeline<'a> {
                     phase: Phase::Instant,
                     rec: Some(TICK_START_MARK),
                     flow: 0,
-                    flow_ends: false,
                 });
             }
             for &(phase, ts) in &c.open_phases {
@@ -467,7 +475,6 @@ impl<'a> Timeline<'a> {
                     phase: Phase::Instant,
                     rec: Some(&PHASE_START_MARKS[phase as usize]),
                     flow: 0,
-                    flow_ends: false,
                 });
             }
             for e in &mut c.points {
@@ -507,7 +514,6 @@ impl<'a> Timeline<'a> {
                         phase: Phase::Begin,
                         rec: Some(s.rec),
                         flow: 0,
-                        flow_ends: false,
                     });
                     placed = true;
                     break;
@@ -526,7 +532,6 @@ impl<'a> Timeline<'a> {
                     phase: Phase::Begin,
                     rec: Some(s.rec),
                     flow: 0,
-                    flow_ends: false,
                 });
             }
         }
@@ -537,42 +542,80 @@ impl<'a> Timeline<'a> {
         }
     }
 
-    /// Ties each command's correlated events together, in time order: IngressReceived,
-    /// IngressAdmitted and the TracedSpan carrying the command's causal id continue a flow
-    /// keyed by (session, seq); CommandConsumed and IngressDropped end it, so a seq that wraps
-    /// starts a new flow.
+    /// Ties each command's correlated events together, in time order, by (session, seq):
+    /// IngressReceived always starts a flow; IngressAdmitted continues one that has only been
+    /// received; the TracedSpan carrying the command's causal id continues one not yet past
+    /// admission whose drain tick (from IngressAdmitted) matches its own; CommandConsumed
+    /// continues any (several systems may consume one command); IngressDropped continues and
+    /// closes one that has only been received. An event that cannot continue the open flow
+    /// starts a new one, so a seq that wraps, or a flow whose records were lost, never joins
+    /// another command's events.
     fn link_flows(&mut self) {
-        let mut open: FnvMap<(u32, u16), u64> = FnvMap::default();
-        let mut next = 1u64;
+        #[derive(Clone, Copy)]
+        struct Open {
+            id: u64,
+            stage: u8, // 0 received, 1 admitted, 2 in its span, 3 consumed
+            drain_tick: Option<u32>,
+        }
+        let mut open: FnvMap<(u32, u16), Open> = FnvMap::default();
+        let mut next = 0u64;
         for e in &mut self.events {
             let Some(rec) = e.rec else { continue };
-            let (key, ends) = match (e.phase, records::decode(rec)) {
+            use CorrelationInstant as C;
+            // Whether an event of `stage` continues the open flow `o`, and the drain tick the
+            // flow then has. Stages: 0 received, 1 admitted, 2 its span, 3 consumed, 4 dropped.
+            let step = |o: Option<&Open>, stage: u8, tick: Option<u32>| -> (bool, Option<u32>) {
+                match (o, stage) {
+                    (Some(o), 1) => (o.stage == 0, tick),
+                    (Some(o), 2) => (
+                        o.stage <= 1 && o.drain_tick.map_or(true, |t| Some(t) == tick),
+                        tick,
+                    ),
+                    (Some(o), 3) => (true, o.drain_tick),
+                    (Some(o), 4) => (o.stage == 0, None),
+                    _ => (false, tick),
+                }
+            };
+            let (key, stage, tick) = match (e.phase, records::decode(rec)) {
                 (Phase::Instant, Ok((_, Body::Correlation(c)))) => match c {
-                    CorrelationInstant::IngressReceived { session, seq, .. }
-                    | CorrelationInstant::IngressAdmitted { session, seq, .. } => {
-                        ((session, seq), false)
-                    }
-                    CorrelationInstant::CommandConsumed { session, seq, .. }
-                    | CorrelationInstant::IngressDropped { session, seq, .. } => {
-                        ((session, seq), true)
-                    }
-                    CorrelationInstant::EgressSent { .. } => continue,
+                    C::IngressReceived { session, seq, .. } => ((session, seq), 0, None),
+                    C::IngressAdmitted {
+                        session,
+                        seq,
+                        drain_tick,
+                        ..
+                    } => ((session, seq), 1, Some(drain_tick)),
+                    C::CommandConsumed { session, seq, .. } => ((session, seq), 3, None),
+                    C::IngressDropped { session, seq, .. } => ((session, seq), 4, None),
+                    C::EgressSent { .. } => continue,
                 },
                 (Phase::Begin, Ok((_, Body::TracedSpan { context, .. })))
                     if context.is_command() =>
                 {
-                    ((context.hi as u32, context.lo as u16), false)
+                    let (session, seq) = (context.hi as u32, context.lo as u16);
+                    ((session, seq), 2, Some((context.lo >> 16) as u32))
                 }
                 _ => continue,
             };
-            let id = *open.entry(key).or_insert_with(|| {
+            let (cont, tick) = step(open.get(&key), stage, tick);
+            let id = if cont {
+                open[&key].id
+            } else {
                 next += 1;
-                next - 1
-            });
+                next
+            };
             e.flow = id;
-            e.flow_ends = ends;
-            if ends {
+            if stage == 4 {
                 open.remove(&key);
+            } else {
+                open.insert(
+                    key,
+                    Open {
+                        id,
+                        stage: stage.min(3),
+                        drain_tick: tick,
+                    },
+                );
             }
         }
         // A flow of one event links nothing: drop it.
@@ -585,9 +628,28 @@ impl<'a> Timeline<'a> {
         for e in &mut self.events {
             if e.flow != 0 && count[&e.flow] < 2 {
                 e.flow = 0;
-                e.flow_ends = false;
             }
         }
+    }
+
+    /// Writes the timeline to `out` in `format` (and flushes it).
+    ///
+    /// # Errors
+    /// Those of `out`.
+    ///
+    /// ```
+    /// use typhon_recorder::export::{Format, Timeline};
+    /// let t = Timeline { process_name: "my-server".into(), ..Timeline::default() };
+    /// let mut out = Vec::new();
+    /// t.write(Format::Chrome, &mut out).unwrap();
+    /// assert!(String::from_utf8(out).unwrap().contains("my-server"));
+    /// ```
+    pub fn write(&self, format: Format, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        match format {
+            Format::Perfetto => perfetto::write(self, out)?,
+            Format::Chrome => chrome::write(self, out)?,
+        }
+        out.flush()
     }
 
     /// Counts of what the timeline holds.
@@ -599,6 +661,7 @@ impl<'a> Timeline<'a> {
     pub fn stats(&self) -> TimelineStats {
         let mut s = TimelineStats {
             records: self.records,
+            negative_times: self.negative_times,
             threads: self.threads.len() as u64,
             tracks: self.tracks.len() as u64,
             ..TimelineStats::default()
@@ -651,7 +714,6 @@ fn end_event<'a>(ts: u64, track: u32) -> Event<'a> {
         phase: Phase::End,
         rec: None,
         flow: 0,
-        flow_ends: false,
     }
 }
 
@@ -802,11 +864,7 @@ pub fn export(
     out: &mut impl std::io::Write,
 ) -> Result<TimelineStats, ExportError> {
     let t = Timeline::build(file)?;
-    match format {
-        Format::Perfetto => perfetto::write(&t, out)?,
-        Format::Chrome => chrome::write(&t, out)?,
-    }
-    out.flush()?;
+    t.write(format, out)?;
     Ok(t.stats())
 }
 

@@ -17,15 +17,17 @@
 //!                           track_event(11){ type(9): 1 begin, 2 end, 3 instant; track_uuid(11);
 //!                                            name_iid(10); debug_annotations(4){ name_iid(1),
 //!                                            uint_value(3) | int_value(4) | string_value(6) };
-//!                                            flow_ids(47), terminating_flow_ids(48): fixed64 } }
+//!                                            flow_ids(47): fixed64 } }
 //! ```
 //!
 //! Event names and argument names are interned, as Perfetto's own SDK does: each is written
 //! once, in the first packet that uses it, and referred to by its iid afterwards. That halves
 //! the size of a typical recording's export.
 //!
-//! Timestamps are the file's CLOCK_MONOTONIC nanoseconds, written without a clock id, so the
-//! viewer takes them as its default trace clock.
+//! Timestamps are the file's CLOCK_MONOTONIC nanoseconds, written without a clock id:
+//! trace_processor takes them as its default clock, BOOTTIME, which runs ahead of MONOTONIC by
+//! the time the machine spent suspended. On their own they read the same; merged with a system
+//! trace they would be offset by that.
 //!
 //! ```
 //! use typhon_recorder::export::{perfetto, Timeline};
@@ -61,7 +63,6 @@ const EVENT_TYPE: u32 = 9;
 const EVENT_TRACK_UUID: u32 = 11;
 const EVENT_NAME_IID: u32 = 10;
 const EVENT_FLOW_IDS: u32 = 47;
-const EVENT_TERMINATING_FLOW_IDS: u32 = 48;
 const ANNOTATION_NAME_IID: u32 = 1;
 const INTERNED_EVENT_NAMES: u32 = 2;
 const INTERNED_ANNOTATION_NAMES: u32 = 3;
@@ -226,12 +227,7 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
             }
         }
         if e.flow != 0 {
-            let field = if e.flow_ends {
-                EVENT_TERMINATING_FLOW_IDS
-            } else {
-                EVENT_FLOW_IDS
-            };
-            ev.fixed64(field, e.flow);
+            ev.fixed64(EVENT_FLOW_IDS, e.flow);
         }
         packet.0.clear();
         packet.uint(PACKET_TIMESTAMP, e.ts);

@@ -93,20 +93,32 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
         ));
     }
     let f = open(file)?;
+    let mut t = export::Timeline::build(&f).map_err(|e| format!("{}: {e}", file.display()))?;
+    // The file does not name the program that recorded it; its own name stands in.
+    if let Some(stem) = file.file_stem() {
+        t.process_name = stem.to_string_lossy().into_owned();
+    }
+    let s = t.stats();
     let o = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut w = BufWriter::new(o);
-    let s = export::export(&f, format, &mut w).map_err(|e| {
+    if let Err(e) = t.write(format, &mut w) {
+        drop(w);
         let _ = std::fs::remove_file(&out);
-        format!("{}: {e}", file.display())
-    })?;
+        return Err(format!("{}: {e}", out.display()));
+    }
+    drop(w);
     let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    // Flows are written in the Perfetto format only.
+    let flows = match format {
+        export::Format::Perfetto => format!(", {} flows", s.flows),
+        export::Format::Chrome => String::new(),
+    };
     println!(
-        "{}: {} records -> {} slices, {} instants, {} flows on {} tracks of {} threads",
+        "{}: {} records -> {} slices, {} instants{flows} on {} tracks of {} threads",
         out.display(),
         s.records,
         s.slices,
         s.instants,
-        s.flows,
         s.tracks,
         s.threads
     );
@@ -116,11 +128,23 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
             s.loss_marks, s.lost_events
         );
     }
+    if s.negative_times > 0 {
+        println!(
+            "  {} records had a time before zero and stand at their page time",
+            s.negative_times
+        );
+    }
     let viewer = match format {
         export::Format::Perfetto => "open it at https://ui.perfetto.dev (Open trace file)",
         export::Format::Chrome => "open it at https://ui.perfetto.dev or chrome://tracing",
     };
     println!("  {size} bytes; {viewer}");
+    if format == export::Format::Chrome && size > 256 << 20 {
+        println!(
+            "  note: browsers hold at most about 512 MiB of JSON text; for a recording this \
+             large the Perfetto format (the default) is smaller and loads faster"
+        );
+    }
     Ok(())
 }
 
