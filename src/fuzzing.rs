@@ -1,12 +1,14 @@
 //! Entry points shared by the `cargo fuzz` targets (`fuzz/`) and the stable-Rust bounded fuzz
 //! harness in the normal test suite (`tests/fuzz_harness.rs`): each feeds arbitrary bytes to one
 //! reader and walks everything it returns. The property is the same everywhere: readers never
-//! panic, never read out of bounds, never loop forever; bad input yields errors.
+//! panic, never read out of bounds, never loop forever; bad input yields errors. The exporter
+//! must also keep its own promises on whatever file parses: slices nest, the JSON parses.
 //!
 //! ```
 //! typhon_recorder::fuzzing::page(&[0xff; 64]);
 //! typhon_recorder::fuzzing::tracedat(b"\x17\x08\x44tracing6".to_vec());
 //! typhon_recorder::fuzzing::record(&[12, 0, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+//! assert_eq!(typhon_recorder::fuzzing::export(b"not a file".to_vec()), None);
 //! ```
 
 use crate::codec::{celog, correlation, records};
@@ -110,6 +112,34 @@ pub fn tracedat(data: Vec<u8>) -> Option<usize> {
         let _ = r;
     }
     Some(n)
+}
+
+/// The exporter on a file that parses: every track's slices nest, events are in time order,
+/// both formats are written, and the Chrome JSON parses. Returns the number of events, or
+/// `None` when parsing or reading failed.
+pub fn export(data: Vec<u8>) -> Option<usize> {
+    use crate::export::{Format, Phase, Timeline};
+    let tf = TraceFile::parse(data).ok()?;
+    let t = Timeline::build(&tf).ok()?;
+    let mut open = vec![0usize; t.tracks.len()];
+    for e in &t.events {
+        let o = &mut open[e.track as usize];
+        match e.phase {
+            Phase::Begin => *o += 1,
+            Phase::End => *o = o.checked_sub(1).expect("an End closes an open slice"),
+            Phase::Instant | Phase::Lost(_) => {}
+        }
+    }
+    assert!(open.iter().all(|&o| o == 0), "every slice ends");
+    assert!(t.events.windows(2).all(|w| w[0].ts <= w[1].ts));
+    t.write(Format::Perfetto, &mut std::io::sink())
+        .expect("a sink takes it");
+    let mut json = Vec::new();
+    t.write(Format::Chrome, &mut json).expect("a Vec takes it");
+    if let Err(e) = serde_json::from_slice::<serde_json::Value>(&json) {
+        panic!("the Chrome export is not JSON: {e}");
+    }
+    Some(t.events.len())
 }
 
 /// The record decoders on one record: `records::decode`, `decode_fields` (and printing the

@@ -7,6 +7,7 @@
 //!   pages and its records): bit flips, interesting values, truncation, splices, duplication;
 //! - truncations of the valid file at every header boundary region: errors, never a panic, and
 //!   never more records than the intact file;
+//! - the exporter on mutants of the valid file;
 //! - proptest: arbitrary bytes into every reader.
 //!
 //! `TYPHON_FUZZ_ITERS` raises the mutation count (default 3000 per target: a few seconds).
@@ -181,6 +182,30 @@ fn mutated_trace_files_never_panic() {
             );
         }
     }
+}
+
+/// The exporter on mutated files: whatever parses exports with nesting slices and valid JSON.
+#[test]
+fn mutated_trace_files_export_cleanly() {
+    let (file, _, _) = corpus();
+    assert!(fuzzing::export(file.clone()).unwrap() > 300);
+    let mut rng = Rng(0x6578_706f_7274);
+    let mut exported = 0;
+    for i in 0..iters() / 30 {
+        let m = mutate(&mut rng, file);
+        match std::panic::catch_unwind(|| fuzzing::export(m.clone())) {
+            Ok(r) => exported += usize::from(r.is_some()),
+            Err(_) => {
+                let p = std::env::temp_dir().join(format!("typhon-fuzz-export-{i}.dat"));
+                std::fs::write(&p, &m).unwrap();
+                panic!(
+                    "iteration {i}: the exporter panicked; input saved to {}",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(exported > 0, "some mutants still parse and export");
 }
 
 #[test]

@@ -1,5 +1,8 @@
-//! The trace.dat reader: `TraceFile::parse`, then every record of every CPU and the merged stream.
+//! The trace.dat reader: `TraceFile::parse`, then every record of every CPU and the merged
+//! stream; a file that parses also goes through the exporter.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    typhon_recorder::fuzzing::tracedat(data.to_vec());
+    if typhon_recorder::fuzzing::tracedat(data.to_vec()).is_some() {
+        typhon_recorder::fuzzing::export(data.to_vec());
+    }
 });
