@@ -1,7 +1,9 @@
 //! `typhon_recorder::export` end to end: a recording with known timings, exported to Perfetto
 //! protobuf and Chrome JSON, read back by Perfetto's own generated protobuf classes
-//! (tests/export_perfetto.py, the `perfetto` PyPI package) and by serde_json. The Perfetto
-//! checks skip (with a message) without that package, unless `TYPHON_REQUIRE_INTEROP=1`.
+//! (tests/export_perfetto.py, the `perfetto` PyPI package), by Chrome DevTools' trace model
+//! (tests/export_devtools.mjs, the npm package `@paulirish/trace_engine`, looked for in
+//! `$TYPHON_NODE_MODULES`, default `target/js/node_modules`) and by serde_json. The checks
+//! with outside readers skip (with a message) without them, unless `TYPHON_REQUIRE_INTEROP=1`.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -299,7 +301,7 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
 }
 
 #[test]
-fn chrome_export_is_json_with_balanced_slices_per_thread() {
+fn chrome_export_is_json_with_nested_complete_slices_per_thread() {
     let _g = doc_lock();
     let dir = scratch("chrome");
     let dat = dir.join("known.dat");
@@ -324,27 +326,29 @@ fn chrome_export_is_json_with_balanced_slices_per_thread() {
     let mut seen: Vec<&str> = names.values().copied().collect();
     seen.sort_unstable();
     assert_eq!(seen, ["game", "game (overlap 1)", "net", "typhon-recorder"]);
-    // Per thread: B and E balance and nest; ts is µs with three decimals (ns).
-    let mut open: BTreeMap<i64, Vec<(String, i64)>> = BTreeMap::new();
+    // Slices are complete events; ts and dur are µs with three decimals (ns). On each thread
+    // they nest: a slice that starts inside another ends inside it too.
+    let tenths_of = |us: &Value| ((us.as_f64().unwrap() * 1000.0 - base as f64) / 100.0).round();
     let mut slices = Vec::new();
     for e in events.iter().filter(|e| e["ph"] != "M") {
         let tid = e["tid"].as_i64().unwrap();
-        let ts_us = e["ts"].as_f64().unwrap();
-        let t = ((ts_us * 1000.0 - base as f64) / 100.0).round() as i64;
+        let start = tenths_of(&e["ts"]) as i64;
         match e["ph"].as_str().unwrap() {
-            "B" => open
-                .entry(tid)
-                .or_default()
-                .push((e["name"].as_str().unwrap().to_string(), t)),
-            "E" => {
-                let (name, start) = open.get_mut(&tid).unwrap().pop().unwrap();
-                slices.push((names[&tid].to_string(), name, start, t));
+            "X" => {
+                let end = start + (e["dur"].as_f64().unwrap() * 10.0).round() as i64;
+                let name = e["name"].as_str().unwrap().to_string();
+                slices.push((names[&tid].to_string(), name, start, end));
             }
             "i" => assert_eq!(e["s"], "t"),
             other => panic!("unexpected phase {other}"),
         }
     }
-    assert!(open.values().all(Vec::is_empty));
+    for a in &slices {
+        for b in &slices {
+            let inside = a.0 == b.0 && b.2 > a.2 && b.2 < a.3;
+            assert!(!inside || b.3 <= a.3, "{b:?} overlaps {a:?} on one thread");
+        }
+    }
     slices.sort_by_key(|s| s.2);
     let sl = |th: &str, n: &str, a: i64, b: i64| (th.to_string(), n.to_string(), a, b);
     assert_eq!(
@@ -360,6 +364,111 @@ fn chrome_export_is_json_with_balanced_slices_per_thread() {
     // A span id carries the slot in its top byte: beyond 2^53, so it is a string.
     let frame = events.iter().find(|e| e["name"] == "frame").unwrap();
     assert!(frame["args"]["span_id"].is_string(), "{frame}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Where the DevTools trace model is installed, or None (after saying why) if it is not.
+fn devtools_modules() -> Option<PathBuf> {
+    let dir = std::env::var_os("TYPHON_NODE_MODULES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/js/node_modules"),
+        PathBuf::from,
+    );
+    let ok = dir.join("@paulirish/trace_engine/package.json").exists()
+        && Command::new("node")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        if std::env::var("TYPHON_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!(
+                "TYPHON_REQUIRE_INTEROP=1 but node or {} is missing",
+                dir.display()
+            );
+        }
+        eprintln!(
+            "SKIPPED: node with @paulirish/trace_engine in {} (npm install --prefix target/js \
+             @paulirish/trace_engine@0.0.65) is not available",
+            dir.display()
+        );
+        return None;
+    }
+    Some(dir)
+}
+
+/// Chrome DevTools' Performance panel loads the JSON without a warning, and sees each
+/// thread's slices with their names, times and nesting. (Before: "B"/"E" pairs whose "E" had no
+/// name crashed it, and speedscope, which matches ends by name, overflowed its stack.)
+#[test]
+fn chrome_export_loads_in_the_devtools_trace_model() {
+    let _g = doc_lock();
+    let dir = scratch("devtools");
+    let dat = dir.join("known.dat");
+    let base = record(&dat);
+    let file = TraceFile::open(&dat).unwrap();
+    let json = dir.join("known.json");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&json).unwrap());
+    export::export(&file, Format::Chrome, &mut w).unwrap();
+    drop(w);
+    let Some(modules) = devtools_modules() else {
+        return;
+    };
+    let run = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_devtools.mjs"))
+        .arg(&modules)
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "export_devtools.mjs: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        v["logged"],
+        Value::Array(vec![]),
+        "the model logged: {}",
+        v["logged"]
+    );
+    assert_eq!(v["perWarning"], Value::Array(vec![]), "{}", v["perWarning"]);
+    let thread = |name: &str| {
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no thread {name}: {}", v["threads"]))
+    };
+    // (name, start, end) in tenths of a µs after the base; the model's times are µs.
+    let entries = |name: &str| -> Vec<(String, i64, i64)> {
+        let t = |us: &Value| ((us.as_f64().unwrap() * 1000.0 - base as f64) / 100.0).round();
+        thread(name)["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let start = t(&e[1]);
+                let dur = (e[2].as_f64().unwrap() * 10.0).round();
+                (
+                    e[0].as_str().unwrap().to_string(),
+                    start as i64,
+                    (start + dur) as i64,
+                )
+            })
+            .collect()
+    };
+    let e = |n: &str, a: i64, b: i64| (n.to_string(), a, b);
+    assert_eq!(
+        entries("game"),
+        [
+            e("tick", 10, 100),
+            e("frame", 15, 90),
+            e("phase 1", 20, 80),
+            e("apply", 50, 70)
+        ]
+    );
+    assert_eq!(thread("game")["depth"], 4, "tick > frame > phase > apply");
+    assert_eq!(entries("game (overlap 1)"), [e("late", 95, 120)]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -4,10 +4,13 @@
 //!
 //! ```text
 //!  {"ph":"M","name":"process_name"|"thread_name","pid","tid","args":{"name":…}}
-//!  {"ph":"B","name","pid","tid","ts","args":{…}}     a slice opens   (ts: µs, 3 decimals = ns)
-//!  {"ph":"E","pid","tid","ts"}                          the innermost slice of tid closes
-//!  {"ph":"i","s":"t","name","pid","tid","ts","args"}   an instant; "events lost" with a count
+//!  {"ph":"X","name","pid","tid","ts","dur","args":{…}}   a slice (ts, dur: µs with 3 decimals)
+//!  {"ph":"i","s":"t","name","pid","tid","ts","args"}     an instant; "events lost" with a count
 //! ```
+//!
+//! Slices are complete ("X") events, in start order: importers that match a begin with its end
+//! by name and arguments (speedscope) or keep one begin/end stack for all threads (Chrome
+//! DevTools) take them as they are, which they do not for "B"/"E" pairs.
 //!
 //! An overlap lane gets its own tid (`OVERLAP_TID + track`) named "thread (overlap k)". Flows
 //! are left out: the format binds them to slices, and most correlated events are instants.
@@ -44,6 +47,20 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
             OVERLAP_TID + track as i64
         }
     };
+    // Each slice's end, found by pairing Begin and End events per track.
+    let mut ends = vec![0u64; t.events.len()];
+    let mut open: Vec<Vec<usize>> = vec![Vec::new(); t.tracks.len()];
+    for (i, e) in t.events.iter().enumerate() {
+        match e.phase {
+            Phase::Begin => open[e.track as usize].push(i),
+            Phase::End => {
+                if let Some(b) = open[e.track as usize].pop() {
+                    ends[b] = e.ts;
+                }
+            }
+            Phase::Instant | Phase::Lost(_) => {}
+        }
+    }
     let pid = t.pid;
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
     write!(
@@ -59,16 +76,12 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
             json_str(&t.track_name(i))
         )?;
     }
-    for e in &t.events {
-        let ts = format!("{}.{:03}", e.ts / 1000, e.ts % 1000);
+    for (i, e) in t.events.iter().enumerate() {
+        let ts = micros(e.ts);
         let tid = tid(e.track as usize);
         match (e.phase, e.rec) {
-            (Phase::End, _) => {
-                write!(
-                    out,
-                    ",\n{{\"ph\":\"E\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts}}}"
-                )?;
-            }
+            // Written with its Begin.
+            (Phase::End, _) => {}
             (Phase::Lost(n), _) => {
                 let count = n.map_or_else(|| "\"not counted\"".to_string(), int_u);
                 write!(
@@ -78,9 +91,9 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
             }
             (Phase::Begin | Phase::Instant, rec) => {
                 let ph = if e.phase == Phase::Begin {
-                    "\"B\""
+                    format!("\"X\",\"dur\":{}", micros(ends[i].saturating_sub(e.ts)))
                 } else {
-                    "\"i\",\"s\":\"t\""
+                    "\"i\",\"s\":\"t\"".to_string()
                 };
                 // Begin and Instant events always carry their record; an empty name would
                 // still keep the slice balanced.
@@ -106,6 +119,11 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
         }
     }
     out.write_all(b"\n]}\n")
+}
+
+/// Nanoseconds as microseconds with three decimals, exactly.
+fn micros(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
 fn int_u(u: u64) -> String {
