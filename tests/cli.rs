@@ -155,6 +155,31 @@ fn demo_json_report_stats_and_pages() {
         "slices, instants, tracks, threads: {said}"
     );
 
+    // A write that fails is an error naming the output, and an output that is not a regular
+    // file is left where it is: here a device like /dev/full (ENOSPC on every write), made in
+    // the scratch directory where the test may (as root; skipped otherwise).
+    let full = d.join("full");
+    let made = std::process::Command::new("mknod")
+        .args([full.to_str().unwrap(), "c", "1", "7"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        let o = rec(&[
+            "export",
+            out.to_str().unwrap(),
+            "--out",
+            full.to_str().unwrap(),
+        ]);
+        assert_clean_failure(&o);
+        assert!(String::from_utf8_lossy(&o.stderr).contains(full.to_str().unwrap()));
+        assert!(
+            std::fs::symlink_metadata(&full).is_ok(),
+            "the device is still there"
+        );
+    } else {
+        eprintln!("SKIPPED: mknod (needs root): the failed-write case of export");
+    }
+
     // pages: raw pages of slot 1, each a page_size file.
     let pdir = d.join("pages");
     let o = rec(&[
@@ -197,6 +222,16 @@ fn bad_input_is_an_error_not_a_panic() {
     ]);
     assert_clean_failure(&o);
     assert!(String::from_utf8_lossy(&o.stderr).contains("would overwrite the recording"));
+    // ... nor through a hard link to it.
+    let link = d.join("link.dat");
+    std::fs::hard_link(&junk, &link).unwrap();
+    assert_clean_failure(&rec(&[
+        "export",
+        junk.to_str().unwrap(),
+        "--out",
+        link.to_str().unwrap(),
+    ]));
+    assert_eq!(std::fs::read(&junk).unwrap(), b"not a trace file at all");
     assert_eq!(std::fs::read(&junk).unwrap(), b"not a trace file at all");
     let o = rec(&[
         "demo",

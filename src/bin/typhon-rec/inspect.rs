@@ -82,11 +82,19 @@ pub fn report(file: &Path) -> Res {
     Ok(())
 }
 
+/// Whether `a` and `b` are one file (the same inode, whatever the paths: links included).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
 /// Writes FILE for trace viewers and says what went into it.
 pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBuf>) -> Res {
     let out = out.unwrap_or_else(|| file.with_extension(format.extension()));
-    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
-    if out == file || canonical(&out).is_some_and(|o| Some(o) == canonical(file)) {
+    if out == file || same_file(&out, file) {
         return Err(format!(
             "{}: the export would overwrite the recording",
             out.display()
@@ -103,7 +111,10 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     let mut w = BufWriter::new(o);
     if let Err(e) = t.write(format, &mut w) {
         drop(w);
-        let _ = std::fs::remove_file(&out);
+        // A partial export is no use; but a device or pipe given as the output stays.
+        if std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(&out);
+        }
         return Err(format!("{}: {e}", out.display()));
     }
     drop(w);
