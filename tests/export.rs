@@ -1,8 +1,8 @@
 //! `typhon_recorder::export` end to end: a recording with known timings, exported to Perfetto
 //! protobuf and Chrome JSON, read back by Perfetto's own generated protobuf classes
 //! (tests/export_perfetto.py, the `perfetto` PyPI package), by Chrome DevTools' trace model
-//! (tests/export_devtools.mjs, the npm package `@paulirish/trace_engine`, looked for in
-//! `$TYPHON_NODE_MODULES`, default `target/js/node_modules`) and by serde_json. The checks
+//! (tests/js/export_devtools.mjs, the npm package `@paulirish/trace_engine` pinned by
+//! tests/js/package-lock.json: `npm ci --prefix tests/js`) and by serde_json. The checks
 //! with outside readers skip (with a message) without them, unless `TYPHON_REQUIRE_INTEROP=1`.
 
 use serde_json::Value;
@@ -369,10 +369,7 @@ fn chrome_export_is_json_with_nested_complete_slices_per_thread() {
 
 /// Where the DevTools trace model is installed, or None (after saying why) if it is not.
 fn devtools_modules() -> Option<PathBuf> {
-    let dir = std::env::var_os("TYPHON_NODE_MODULES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/js/node_modules"),
-        PathBuf::from,
-    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/node_modules");
     let ok = dir.join("@paulirish/trace_engine/package.json").exists()
         && Command::new("node")
             .arg("--version")
@@ -386,8 +383,8 @@ fn devtools_modules() -> Option<PathBuf> {
             );
         }
         eprintln!(
-            "SKIPPED: node with @paulirish/trace_engine in {} (npm install --prefix target/js \
-             @paulirish/trace_engine@0.0.65) is not available",
+            "SKIPPED: node with @paulirish/trace_engine in {} (npm ci --prefix tests/js) is not \
+             available; set TYPHON_REQUIRE_INTEROP=1 to fail instead",
             dir.display()
         );
         return None;
@@ -413,7 +410,7 @@ fn chrome_export_loads_in_the_devtools_trace_model() {
         return;
     };
     let run = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_devtools.mjs"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/export_devtools.mjs"))
         .arg(&modules)
         .arg(&json)
         .output()
@@ -512,7 +509,9 @@ fn record_with(tag: &str, work: impl FnOnce(&dyn Fn(u64) -> u64)) -> (PathBuf, u
     let dir = scratch(tag);
     let dat = dir.join(format!("{tag}.dat"));
     let rec = RecorderBuilder::new().output(&dat).start().unwrap();
-    let base = typhon_recorder::clock::monotonic_ns();
+    // Well after the thread's claim (its ThreadInfo, at the real time of its first record),
+    // so that no page time is pushed past the times the test writes.
+    let base = typhon_recorder::clock::monotonic_ns() + 50_000_000;
     work(&|t| rec.ns_to_ticks(base + t * 100));
     rec.finish().unwrap();
     (dat, base)
@@ -576,6 +575,19 @@ fn flows_follow_one_command_each_even_with_records_missing() {
         // A span of drain tick 3 again: not the tick-9 command's.
         let (hi, lo) = typhon_recorder::command_causal_id(7, 3, 42);
         typhon_recorder::traced_span_at("stale", TraceContext { hi, lo }, at(80)).end_at(at(90));
+        // Seq 50: its span begins at the very time of its IngressAdmitted and holds its
+        // CommandConsumed at its start; a second system's span of the same command follows; a
+        // late IngressDropped of seq 50 does not end that flow.
+        let (hi, lo) = typhon_recorder::command_causal_id(7, 4, 50);
+        typhon_recorder::ingress_received_at(Some(at(100)), 7, 50, 0, 8);
+        let first = typhon_recorder::traced_span_at("first", TraceContext { hi, lo }, at(110));
+        typhon_recorder::ingress_admitted_at(Some(at(110)), 7, 50, 0, 4);
+        typhon_recorder::command_consumed_at(Some(at(110)), 7, 50, 1);
+        first.end_at(at(120));
+        typhon_recorder::ingress_dropped_at(Some(at(125)), 7, 50, IngressDropReason::QueueFull);
+        let second = typhon_recorder::traced_span_at("second", TraceContext { hi, lo }, at(130));
+        typhon_recorder::command_consumed_at(Some(at(135)), 7, 50, 2);
+        second.end_at(at(140));
     });
     let Some(v) = read_perfetto(&dat) else { return };
     let n = |s: &str, t: i64| (s.to_string(), t);
@@ -590,6 +602,16 @@ fn flows_follow_one_command_each_even_with_records_missing() {
                 n("CommandConsumed", 47),
             ],
             vec![n("IngressAdmitted", 60), n("CommandConsumed", 70)],
+            // Membership follows the stages; the order within one nanosecond is the file's
+            // (a thread's slice events before its instants), which the viewer draws.
+            vec![
+                n("IngressReceived", 100),
+                n("first", 110),
+                n("IngressAdmitted", 110),
+                n("CommandConsumed", 110),
+                n("second", 130),
+                n("CommandConsumed", 135),
+            ],
         ]
     );
     let _ = std::fs::remove_dir_all(dat.parent().unwrap());
@@ -645,4 +667,115 @@ fn this_tid() -> i64 {
         .ok()
         .and_then(|p| p.file_name()?.to_str()?.parse().ok())
         .expect("/proc/thread-self names this thread")
+}
+
+/// A file made by hand with times no recorder writes: a span whose own time is before zero
+/// (it stands its duration before its page time, and is counted), a page time past i64 ns
+/// (held at i64::MAX, where viewers stop), and a span whose end would pass it. Every slice
+/// still begins before it ends, and both formats are written.
+#[test]
+fn times_out_of_range_are_placed_and_counted() {
+    use typhon_recorder::codec::records::{Record, SpanExt};
+    use typhon_recorder::page::PageWriter;
+    use typhon_recorder::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages};
+    let rec = |r: Record<'_>, ts: i64| {
+        let mut b = vec![0u8; 128];
+        let n = r.write(&mut b, 1, ts).unwrap();
+        b.truncate(n);
+        b
+    };
+    let span = |d: i64| SpanExt {
+        duration_ns: d,
+        span_id: 1 << 56 | 1,
+        parent_span_id: 0,
+    };
+    let mut w = PageWriter::new(4096).unwrap();
+    let big = i64::MAX as u64;
+    // (page time, record)
+    let records = [
+        (
+            1_000,
+            rec(
+                Record::NamedSpan {
+                    span: span(400),
+                    name: "early",
+                },
+                -5,
+            ),
+        ),
+        (
+            2_000,
+            rec(
+                Record::NamedSpan {
+                    span: span(i64::MAX),
+                    name: "endless",
+                },
+                1_500,
+            ),
+        ),
+        (
+            big + 256,
+            rec(
+                Record::Instant {
+                    name_id: 1,
+                    payload: 2,
+                },
+                -1,
+            ),
+        ),
+    ];
+    // One page each: a page's base time is its first record's, so the third needs its own.
+    let mut pages = Vec::new();
+    for (page_ts, r) in &records {
+        w.try_push(*page_ts, r).unwrap();
+        pages.extend_from_slice(w.finish());
+    }
+    let mut meta = FileMeta::new(4096);
+    meta.slots.push(SlotMeta {
+        slot: 1,
+        name: "hand".into(),
+        ..Default::default()
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat(&mut out, &meta, &mut [SlotPages::from_bytes(1, &pages)]).unwrap();
+    let file = TraceFile::parse(out.into_inner()).unwrap();
+    let t = export::Timeline::build(&file).unwrap();
+    assert_eq!(t.stats().negative_times, 2, "the span and the instant");
+    let begin = |name: &str| {
+        let i = t
+            .events
+            .iter()
+            .position(|e| {
+                e.phase == export::Phase::Begin && export::event_name(e.rec.unwrap()) == name
+            })
+            .unwrap();
+        (i, t.events[i].ts)
+    };
+    assert_eq!(
+        begin("early").1,
+        600,
+        "its page time (end) less its duration"
+    );
+    assert_eq!(begin("endless").1, 1_500);
+    let instant = t
+        .events
+        .iter()
+        .find(|e| e.phase == export::Phase::Instant)
+        .unwrap();
+    assert_eq!(instant.ts, big, "held at i64::MAX");
+    assert!(t.events.iter().all(|e| e.ts <= big));
+    // Every End follows its Begin (one track here).
+    let mut depth = 0i32;
+    for e in &t.events {
+        match e.phase {
+            export::Phase::Begin => depth += 1,
+            export::Phase::End => depth -= 1,
+            _ => {}
+        }
+        assert!(depth >= 0);
+    }
+    assert_eq!(depth, 0);
+    for f in [Format::Perfetto, Format::Chrome] {
+        t.write(f, &mut std::io::sink()).unwrap();
+    }
 }

@@ -199,7 +199,7 @@ pub struct TimelineStats {
     pub threads: u64,
     /// Tracks (threads plus overlap lanes).
     pub tracks: u64,
-    /// Flows.
+    /// Flows (written in the Perfetto format only).
     pub flows: u64,
     /// Records whose own time was before zero, placed at their page time instead.
     pub negative_times: u64,
@@ -214,7 +214,7 @@ pub struct Timeline<'a> {
     /// The process id, from the ThreadInfo of slot 0 (the recorder's own stream); for a file
     /// without one, `SYNTHETIC_TID - 1`.
     pub pid: i64,
-    /// Threads in order of first appearance.
+    /// Threads by slot, and a reused slot's owners in order of appearance.
     pub threads: Vec<Thread>,
     /// Tracks; each thread's lane 0 has the thread's index.
     pub tracks: Vec<Track>,
@@ -356,19 +356,27 @@ impl<'a> Timeline<'a> {
             // A record's own time is its header's (a span's start); its page time can be later,
             // as a slot's page time never goes backwards while caller-supplied times may.
             // A time before zero (a caller-supplied time far off) has no place in a viewer: the
-            // record stays at its page time, and the count says so.
-            let ts = match decoded.map(|(h, _)| u64::try_from(h.timestamp)) {
-                Some(Ok(ts)) => ts,
-                Some(Err(_)) => {
+            // record stays at its page time (for a span, its end: it starts its duration
+            // earlier), and the count says so. Every time is held at MAX_TIME, the largest a
+            // viewer reads.
+            let page = r.ts.min(MAX_TIME);
+            let ts = match decoded.map(|(h, b)| (u64::try_from(h.timestamp), b)) {
+                Some((Ok(ts), _)) => ts.min(MAX_TIME),
+                Some((Err(_), b)) => {
                     negative_times += 1;
-                    r.ts
+                    match b {
+                        Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. } => {
+                            page.saturating_sub(u64::try_from(span.duration_ns).unwrap_or(0))
+                        }
+                        _ => page,
+                    }
                 }
-                None => r.ts,
+                None => page,
             };
             let c = &mut per[th];
             if let Some(m) = r.missed_before {
                 c.points.push(Event {
-                    ts: r.ts,
+                    ts: page,
                     track: th as u32,
                     phase: Phase::Lost(u64::try_from(m).ok().filter(|&n| n > 0)),
                     rec: None,
@@ -480,8 +488,10 @@ impl<'a> Timeline<'a> {
             for e in &mut c.points {
                 e.track = th as u32;
             }
-            t.events.append(&mut c.points);
+            // Slice events first: at equal times, a thread's instants then follow its Begins
+            // (inside the slice that starts then) and its Ends (after the slice ends then).
             t.lay_out(th, c.slices);
+            t.events.append(&mut c.points);
         }
         // Stable: each track's events are already in nesting order and time order.
         t.events.sort_by_key(|e| e.ts);
@@ -542,14 +552,18 @@ impl<'a> Timeline<'a> {
         }
     }
 
-    /// Ties each command's correlated events together, in time order, by (session, seq):
-    /// IngressReceived always starts a flow; IngressAdmitted continues one that has only been
-    /// received; the TracedSpan carrying the command's causal id continues one not yet past
-    /// admission whose drain tick (from IngressAdmitted) matches its own; CommandConsumed
-    /// continues any (several systems may consume one command); IngressDropped continues and
-    /// closes one that has only been received. An event that cannot continue the open flow
-    /// starts a new one, so a seq that wraps, or a flow whose records were lost, never joins
-    /// another command's events.
+    /// Ties each command's correlated events together, in time order (at equal times, in the
+    /// order a command passes through them; a viewer then links them in file order), by
+    /// (session, seq): IngressReceived always starts
+    /// a flow; IngressAdmitted continues one that has only been received; a TracedSpan carrying
+    /// the command's causal id continues one not yet past admission whose drain tick (from
+    /// IngressAdmitted) does not contradict its own, or one already past it with the same
+    /// drain tick (several systems may work on one command); CommandConsumed continues any;
+    /// IngressDropped continues and ends one that has only been received. Any other event
+    /// starts a new flow, so a wrapped seq or a repeated IngressReceived starts afresh. Flows
+    /// follow the records that are there: with records lost, a flow stops short, and a
+    /// CommandConsumed whose command's other records were all lost joins the open flow of its
+    /// (session, seq), if any.
     fn link_flows(&mut self) {
         #[derive(Clone, Copy)]
         struct Open {
@@ -557,25 +571,19 @@ impl<'a> Timeline<'a> {
             stage: u8, // 0 received, 1 admitted, 2 in its span, 3 consumed
             drain_tick: Option<u32>,
         }
-        let mut open: FnvMap<(u32, u16), Open> = FnvMap::default();
-        let mut next = 0u64;
-        for e in &mut self.events {
+        use CorrelationInstant as C;
+        /// An event a flow can pass through. Stages: 0 received, 1 admitted, 2 the command's
+        /// span, 3 consumed, 4 dropped.
+        struct Step {
+            ts: u64,
+            stage: u8,
+            event: usize,
+            key: (u32, u16),
+            drain_tick: Option<u32>,
+        }
+        let mut steps: Vec<Step> = Vec::new();
+        for (i, e) in self.events.iter().enumerate() {
             let Some(rec) = e.rec else { continue };
-            use CorrelationInstant as C;
-            // Whether an event of `stage` continues the open flow `o`, and the drain tick the
-            // flow then has. Stages: 0 received, 1 admitted, 2 its span, 3 consumed, 4 dropped.
-            let step = |o: Option<&Open>, stage: u8, tick: Option<u32>| -> (bool, Option<u32>) {
-                match (o, stage) {
-                    (Some(o), 1) => (o.stage == 0, tick),
-                    (Some(o), 2) => (
-                        o.stage <= 1 && o.drain_tick.map_or(true, |t| Some(t) == tick),
-                        tick,
-                    ),
-                    (Some(o), 3) => (true, o.drain_tick),
-                    (Some(o), 4) => (o.stage == 0, None),
-                    _ => (false, tick),
-                }
-            };
             let (key, stage, tick) = match (e.phase, records::decode(rec)) {
                 (Phase::Instant, Ok((_, Body::Correlation(c)))) => match c {
                     C::IngressReceived { session, seq, .. } => ((session, seq), 0, None),
@@ -597,25 +605,67 @@ impl<'a> Timeline<'a> {
                 }
                 _ => continue,
             };
-            let (cont, tick) = step(open.get(&key), stage, tick);
-            let id = if cont {
-                open[&key].id
-            } else {
-                next += 1;
-                next
-            };
-            e.flow = id;
-            if stage == 4 {
-                open.remove(&key);
-            } else {
-                open.insert(
-                    key,
-                    Open {
-                        id,
-                        stage: stage.min(3),
-                        drain_tick: tick,
+            steps.push(Step {
+                ts: e.ts,
+                stage,
+                event: i,
+                key,
+                drain_tick: tick,
+            });
+        }
+        // At equal times, in the order a command passes through (on one thread or several).
+        steps.sort_by_key(|s| (s.ts, s.stage, s.event));
+        let mut open: FnvMap<(u32, u16), Open> = FnvMap::default();
+        let mut next = 0u64;
+        for Step {
+            stage,
+            event: i,
+            key,
+            drain_tick: tick,
+            ..
+        } in steps
+        {
+            // Whether the event continues the open flow, and the drain tick the flow then has.
+            let (cont, tick) = match (open.get(&key), stage) {
+                (Some(o), 1) => (o.stage == 0, tick),
+                // Before the command's span, a drain tick that does not contradict; after it
+                // (another system's span of the same command), the same drain tick.
+                (Some(o), 2) => (
+                    if o.stage <= 1 {
+                        o.drain_tick.map_or(true, |t| Some(t) == tick)
+                    } else {
+                        o.drain_tick == tick
                     },
-                );
+                    tick,
+                ),
+                (Some(o), 3) => (true, o.drain_tick),
+                (Some(o), 4) => (o.stage == 0, None),
+                _ => (false, tick),
+            };
+            let id = match open.get(&key) {
+                Some(o) if cont => o.id,
+                _ => {
+                    next += 1;
+                    next
+                }
+            };
+            self.events[i].flow = id;
+            match stage {
+                // A drop ends the flow it continued, and leaves any other alone.
+                4 if cont => {
+                    open.remove(&key);
+                }
+                4 => {}
+                _ => {
+                    open.insert(
+                        key,
+                        Open {
+                            id,
+                            stage: stage.min(3),
+                            drain_tick: tick,
+                        },
+                    );
+                }
             }
         }
         // A flow of one event links nothing: drop it.
