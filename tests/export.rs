@@ -130,25 +130,36 @@ fn flows(v: &Value, base: u64) -> Vec<Vec<(String, i64)>> {
 /// Exports `dat` to Perfetto and returns what the Perfetto reader makes of it (None, after
 /// saying why, without the reader).
 fn read_perfetto(dat: &Path) -> Option<Value> {
-    let file = TraceFile::open(dat).unwrap();
-    let out = dat.with_extension("pftrace");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
-    export::export(&file, Format::Perfetto, &mut w).unwrap();
-    drop(w);
+    let (out, _) = export_to(dat, Format::Perfetto);
     if !perfetto_reader() {
         return None;
     }
-    let run = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_perfetto.py"))
-        .arg(&out)
+    Some(run_reader("python3", "tests/export_perfetto.py", &[&out]))
+}
+
+/// Exports `dat` next to it in `format`; returns the output's path and what it held.
+fn export_to(dat: &Path, format: Format) -> (PathBuf, export::TimelineStats) {
+    let file = TraceFile::open(dat).unwrap();
+    let out = dat.with_extension(format.extension());
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
+    let stats = export::export(&file, format, &mut w).unwrap();
+    (out, stats)
+}
+
+/// Runs an outside reader (`program` on the project's `script` with `args`) and returns the
+/// JSON it prints, failing the test with its stderr if it fails.
+fn run_reader(program: &str, script: &str, args: &[&Path]) -> Value {
+    let run = Command::new(program)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
+        .args(args)
         .output()
         .unwrap();
     assert!(
         run.status.success(),
-        "export_perfetto.py: {}",
+        "{script}: {}",
         String::from_utf8_lossy(&run.stderr)
     );
-    Some(serde_json::from_slice(&run.stdout).unwrap())
+    serde_json::from_slice(&run.stdout).unwrap()
 }
 
 #[test]
@@ -157,11 +168,7 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
     let dir = scratch("perfetto");
     let dat = dir.join("known.dat");
     let base = record(&dat);
-    let file = TraceFile::open(&dat).unwrap();
-    let out = dir.join("known.pftrace");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
-    let stats = export::export(&file, Format::Perfetto, &mut w).unwrap();
-    drop(w);
+    let (_, stats) = export_to(&dat, Format::Perfetto);
     // 19 records: 3 ThreadInfos, slot 0's two CeLog markers, 5 on "net" and 9 on "game" (its
     // TickStart and PhaseStart become slice starts, TickEnd, PhaseEnd and the 3 spans slices).
     assert_eq!(stats.records, 19);
@@ -169,20 +176,9 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
     assert_eq!(stats.instants, 2 + 5 + 2, "{stats:?}");
     assert_eq!((stats.threads, stats.tracks), (3, 4), "{stats:?}");
     assert_eq!((stats.flows, stats.loss_marks), (2, 0), "{stats:?}");
-    if !perfetto_reader() {
+    let Some(v) = read_perfetto(&dat) else {
         return;
-    }
-    let run = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_perfetto.py"))
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "export_perfetto.py: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    };
     assert_eq!(
         v["first_flags"], 1,
         "the first packet clears incremental state"
@@ -401,26 +397,11 @@ fn chrome_export_loads_in_the_devtools_trace_model() {
     let dir = scratch("devtools");
     let dat = dir.join("known.dat");
     let base = record(&dat);
-    let file = TraceFile::open(&dat).unwrap();
-    let json = dir.join("known.json");
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&json).unwrap());
-    export::export(&file, Format::Chrome, &mut w).unwrap();
-    drop(w);
+    let (json, _) = export_to(&dat, Format::Chrome);
     let Some(modules) = devtools_modules() else {
         return;
     };
-    let run = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/export_devtools.mjs"))
-        .arg(&modules)
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "export_devtools.mjs: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let v = run_reader("node", "tests/js/export_devtools.mjs", &[&modules, &json]);
     assert_eq!(
         v["logged"],
         Value::Array(vec![]),
