@@ -155,6 +155,24 @@ fn demo_json_report_stats_and_pages() {
         "slices, instants, tracks, threads: {said}"
     );
 
+    // The export never overwrites the recording through a hard link to it either (a valid
+    // recording: a file that does not parse fails before anything is written).
+    let link = d.join("link.dat");
+    std::fs::hard_link(&out, &link).unwrap();
+    let before = std::fs::read(&out).unwrap();
+    let o = rec(&[
+        "export",
+        out.to_str().unwrap(),
+        "--out",
+        link.to_str().unwrap(),
+    ]);
+    assert_clean_failure(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("would overwrite the recording"));
+    assert!(
+        std::fs::read(&out).unwrap() == before,
+        "the recording is untouched"
+    );
+
     // A write that fails is an error naming the output, and an output that is not a regular
     // file is left where it is: here a device like /dev/full (ENOSPC on every write), made in
     // the scratch directory where the test may (as root; skipped otherwise).
@@ -222,16 +240,7 @@ fn bad_input_is_an_error_not_a_panic() {
     ]);
     assert_clean_failure(&o);
     assert!(String::from_utf8_lossy(&o.stderr).contains("would overwrite the recording"));
-    // ... nor through a hard link to it.
-    let link = d.join("link.dat");
-    std::fs::hard_link(&junk, &link).unwrap();
-    assert_clean_failure(&rec(&[
-        "export",
-        junk.to_str().unwrap(),
-        "--out",
-        link.to_str().unwrap(),
-    ]));
-    assert_eq!(std::fs::read(&junk).unwrap(), b"not a trace file at all");
+
     assert_eq!(std::fs::read(&junk).unwrap(), b"not a trace file at all");
     let o = rec(&[
         "demo",
