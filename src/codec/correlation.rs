@@ -56,6 +56,24 @@ pub const fn command_causal_id(session: u32, drain_tick: u32, seq: u16) -> (u64,
     )
 }
 
+/// The `(session, drain_tick, seq)` a command's causal id was made from
+/// ([`command_causal_id`] read back), or `None` for a W3C trace id.
+///
+/// ```
+/// use typhon_recorder::codec::correlation::*;
+/// let (hi, lo) = command_causal_id(5, 0x10, 0x0203);
+/// assert_eq!(command_of_causal_id(hi, lo), Some((5, 0x10, 0x0203)));
+/// assert_eq!(command_of_causal_id(0x4bf9_2f35_77b3_4da6, 1), None);
+/// ```
+#[inline]
+pub const fn command_of_causal_id(hi: u64, lo: u64) -> Option<(u32, u32, u16)> {
+    if is_command_causal_id(hi) {
+        Some((hi as u32, (lo >> 16) as u32, lo as u16))
+    } else {
+        None
+    }
+}
+
 /// True when `hi` is the high half of a command's causal id (its top 32 bits equal those of
 /// [`COMMAND_MARKER`]) rather than of a W3C trace id.
 ///

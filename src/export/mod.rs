@@ -32,7 +32,7 @@
 pub mod chrome;
 pub mod perfetto;
 
-use crate::codec::correlation::CorrelationInstant;
+use crate::codec::correlation::{command_of_causal_id, CorrelationInstant};
 use crate::codec::records::{self, FieldValue, Record as Body};
 use crate::codec::{kind_def, TraceEventKind as K};
 use crate::tracedat::{TraceDatError, TraceFile};
@@ -265,8 +265,9 @@ struct Collect<'a> {
     slices: Vec<Slice<'a>>,
     /// Instants and loss marks, already final except for the track (lane 0).
     points: Vec<Event<'a>>,
-    open_tick: Option<u64>,
-    open_phases: Vec<(u8, u64)>,
+    /// The open tick's start time and record, and the open phases' (phase, time, record).
+    open_tick: Option<(u64, &'a [u8])>,
+    open_phases: Vec<(u8, u64, &'a [u8])>,
 }
 
 impl<'a> Timeline<'a> {
@@ -383,15 +384,6 @@ impl<'a> Timeline<'a> {
                     flow: 0,
                 });
             }
-            let point = |c: &mut Collect<'a>, ts: u64| {
-                c.points.push(Event {
-                    ts,
-                    track: th as u32,
-                    phase: Phase::Instant,
-                    rec: Some(r.data),
-                    flow: 0,
-                })
-            };
             match decoded {
                 Some((_, Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. })) => {
                     // A negative duration (only a hand-written record has one) shows as an
@@ -408,42 +400,38 @@ impl<'a> Timeline<'a> {
                 }
                 Some((_, Body::ThreadInfo { .. })) => {}
                 Some((_, Body::TickStart)) => {
-                    if let Some(t) = c.open_tick.replace(ts) {
+                    if let Some((t, start)) = c.open_tick.replace((ts, r.data)) {
                         // Two starts in a row: the first stays a mark.
-                        c.points.push(Event {
-                            ts: t,
-                            track: th as u32,
-                            phase: Phase::Instant,
-                            rec: Some(TICK_START_MARK),
-                            flow: 0,
-                        });
+                        c.points.push(instant(t, start));
                     }
                 }
                 Some((_, Body::TickEnd { .. })) => match c.open_tick.take() {
-                    Some(start) => c.slices.push(Slice {
+                    Some((start, _)) => c.slices.push(Slice {
                         start,
                         end: ts.max(start),
                         rec: r.data,
                     }),
-                    None => point(c, ts),
+                    None => c.points.push(instant(ts, r.data)),
                 },
-                Some((_, Body::PhaseStart { phase })) => c.open_phases.push((phase, ts)),
+                Some((_, Body::PhaseStart { phase })) => {
+                    c.open_phases.push((phase, ts, r.data));
+                }
                 Some((_, Body::PhaseEnd { phase })) => {
-                    match c.open_phases.iter().rposition(|&(p, _)| p == phase) {
+                    match c.open_phases.iter().rposition(|&(p, ..)| p == phase) {
                         Some(i) => {
-                            let (_, start) = c.open_phases.remove(i);
+                            let (_, start, _) = c.open_phases.remove(i);
                             c.slices.push(Slice {
                                 start,
                                 end: ts.max(start),
                                 rec: r.data,
                             });
                         }
-                        None => point(c, ts),
+                        None => c.points.push(instant(ts, r.data)),
                     }
                 }
                 // Instants, correlation instants, CeLog events, and records this version
                 // cannot decode (shown by kind, with their bytes, at their page time).
-                _ => point(c, ts),
+                _ => c.points.push(instant(ts, r.data)),
             }
         }
         // Threads by slot, then by first appearance (a reused slot's owners in turn).
@@ -467,23 +455,9 @@ impl<'a> Timeline<'a> {
             .collect();
         for (th, mut c) in per.into_iter().enumerate() {
             // Ticks and phases still open at the end stay marks.
-            if let Some(ts) = c.open_tick {
-                c.points.push(Event {
-                    ts,
-                    track: th as u32,
-                    phase: Phase::Instant,
-                    rec: Some(TICK_START_MARK),
-                    flow: 0,
-                });
-            }
-            for &(phase, ts) in &c.open_phases {
-                c.points.push(Event {
-                    ts,
-                    track: th as u32,
-                    phase: Phase::Instant,
-                    rec: Some(&PHASE_START_MARKS[phase as usize]),
-                    flow: 0,
-                });
+            let phases = c.open_phases.iter().map(|&(_, ts, rec)| (ts, rec));
+            for (ts, rec) in c.open_tick.into_iter().chain(phases) {
+                c.points.push(instant(ts, rec));
             }
             for e in &mut c.points {
                 e.track = th as u32;
@@ -597,11 +571,11 @@ impl<'a> Timeline<'a> {
                     C::IngressDropped { session, seq, .. } => ((session, seq), 4, None),
                     C::EgressSent { .. } => continue,
                 },
-                (Phase::Begin, Ok((_, Body::TracedSpan { context, .. })))
-                    if context.is_command() =>
-                {
-                    let (session, seq) = (context.hi as u32, context.lo as u16);
-                    ((session, seq), 2, Some((context.lo >> 16) as u32))
+                (Phase::Begin, Ok((_, Body::TracedSpan { context, .. }))) => {
+                    match command_of_causal_id(context.hi, context.lo) {
+                        Some((session, drain_tick, seq)) => ((session, seq), 2, Some(drain_tick)),
+                        None => continue,
+                    }
                 }
                 _ => continue,
             };
@@ -757,6 +731,17 @@ impl<'a> Timeline<'a> {
     }
 }
 
+/// An instant of `rec` at `ts` (its track is set when the thread's events are laid out).
+fn instant(ts: u64, rec: &[u8]) -> Event<'_> {
+    Event {
+        ts,
+        track: 0,
+        phase: Phase::Instant,
+        rec: Some(rec),
+        flow: 0,
+    }
+}
+
 fn end_event<'a>(ts: u64, track: u32) -> Event<'a> {
     Event {
         ts,
@@ -766,23 +751,6 @@ fn end_event<'a>(ts: u64, track: u32) -> Event<'a> {
         flow: 0,
     }
 }
-
-/// A TickStart record standing for an unpaired tick start (slot and time do not matter: the
-/// event carries its own).
-static TICK_START_MARK: &[u8] = &[12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-
-/// PhaseStart records for unpaired phase starts, one per phase number.
-static PHASE_START_MARKS: [[u8; 13]; 256] = {
-    let mut m = [[0u8; 13]; 256];
-    let mut p = 0;
-    while p < 256 {
-        m[p][0] = 13;
-        m[p][2] = K::PHASE_START.0;
-        m[p][12] = p as u8;
-        p += 1;
-    }
-    m
-};
 
 /// A value of an event's arguments.
 #[derive(Clone, Debug, PartialEq)]
@@ -873,13 +841,16 @@ pub fn event_args(rec: &[u8]) -> Vec<(&'static str, Arg<'_>)> {
             d.get("trace_id_hi").and_then(FieldValue::as_u64),
             d.get("trace_id_lo").and_then(FieldValue::as_u64),
         ) {
-            let ctx = records::TraceContext { hi, lo };
-            if ctx.is_command() {
-                v.push(("command_session", Arg::U(hi & 0xFFFF_FFFF)));
-                v.push(("command_drain_tick", Arg::U(lo >> 16)));
-                v.push(("command_seq", Arg::U(lo & 0xFFFF)));
-            } else {
-                v.push(("trace_id", Arg::S(Cow::Owned(hex(&ctx.to_w3c_bytes())))));
+            match command_of_causal_id(hi, lo) {
+                Some((session, drain_tick, seq)) => {
+                    v.push(("command_session", Arg::U(session.into())));
+                    v.push(("command_drain_tick", Arg::U(drain_tick.into())));
+                    v.push(("command_seq", Arg::U(seq.into())));
+                }
+                None => {
+                    let w3c = records::TraceContext { hi, lo }.to_w3c_bytes();
+                    v.push(("trace_id", Arg::S(Cow::Owned(hex(&w3c)))));
+                }
             }
         }
     }
