@@ -1,7 +1,7 @@
-//! `typhon-rec report` and `typhon-rec stats` on truncated and damaged copies of a valid
+//! `typhon-rec report`, `stats` and `export` on truncated and damaged copies of a valid
 //! recording: each run ends (within 30 s) with an exit code — non-zero with a message, or zero —
 //! and never with a panic or a signal (SPEC §8 "readers never panic on corrupt or truncated
-//! input"). Skips with a reason while the CLI does not have these subcommands yet.
+//! input"). One damaged page costs only its records from the damage on, and says so.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -110,7 +110,7 @@ fn report_and_stats_survive_damaged_files() {
     for (what, bytes) in damaged_copies(&valid) {
         let f = dir.join("damaged.dat");
         std::fs::write(&f, &bytes).unwrap();
-        for sub in ["report", "stats"] {
+        for sub in ["report", "stats", "export"] {
             let (code, err) = run(sub, &f);
             assert!(
                 code.is_some(),
@@ -127,6 +127,131 @@ fn report_and_stats_survive_damaged_files() {
                 );
             }
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// (exit code, stdout, stderr) of `typhon-rec ARGS`.
+fn output(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A page damaged in the middle of a slot's data: report, stats and export show every other
+/// record, mark the damage, and end with status 1 and a message naming it. (`trace-cmd report`
+/// drops the rest of such a slot's data without a word.)
+#[test]
+fn one_damaged_page_costs_only_its_records() {
+    use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
+    use typhon_recorder::tracedat::TraceFile;
+    let dir = std::env::temp_dir().join(format!("typhon-cli-one-page-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.dat");
+    {
+        let _g = doc_lock();
+        let rec = RecorderBuilder::new().output(&good).start().unwrap();
+        std::thread::spawn(|| {
+            for i in 0..3000 {
+                typhon_recorder::instant(i, i);
+            }
+        })
+        .join()
+        .unwrap();
+        rec.finish().unwrap();
+    }
+    let valid = std::fs::read(&good).unwrap();
+    let tf = TraceFile::parse(valid.clone()).unwrap();
+    let total = tf.records().count() as u64;
+    // The slot with the most pages, and the headers of its third page's records.
+    let slot = (0..tf.cpus()).max_by_key(|&c| tf.pages(c).count()).unwrap();
+    assert!(tf.pages(slot).count() >= 5, "the thread fills pages");
+    let (off, _) = tf.cpu_data(slot).unwrap();
+    let page_at = off + 2 * u64::from(tf.page_size());
+    let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
+    kb.load_subbuffer(&valid[page_at as usize..][..tf.page_size() as usize])
+        .unwrap();
+    let mut headers = Vec::new();
+    let mut ev = kb.read_event();
+    while ev.is_some() {
+        headers.push(page_at + kb.curr_offset() as u64);
+        ev = kb.next_event();
+    }
+    // Zero the header and length words of the page's fourth record.
+    let k = 3;
+    let mut bytes = valid.clone();
+    let hdr = headers[k] as usize;
+    bytes[hdr..hdr + 8].fill(0);
+    let bad = dir.join("bad.dat");
+    std::fs::write(&bad, &bytes).unwrap();
+    let kept = total - (headers.len() - k) as u64;
+    let message = "1 damaged page skipped";
+
+    let (code, out, err) = output(&["report".as_ref(), bad.as_os_str()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(message), "{err}");
+    let marks: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("[DAMAGED PAGE"))
+        .collect();
+    assert_eq!(marks.len(), 1, "{marks:?}");
+    assert!(
+        marks[0].contains(&format!(
+            "cpu {slot}: page at offset {page_at} damaged at offset {hdr}"
+        )) && marks[0].contains(&format!("first {k} records")),
+        "{}",
+        marks[0]
+    );
+    let lines = out
+        .lines()
+        .filter(|l| !l.starts_with('[') && !l.starts_with("CPU:"))
+        .count() as u64;
+    assert_eq!(lines, kept);
+
+    let (code, out, err) = output(&["stats".as_ref(), "--json".as_ref(), bad.as_os_str()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(message), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["records"].as_u64(), v["damaged_pages"].as_u64()),
+        (Some(kept), Some(1))
+    );
+    let s = v["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["slot"].as_u64() == Some(u64::from(slot)))
+        .unwrap();
+    assert_eq!(s["damaged_pages"].as_u64(), Some(1));
+
+    let json = dir.join("bad.json");
+    let (code, out, err) = output(&[
+        "export".as_ref(),
+        "--format".as_ref(),
+        "chrome".as_ref(),
+        "--out".as_ref(),
+        json.as_os_str(),
+        bad.as_os_str(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(message) && out.contains(message), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let lost = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "events lost" && e["args"]["count"] == "not counted")
+        .count();
+    assert_eq!(lost, 1);
+
+    // The undamaged recording reads with status 0.
+    for sub in ["report", "stats"] {
+        let (code, _, err) = output(&[sub.as_ref(), good.as_os_str()]);
+        assert_eq!(code, Some(0), "{sub}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

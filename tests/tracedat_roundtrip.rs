@@ -6,6 +6,7 @@ mod tracedat_support;
 use std::io::Cursor;
 use tracedat_support::*;
 use typhon_recorder::codec::{kind_def, TraceEventKind, KINDS};
+use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
 use typhon_recorder::tracedat::format::{event_format, header_page, print_fmt};
 use typhon_recorder::tracedat::*;
 
@@ -90,11 +91,16 @@ fn every_table_field_is_described() {
 type SlotBytes = Vec<(u8, Vec<u8>)>;
 
 fn sample(page: usize) -> (Vec<Built>, SlotBytes, FileMeta) {
+    sample_with(page, 10)
+}
+
+/// The sample with `rounds` rounds of every kind in slot 2.
+fn sample_with(page: usize, rounds: u32) -> (Vec<Built>, SlotBytes, FileMeta) {
     let mut meta = FileMeta::new(page as u32);
     meta.wall_anchor_ns = 42;
     let mut all = Vec::new();
     let mut data = Vec::new();
-    for (slot, rounds, missed) in [(2u8, 10u32, vec![(1usize, 9u64)]), (7, 4, vec![])] {
+    for (slot, rounds, missed) in [(2u8, rounds, vec![(1usize, 9u64)]), (7, 4, vec![])] {
         let plan = SlotPlan {
             slot,
             start: 5_000 + i64::from(slot),
@@ -296,7 +302,17 @@ fn a_zero_word_inside_commit_is_an_error() {
     let f = TraceFile::parse(out.into_inner()).unwrap();
     let r: Vec<_> = f.cpu_records(0).collect();
     assert_eq!(r.len(), 1);
-    assert!(matches!(r[0], Err(TraceDatError::Corrupt { .. })));
+    assert!(
+        matches!(
+            r[0],
+            Err(TraceDatError::DamagedPage {
+                cpu: 0,
+                records_before: 0,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -317,4 +333,87 @@ fn cpu_data_off_the_page_grid_is_an_error() {
     f[at + 8..at + 16].copy_from_slice(&(size - 8).to_le_bytes());
     let e = TraceFile::parse(f).unwrap_err().to_string();
     assert!(e.contains("not aligned"), "{e}");
+}
+
+/// A damaged page costs its records from the damage on, once, as a `DamagedPage` error; the
+/// reading goes on with the CPU's next page and with the other CPUs. (`trace-cmd report` drops
+/// the rest of such a CPU's data without a word.)
+#[test]
+fn a_damaged_page_is_skipped_and_the_reading_goes_on() {
+    let (_, data, meta) = sample_with(4096, 40);
+    let file = write(&meta, &data);
+    let clean = TraceFile::parse(file.clone()).unwrap();
+    let (off, _) = clean.cpu_data(2).unwrap();
+    assert!(
+        clean.pages(2).count() >= 3,
+        "the sample has a page after the damaged one"
+    );
+    let page1 = off + 4096;
+    let at = |f: &TraceFile, r: &Record<'_>| r.data.as_ptr() as u64 - file_base(f, r);
+    let all: Vec<(u32, u64, u64)> = clean
+        .records()
+        .map(|r| r.unwrap())
+        .map(|r| (r.cpu, r.ts, at(&clean, &r)))
+        .collect();
+    let on_page1: Vec<u64> = all
+        .iter()
+        .filter(|r| r.0 == 2 && (page1..page1 + 4096).contains(&r.2))
+        .map(|r| r.2)
+        .collect();
+    assert!(on_page1.len() >= 3, "{on_page1:?}");
+    // The file offsets of the page's record headers, as kbuffer walks them.
+    let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
+    kb.load_subbuffer(&file[page1 as usize..][..4096]).unwrap();
+    let mut headers = Vec::new();
+    let mut ev = kb.read_event();
+    while let Some(e) = ev {
+        headers.push(page1 + kb.curr_offset() as u64);
+        assert_eq!(page1 + e.data_offset as u64, on_page1[headers.len() - 1]);
+        ev = kb.next_event();
+    }
+    assert_eq!(headers.len(), on_page1.len());
+    // Zero the header and length words of the page's record `k`: a record of size 0.
+    for k in [0usize, 2] {
+        let mut f = file.clone();
+        let hdr = headers[k] as usize;
+        f[hdr..hdr + 8].fill(0);
+        let tf = TraceFile::parse(f).unwrap();
+        let mut ok = Vec::new();
+        let mut errs = Vec::new();
+        for r in tf.records() {
+            match r {
+                Ok(r) => ok.push((r.cpu, r.ts, at(&tf, &r))),
+                Err(e) => errs.push(e),
+            }
+        }
+        let want: Vec<_> = all
+            .iter()
+            .filter(|r| !(r.0 == 2 && on_page1[k..].contains(&r.2)))
+            .copied()
+            .collect();
+        assert_eq!(ok, want, "damage at record {k}");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        match &errs[0] {
+            TraceDatError::DamagedPage {
+                cpu,
+                page_at,
+                at,
+                records_before,
+                ..
+            } => {
+                assert_eq!(
+                    (*cpu, *page_at, *at, *records_before as usize),
+                    (2, page1, hdr as u64, k)
+                );
+            }
+            e => panic!("{e}"),
+        }
+        assert!(errs[0].to_string().contains(&format!("first {k} records")));
+    }
+}
+
+/// The file offset of the buffer `r.data` points into, so `data - base` is a file offset.
+fn file_base(f: &TraceFile, r: &Record<'_>) -> u64 {
+    let (off, _) = f.cpu_data(r.cpu).unwrap();
+    f.pages(r.cpu).next().unwrap().as_ptr() as u64 - off
 }

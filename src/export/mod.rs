@@ -203,6 +203,8 @@ pub struct TimelineStats {
     pub flows: u64,
     /// Records whose own time was before zero, placed at their page time instead.
     pub negative_times: u64,
+    /// Damaged pages the reader skipped (each an uncounted loss mark on its thread).
+    pub damaged_pages: u64,
 }
 
 /// A recording laid out for viewers: threads, their tracks and time-ordered events.
@@ -224,6 +226,9 @@ pub struct Timeline<'a> {
     pub records: u64,
     /// Records whose own time was before zero, placed at their page time instead.
     pub negative_times: u64,
+    /// Damaged pages the reader skipped: their records from the damage on are missing, and
+    /// each shows as a loss mark without a count.
+    pub damaged_pages: u64,
 }
 
 /// FNV-1a, for the export's maps (slots, flows, interned names): their keys are small and
@@ -268,13 +273,19 @@ struct Collect<'a> {
     /// The open tick's start time and record, and the open phases' (phase, time, record).
     open_tick: Option<(u64, &'a [u8])>,
     open_phases: Vec<(u8, u64, &'a [u8])>,
+    /// The page time of its latest record.
+    last: u64,
 }
 
 impl<'a> Timeline<'a> {
     /// Reads every record of `file` into a timeline.
     ///
+    /// A damaged page (see [`TraceDatError::DamagedPage`]) is skipped and counted in
+    /// `damaged_pages`; its thread gets a loss mark without a count before its next record.
+    ///
     /// # Errors
-    /// [`ExportError::Read`] on damaged record data.
+    /// [`ExportError::Read`] if the record data cannot be read (the reader yields no such
+    /// error today: damage is per page).
     ///
     /// ```no_run
     /// use typhon_recorder::{export::Timeline, tracedat::TraceFile};
@@ -291,13 +302,24 @@ impl<'a> Timeline<'a> {
         let mut records = 0u64;
         let mut pid: Option<i64> = None;
         let mut negative_times = 0u64;
+        let mut damaged_pages = 0u64;
+        // Damaged pages per slot not yet marked: marked before the slot's next record.
+        let mut damage: FnvMap<u32, u64> = FnvMap::default();
         let slot_name = |slot: u32| {
             file.cmdline(slot as i64)
                 .filter(|n| !n.is_empty())
                 .map_or_else(|| format!("slot {slot}"), str::to_string)
         };
         for r in file.records() {
-            let r = r.map_err(|error| ExportError::Read { records, error })?;
+            let r = match r {
+                Ok(r) => r,
+                Err(TraceDatError::DamagedPage { cpu, .. }) => {
+                    damaged_pages += 1;
+                    *damage.entry(cpu).or_default() += 1;
+                    continue;
+                }
+                Err(error) => return Err(ExportError::Read { records, error }),
+            };
             records += 1;
             let decoded = records::decode(r.data).ok();
             // A ThreadInfo with a new thread id starts a new thread on the slot.
@@ -375,14 +397,13 @@ impl<'a> Timeline<'a> {
                 None => page,
             };
             let c = &mut per[th];
+            c.last = page;
+            for _ in 0..damage.remove(&r.cpu).unwrap_or(0) {
+                c.points.push(lost_mark(page, None));
+            }
             if let Some(m) = r.missed_before {
-                c.points.push(Event {
-                    ts: page,
-                    track: th as u32,
-                    phase: Phase::Lost(u64::try_from(m).ok().filter(|&n| n > 0)),
-                    rec: None,
-                    flow: 0,
-                });
+                c.points
+                    .push(lost_mark(page, u64::try_from(m).ok().filter(|&n| n > 0)));
             }
             match decoded {
                 Some((_, Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. })) => {
@@ -434,6 +455,15 @@ impl<'a> Timeline<'a> {
                 _ => c.points.push(instant(ts, r.data)),
             }
         }
+        // A damaged page after a slot's last record: marked at that record's time.
+        for (cpu, n) in damage {
+            if let Some(&th) = current.get(&cpu) {
+                let c = &mut per[th];
+                for _ in 0..n {
+                    c.points.push(lost_mark(c.last, None));
+                }
+            }
+        }
         // Threads by slot, then by first appearance (a reused slot's owners in turn).
         let mut order: Vec<usize> = (0..threads.len()).collect();
         order.sort_by_key(|&i| (threads[i].slot, i));
@@ -448,6 +478,7 @@ impl<'a> Timeline<'a> {
             events: Vec::new(),
             records,
             negative_times,
+            damaged_pages,
         };
         // Lane 0 of thread i is track i.
         t.tracks = (0..t.threads.len())
@@ -686,6 +717,7 @@ impl<'a> Timeline<'a> {
         let mut s = TimelineStats {
             records: self.records,
             negative_times: self.negative_times,
+            damaged_pages: self.damaged_pages,
             threads: self.threads.len() as u64,
             tracks: self.tracks.len() as u64,
             ..TimelineStats::default()
@@ -738,6 +770,17 @@ fn instant(ts: u64, rec: &[u8]) -> Event<'_> {
         track: 0,
         phase: Phase::Instant,
         rec: Some(rec),
+        flow: 0,
+    }
+}
+
+/// A loss mark (its track is set with the thread's other points).
+fn lost_mark<'a>(ts: u64, n: Option<u64>) -> Event<'a> {
+    Event {
+        ts,
+        track: 0,
+        phase: Phase::Lost(n),
+        rec: None,
         flow: 0,
     }
 }

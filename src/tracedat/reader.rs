@@ -11,7 +11,7 @@ use super::writer::{FileMeta, MAGIC, OPTION_TRACECLOCK, OPTION_TYPHON_META};
 use crate::kbuffer::{Endian, KBuffer, LongSize};
 use core::fmt;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// Why a trace.dat file could not be read.
 ///
@@ -44,6 +44,21 @@ pub enum TraceDatError {
         /// File offset of the structure.
         at: u64,
     },
+    /// One page of a CPU's record data is damaged. The record iterators yield this once for the
+    /// page, in place of the records from the damage to the page's end, and go on with the
+    /// next page: the error is counted, not the end of the reading.
+    DamagedPage {
+        /// The CPU (thread slot) whose data holds the page.
+        cpu: u32,
+        /// File offset of the page.
+        page_at: u64,
+        /// File offset where the damage was found (the page's, or the bad record's).
+        at: u64,
+        /// Good records read from the page before the damage.
+        records_before: u32,
+        /// What is wrong.
+        what: String,
+    },
 }
 
 impl fmt::Display for TraceDatError {
@@ -65,6 +80,17 @@ impl fmt::Display for TraceDatError {
             TraceDatError::Corrupt { what, at } => {
                 write!(f, "trace.dat corrupt at offset {at}: {what}")
             }
+            TraceDatError::DamagedPage {
+                cpu,
+                page_at,
+                at,
+                records_before,
+                what,
+            } => write!(
+                f,
+                "cpu {cpu}: page at offset {page_at} damaged at offset {at} ({what}); \
+                 skipped after its first {records_before} records"
+            ),
         }
     }
 }
@@ -1149,6 +1175,7 @@ impl TraceFile {
             kb: KBuffer::new(long, endian),
             loaded: false,
             fresh: false,
+            on_page: 0,
             done: false,
         }
     }
@@ -1164,29 +1191,17 @@ impl TraceFile {
     /// assert!(f.records().all(|r| r.is_ok()));
     /// ```
     pub fn records(&self) -> MergedRecords<'_> {
-        let mut its: Vec<CpuRecords<'_>> = (0..self.cpus).map(|c| self.cpu_records(c)).collect();
-        let mut heads = Vec::with_capacity(its.len());
-        let mut heap = BinaryHeap::new();
-        let mut pending = Vec::new();
-        for (i, it) in its.iter_mut().enumerate() {
-            match it.next() {
-                Some(Ok(r)) => {
-                    heap.push(Reverse((r.ts, i)));
-                    heads.push(Some(r));
-                }
-                Some(Err(e)) => {
-                    pending.push(e);
-                    heads.push(None);
-                }
-                None => heads.push(None),
-            }
-        }
-        MergedRecords {
+        let its: Vec<CpuRecords<'_>> = (0..self.cpus).map(|c| self.cpu_records(c)).collect();
+        let mut m = MergedRecords {
+            heads: its.iter().map(|_| None).collect(),
             its,
-            heads,
-            heap,
-            pending,
+            heap: BinaryHeap::new(),
+            pending: VecDeque::new(),
+        };
+        for i in 0..m.its.len() {
+            m.advance(i);
         }
+        m
     }
 }
 
@@ -1195,7 +1210,9 @@ impl TraceFile {
 /// `trace-cmd report`) sees.
 ///
 /// Where kbuffer would hand out bogus records (zero words inside the commit) or stop on a page
-/// that runs past its end, this iterator yields a [`TraceDatError::Corrupt`] and ends.
+/// that runs past its end, this iterator yields one [`TraceDatError::DamagedPage`] in place of
+/// the page's remaining records and goes on with the next page. (`trace-cmd report` silently
+/// drops the rest of such a CPU's data.)
 ///
 /// ```
 /// # use typhon_recorder::tracedat::{write_tracedat, FileMeta, TraceFile};
@@ -1218,13 +1235,23 @@ pub struct CpuRecords<'a> {
     loaded: bool,
     /// The next call reads the current record instead of advancing.
     fresh: bool,
+    /// Records handed out from the loaded page.
+    on_page: u32,
     done: bool,
 }
 
 impl<'a> CpuRecords<'a> {
-    fn fail(&mut self, what: String, at: u64) -> Option<Result<Record<'a>>> {
-        self.done = true;
-        Some(corrupt(format!("cpu {}: {what}", self.cpu), at))
+    /// The loaded page is damaged at `at`: its other records are skipped and the next call
+    /// goes on with the next page.
+    fn damaged(&mut self, what: String, at: u64) -> Option<Result<Record<'a>>> {
+        self.loaded = false;
+        Some(Err(TraceDatError::DamagedPage {
+            cpu: self.cpu,
+            page_at: self.page_at,
+            at,
+            records_before: std::mem::take(&mut self.on_page),
+            what,
+        }))
     }
 }
 
@@ -1244,12 +1271,14 @@ impl<'a> Iterator for CpuRecords<'a> {
                 };
                 match ev {
                     Some(ev) => {
-                        let at = self.page_at + ev.data_offset as u64;
                         if self.kb.event_size() <= 0 {
                             let n = self.kb.event_size();
+                            // The record's header, where the damage shows.
+                            let at = self.page_at + self.kb.curr_offset().max(0) as u64;
                             return self
-                                .fail(format!("record of size {n} (zero bytes in commit)"), at);
+                                .damaged(format!("record of size {n} (zero bytes in commit)"), at);
                         }
+                        self.on_page += 1;
                         let missed = self.kb.missed_events();
                         return Some(Ok(Record {
                             cpu: self.cpu,
@@ -1260,7 +1289,7 @@ impl<'a> Iterator for CpuRecords<'a> {
                     }
                     None => {
                         if let Some(e) = self.kb.error() {
-                            return self.fail(e.to_string(), self.page_at);
+                            return self.damaged(e.to_string(), self.page_at);
                         }
                         self.loaded = false;
                     }
@@ -1272,11 +1301,14 @@ impl<'a> Iterator for CpuRecords<'a> {
             };
             self.page_at = self.base;
             self.base = self.base.saturating_add(page.len() as u64);
+            self.on_page = 0;
             if page.len() != self.page_size {
-                return self.fail("partial page at the end of its data".into(), self.page_at);
+                // Only the last chunk can be short, so this is also the end.
+                self.done = true;
+                return self.damaged("partial page at the end of its data".into(), self.page_at);
             }
             if let Err(e) = self.kb.load_subbuffer(page) {
-                return self.fail(e.to_string(), self.page_at);
+                return self.damaged(e.to_string(), self.page_at);
             }
             self.loaded = true;
             self.fresh = true;
@@ -1286,7 +1318,8 @@ impl<'a> Iterator for CpuRecords<'a> {
 
 /// Iterator over all CPUs' records in time order; see [`TraceFile::records`].
 ///
-/// An error of one CPU is yielded once; that CPU then ends and the others go on.
+/// A damaged page is yielded as one [`TraceDatError::DamagedPage`] at about the place of its
+/// records, and every CPU goes on, the damaged one with its next page.
 ///
 /// ```
 /// # use typhon_recorder::tracedat::{write_tracedat, FileMeta, TraceFile};
@@ -1300,26 +1333,37 @@ pub struct MergedRecords<'a> {
     its: Vec<CpuRecords<'a>>,
     heads: Vec<Option<Record<'a>>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
-    pending: Vec<TraceDatError>,
+    pending: VecDeque<TraceDatError>,
+}
+
+impl MergedRecords<'_> {
+    /// Reads CPU `i`'s next record into its head, queueing the damaged pages on the way.
+    fn advance(&mut self, i: usize) {
+        // Ends: every error consumes a page of the CPU's finite data.
+        loop {
+            match self.its[i].next() {
+                Some(Ok(n)) => {
+                    self.heap.push(Reverse((n.ts, i)));
+                    self.heads[i] = Some(n);
+                    return;
+                }
+                Some(Err(e)) => self.pending.push_back(e),
+                None => return,
+            }
+        }
+    }
 }
 
 impl<'a> Iterator for MergedRecords<'a> {
     type Item = Result<Record<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(e) = self.pending.pop() {
+        if let Some(e) = self.pending.pop_front() {
             return Some(Err(e));
         }
         let Reverse((_, i)) = self.heap.pop()?;
         let r = self.heads[i].take()?;
-        match self.its[i].next() {
-            Some(Ok(n)) => {
-                self.heap.push(Reverse((n.ts, i)));
-                self.heads[i] = Some(n);
-            }
-            Some(Err(e)) => self.pending.push(e),
-            None => {}
-        }
+        self.advance(i);
         Some(Ok(r))
     }
 }

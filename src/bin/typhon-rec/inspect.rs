@@ -38,15 +38,45 @@ fn secs(ts: u64) -> String {
     format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
 }
 
-/// One line per record in time order, with a line before each record that follows lost ones.
+/// The error a reading ends with when it skipped damaged pages: the output stands, and the
+/// exit status says it is incomplete (as `tar` does after skipping damaged members).
+fn damaged(file: &Path, pages: u64, what: &str) -> Res {
+    if pages == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {} skipped: {what} lacks {} records from the damage on",
+        file.display(),
+        damaged_pages(pages),
+        if pages == 1 { "its" } else { "their" }
+    ))
+}
+
+/// "1 damaged page", "2 damaged pages".
+fn damaged_pages(n: u64) -> String {
+    format!("{n} damaged page{}", if n == 1 { "" } else { "s" })
+}
+
+/// One line per record in time order, with a line before each record that follows lost ones
+/// and one in place of each damaged page's unread records.
 pub fn report(file: &Path) -> Res {
     let f = open(file)?;
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     let mut line = String::new();
     let pb = progress("report");
+    let mut damaged_pages = 0u64;
     for (n, r) in f.records().enumerate() {
-        let r = r.map_err(|e| format!("{}: after {n} records: {e}", file.display()))?;
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                damaged_pages += 1;
+                if writeln!(out, "[DAMAGED PAGE: {e}]").is_err() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
         if n % 65536 == 0 {
             pb.set_position(n as u64);
         }
@@ -79,7 +109,7 @@ pub fn report(file: &Path) -> Res {
     }
     out.flush().ok();
     pb.finish_and_clear();
-    Ok(())
+    damaged(file, damaged_pages, "the report")
 }
 
 /// Whether `a` and `b` are one file (the same inode, whatever the paths: links included).
@@ -145,6 +175,12 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
             s.negative_times
         );
     }
+    if s.damaged_pages > 0 {
+        println!(
+            "  {} skipped, each marked \"events lost\" without a count",
+            damaged_pages(s.damaged_pages)
+        );
+    }
     let viewer = match format {
         export::Format::Perfetto => "open it at https://ui.perfetto.dev (Open trace file)",
         export::Format::Chrome => "open it at https://ui.perfetto.dev or chrome://tracing",
@@ -156,13 +192,14 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
              large the Perfetto format (the default) is smaller and loads faster"
         );
     }
-    Ok(())
+    damaged(file, s.damaged_pages, "the export")
 }
 
 #[derive(Default)]
 struct Acc {
     count: u64,
     missed: u64,
+    damaged: u64,
     first: Option<u64>,
     last: u64,
 }
@@ -194,7 +231,16 @@ pub fn stats(file: &Path, json: bool) -> Res {
     let mut all = Acc::default();
     let pb = progress("stats");
     for r in f.records() {
-        let r = r.map_err(|e| format!("{}: {e}", file.display()))?;
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                all.damaged += 1;
+                if let typhon_recorder::tracedat::TraceDatError::DamagedPage { cpu, .. } = e {
+                    slots.entry(cpu).or_default().damaged += 1;
+                }
+                continue;
+            }
+        };
         if all.count % 65536 == 0 {
             pb.set_position(all.count);
         }
@@ -216,10 +262,11 @@ pub fn stats(file: &Path, json: bool) -> Res {
             "file": file.display().to_string(),
             "records": all.count,
             "missed": all.missed,
+            "damaged_pages": all.damaged,
             "span_s": all.span_s(),
             "slots": slots.iter().map(|(c, a)| serde_json::json!({
                 "slot": c, "name": comm(&f, *c), "records": a.count, "missed": a.missed,
-                "span_s": a.span_s(), "records_per_s": a.rate(),
+                "damaged_pages": a.damaged, "span_s": a.span_s(), "records_per_s": a.rate(),
             })).collect::<Vec<_>>(),
             "kinds": kinds.iter().map(|(k, a)| serde_json::json!({
                 "kind": k, "name": TraceEventKind(*k).to_string(), "records": a.count,
@@ -227,14 +274,22 @@ pub fn stats(file: &Path, json: bool) -> Res {
             })).collect::<Vec<_>>(),
         });
         println!("{v:#}");
-        return Ok(());
+        return damaged(file, all.damaged, "the counting");
     }
+    let damage = |n: u64| {
+        if n > 0 {
+            format!("  ({})", damaged_pages(n))
+        } else {
+            String::new()
+        }
+    };
     println!(
-        "{}: {} records, {} missed, {:.3} s",
+        "{}: {} records, {} missed, {:.3} s{}",
         file.display(),
         all.count,
         all.missed,
-        all.span_s()
+        all.span_s(),
+        damage(all.damaged)
     );
     println!(
         "\n{:>4}  {:<20} {:>12} {:>10} {:>10} {:>14}",
@@ -242,13 +297,14 @@ pub fn stats(file: &Path, json: bool) -> Res {
     );
     for (c, a) in &slots {
         println!(
-            "{:>4}  {:<20} {:>12} {:>10} {:>10.3} {:>14.0}",
+            "{:>4}  {:<20} {:>12} {:>10} {:>10.3} {:>14.0}{}",
             c,
             comm(&f, *c),
             a.count,
             a.missed,
             a.span_s(),
-            a.rate()
+            a.rate(),
+            damage(a.damaged)
         );
     }
     println!(
@@ -265,7 +321,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
             a.rate()
         );
     }
-    Ok(())
+    damaged(file, all.damaged, "the counting")
 }
 
 /// The raw pages of one slot, one file per page.
