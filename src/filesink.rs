@@ -54,7 +54,47 @@ pub struct FileSink {
     out: PathBuf,
     dir: PathBuf,
     page_size: usize,
-    files: Vec<Option<BufWriter<File>>>,
+    files: Vec<Option<SlotFile>>,
+}
+
+/// Bytes buffered per slot file before they go to the OS.
+const SLOT_BUFFER: usize = 64 * 1024;
+
+/// One slot's page file. Invariant: the bytes on disk and those in the buffer are, together,
+/// the `accepted` bytes: whole pages, in order. A write that fails part-way is cut back off
+/// the file, so a failing disk costs the pages it refused (counted by the flusher as
+/// `sink_lost`) and never shifts the slot's later pages off the page grid.
+struct SlotFile {
+    w: BufWriter<File>,
+    accepted: u64,
+}
+
+impl SlotFile {
+    fn write_page(&mut self, page: &[u8]) -> io::Result<()> {
+        match self.w.write_all(page) {
+            Ok(()) => {
+                self.accepted += page.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // `BufWriter` either failed to flush its buffer (it keeps the unwritten part
+                // and took none of `page`) or wrote a page of at least its capacity straight
+                // to the file (its buffer empty), possibly in part: what belongs on disk is
+                // what was accepted less what is still buffered.
+                let keep = self.accepted - self.w.buffer().len() as u64;
+                let file = self.w.get_ref();
+                if file.metadata().map_or(true, |m| m.len() > keep) {
+                    file.set_len(keep).map_err(|t| {
+                        io::Error::new(
+                            t.kind(),
+                            format!("{e}; then cutting the partial page off failed: {t}"),
+                        )
+                    })?;
+                }
+                Err(e)
+            }
+        }
+    }
 }
 
 impl FileSink {
@@ -128,20 +168,28 @@ impl Sink for FileSink {
     }
 
     fn write_page(&mut self, slot: u8, page: &[u8]) -> io::Result<()> {
-        let f = &mut self.files[slot as usize];
-        if f.is_none() {
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(slot_file(&self.dir, slot))?;
-            *f = Some(BufWriter::with_capacity(64 * 1024, file));
-        }
-        f.as_mut().unwrap().write_all(page)
+        let entry = &mut self.files[slot as usize];
+        let f = match entry {
+            Some(f) => f,
+            None => {
+                let file = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(slot_file(&self.dir, slot))?;
+                entry.insert(SlotFile {
+                    w: BufWriter::with_capacity(SLOT_BUFFER, file),
+                    accepted: 0,
+                })
+            }
+        };
+        f.write_page(page)
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        // A failed flush keeps its unwritten bytes buffered (whole pages behind a written
+        // prefix), to go out with the next flush.
         for f in self.files.iter_mut().flatten() {
-            f.flush()?;
+            f.w.flush()?;
         }
         Ok(())
     }

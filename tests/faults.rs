@@ -529,3 +529,132 @@ fn a_lost_pages_missed_count_moves_to_the_next_page() {
         );
     }
 }
+
+// --- A disk that refuses part of a write ----------------------------------------------------
+
+const FSIZE_CHILD_ENV: &str = "TYPHON_FAULTS_FSIZE_CHILD";
+
+/// Writes `pages` pages of `size` bytes to slot 1 of a `FileSink` at `out`, with the file size
+/// limit (RLIMIT_FSIZE) at `limit` bytes from page `from` until page `until`: writes past it
+/// stop part-way (then fail with EFBIG), as on a full disk. Returns which pages the sink took.
+fn write_under_limit(
+    out: &Path,
+    size: usize,
+    pages: u64,
+    limit: u64,
+    from: u64,
+    until: u64,
+) -> Vec<u64> {
+    use typhon_recorder::filesink::FileSink;
+    use typhon_recorder::page::PageWriter;
+    let set_limit = |cur: libc::rlim_t| {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit read and write the `rlimit` passed by pointer, which
+        // lives for both calls; this process is the test's child, running only this test.
+        unsafe {
+            assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut l), 0);
+            l.rlim_cur = cur.min(l.rlim_max);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &l), 0);
+        }
+    };
+    let mut sink = FileSink::create(out, size).unwrap();
+    sink.begin(&SessionSummary {
+        page_size: size,
+        ..SessionSummary::default()
+    })
+    .unwrap();
+    let mut took = Vec::new();
+    for k in 0..pages {
+        if k == from {
+            set_limit(limit);
+        }
+        if k == until {
+            set_limit(libc::RLIM_INFINITY);
+        }
+        let mut w = PageWriter::new(size).unwrap();
+        for j in 0..3 {
+            w.try_push(k * 1000 + j, &[k as u8; 20]).unwrap();
+        }
+        if sink.write_page(1, w.finish()).is_ok() {
+            took.push(k);
+        }
+        if k % 4 == 3 {
+            // The flusher's cycle: a failed flush is an error, not a loss of what it holds.
+            let _ = sink.flush();
+        }
+    }
+    sink.finish(&SessionSummary {
+        page_size: size,
+        ..SessionSummary::default()
+    })
+    .unwrap();
+    took
+}
+
+/// The child half of `a_partial_page_write_is_cut_back`: does nothing unless started by it.
+#[test]
+fn fsize_child() {
+    let Ok(dir) = std::env::var(FSIZE_CHILD_ENV) else {
+        return;
+    };
+    // SAFETY: ignoring SIGXFSZ installs no handler; a write past the limit then fails with
+    // EFBIG instead of killing the process.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    let dir = PathBuf::from(dir);
+    // Pages of 64 KiB go straight to the file: the 4th stops 1000 bytes in. Pages of 4 KiB
+    // are buffered: the 64 KiB buffer's write stops 1000 bytes after the 10th page.
+    for (size, limit) in [(65536usize, 3 * 65536 + 1000), (4096, 10 * 4096 + 1000)] {
+        let out = dir.join(format!("p{size}.dat"));
+        let took = write_under_limit(&out, size, 40, limit, 2, 30);
+        assert!(took.len() < 40, "the limit refused pages ({size} B)");
+        let tf = TraceFile::open(&out).unwrap();
+        let mut got = Vec::new();
+        for r in tf.cpu_records(1) {
+            let r = r.unwrap_or_else(|e| panic!("{size} B pages: {e}"));
+            got.push(r.ts);
+        }
+        let want: Vec<u64> = took
+            .iter()
+            .flat_map(|k| (0..3).map(move |j| k * 1000 + j))
+            .collect();
+        assert_eq!(
+            got, want,
+            "{size} B pages: every page the sink took, and only those"
+        );
+        println!("CHILD-CHECKED {size}: took {} of 40 pages", took.len());
+    }
+}
+
+/// A write the disk stops part-way (a full disk, a file size limit) used to leave part of a
+/// page in the slot's file when pages are 64 KiB or more, and shift every later page of the
+/// slot off the page grid. Now the partial page is cut off: the file holds exactly the pages
+/// the sink reported stored, in order, for direct and buffered writes alike.
+#[test]
+fn a_partial_page_write_is_cut_back() {
+    let dir = std::env::temp_dir().join(format!("typhon-fsize-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Command::new(std::env::current_exe().unwrap())
+        .args(["fsize_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(FSIZE_CHILD_ENV, &dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for size in [65536, 4096] {
+        assert!(
+            stdout.contains(&format!("CHILD-CHECKED {size}")),
+            "{stdout}"
+        );
+    }
+}
