@@ -151,7 +151,7 @@ impl From<&Stats> for TyphonStats {
             attempted: sum(|x| x.attempted),
             written: sum(|x| x.written),
             missed: sum(|x| x.missed),
-            filtered: sum(|x| x.filtered),
+            filtered: s.total_filtered(),
             refused: sum(|x| x.refused),
             no_slot: s.no_slot,
             pages: s.pages,

@@ -215,6 +215,7 @@ impl Sink for FileSink {
         meta.session = serde_json::json!({
             "end_ns": summary.end_ns,
             "no_slot": summary.no_slot,
+            "filtered_no_slot": summary.filtered_no_slot,
             "slots": summary.slots.iter().map(|s| serde_json::json!({
                 "slot": s.slot, "filtered": s.filtered, "refused": s.refused,
                 "sink_lost": s.sink_lost, "thread_ids": s.thread_ids, "threads": s.threads,

@@ -304,9 +304,8 @@ impl RecorderBuilder {
 
     /// Filters out a kind: its writes cost one load and a branch and are counted as filtered,
     /// against the writing thread's slot. A thread claims its slot with its first recorded
-    /// event (or [`crate::register_thread`]), so the filtered writes of a thread that has
-    /// recorded nothing yet are not counted, and a thread whose every write is filtered takes
-    /// no slot.
+    /// event (or [`crate::register_thread`]); a thread whose every write is filtered takes no
+    /// slot, and its filtered writes are counted in [`Stats::filtered_no_slot`].
     ///
     /// ```
     /// use typhon_recorder::codec::TraceEventKind;
@@ -399,6 +398,7 @@ impl RecorderBuilder {
             flush_interval: self.flush_interval,
             max_page_age: self.max_page_age,
             no_slot: AtomicU64::new(0),
+            filtered_no_slot: AtomicU64::new(0),
             pid: std::process::id() as i32,
             wakeup: crate::wake::Wake::new(),
             progress: crate::flusher::Progress::default(),
@@ -436,6 +436,8 @@ pub(crate) struct Core {
     pub(crate) flush_interval: Duration,
     pub(crate) max_page_age: Duration,
     pub(crate) no_slot: AtomicU64,
+    /// Filtered writes of threads without a slot (counted here, not against a slot).
+    pub(crate) filtered_no_slot: AtomicU64,
     /// The process id at start: a thread whose id equals it is the main thread. Read once here,
     /// because `getpid` is a system call (glibc keeps no cache of it) that each thread's claim
     /// would otherwise pay, about 0.5 µs on a small VM.
@@ -615,6 +617,9 @@ pub struct Stats {
     pub slots: Vec<SlotSummary>,
     /// Events not recorded because all 255 user slots were taken.
     pub no_slot: u64,
+    /// Filtered writes of threads that had no slot (none recorded anything yet); the others
+    /// are in their slot's `filtered`.
+    pub filtered_no_slot: u64,
     /// Pages handed to the sink.
     pub pages: u64,
     /// Bytes handed to the sink.
@@ -663,13 +668,13 @@ impl Stats {
     pub fn total_written(&self) -> u64 {
         self.slots.iter().map(|s| s.written).sum()
     }
-    /// Writes filtered out, all slots.
+    /// Writes filtered out, all slots and threads without a slot.
     ///
     /// ```
     /// assert_eq!(typhon_recorder::recorder::Stats::default().total_filtered(), 0);
     /// ```
     pub fn total_filtered(&self) -> u64 {
-        self.slots.iter().map(|s| s.filtered).sum()
+        self.slots.iter().map(|s| s.filtered).sum::<u64>() + self.filtered_no_slot
     }
     /// The counters of one slot.
     ///
@@ -928,20 +933,31 @@ fn count_filtered() {
         return;
     }
     // Counted against the thread's slot if it has one for the installed recorder; a thread
-    // whose every event is filtered claims no slot.
-    HOT.with(|h| {
-        // SAFETY: as in `with_writer`: this thread's own, no other reference live.
-        let h = unsafe { &*h.get() };
-        if h.gen == GEN.load(Ordering::Relaxed) && !h.writer.is_null() {
-            // SAFETY: as in `with_writer`: the Box behind a non-null pointer is alive.
-            let w = unsafe { &*h.writer };
-            w.core
-                .registry
-                .slot(w.slot)
-                .filtered
-                .fetch_add(1, Ordering::Relaxed);
+    // whose every event is filtered claims no slot, and is counted with the recorder instead.
+    let counted = HOT
+        .try_with(|h| {
+            // SAFETY: as in `with_writer`: this thread's own, no other reference live.
+            let h = unsafe { &*h.get() };
+            if h.gen == GEN.load(Ordering::Relaxed) && !h.writer.is_null() {
+                // SAFETY: as in `with_writer`: the Box behind a non-null pointer is alive.
+                let w = unsafe { &*h.writer };
+                w.core
+                    .registry
+                    .slot(w.slot)
+                    .filtered
+                    .fetch_add(1, Ordering::Relaxed);
+                true
+            } else {
+                false
+            }
+        })
+        .unwrap_or(false);
+    if !counted {
+        if let Some(c) = ACTIVE.read().as_ref() {
+            // Relaxed: a statistic, read after the flusher has stopped (or as a snapshot).
+            c.filtered_no_slot.fetch_add(1, Ordering::Relaxed);
         }
-    });
+    }
 }
 
 impl Writer {
@@ -1977,13 +1993,29 @@ mod tests {
         })
         .join()
         .unwrap();
+        // A thread whose every write is filtered takes no slot; its writes are still counted.
+        std::thread::spawn(|| {
+            crate::tick_start();
+            drop(crate::span("filtered"));
+        })
+        .join()
+        .unwrap();
         let stats = rec.finish().unwrap();
-        assert_eq!(stats.total_filtered(), 3, "two ticks and the span's open");
+        assert_eq!(
+            stats.filtered_no_slot, 2,
+            "the slotless thread's tick and span"
+        );
+        assert_eq!(
+            stats.total_filtered(),
+            5,
+            "two ticks and a span open, then two more"
+        );
         assert_eq!(
             stats.user_written(),
             2,
             "ThreadInfo and the IngressReceived"
         );
+        assert_eq!(stats.slots.len(), 2, "the recorder's slot and one thread's");
         assert_eq!(stats.total_missed(), 0);
     }
 

@@ -65,6 +65,8 @@ pub struct SessionSummary {
     pub slots: Vec<SlotSummary>,
     /// Events not recorded because all 255 user slots were taken.
     pub no_slot: u64,
+    /// Filtered writes of threads that had no slot.
+    pub filtered_no_slot: u64,
     /// The recorder's version.
     pub version: String,
 }
