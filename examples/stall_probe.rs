@@ -1,0 +1,160 @@
+//! How much of the p99.9 tail is the machine: times, interleaved in one thread and paced like
+//! `typhon-rec bench`'s latency phase, bodies that do less and less than a write —
+//!
+//! - `ours`: `ingress_received` with the recorder's clock (a recorder with a `NullSink`);
+//! - `tsc+store`: a TSC read and three 8-byte stores into a private 16 KiB buffer (always in L1);
+//! - `tsc`: one TSC read;
+//! - `store`: three 8-byte stores into another private 16 KiB buffer, no clock;
+//! - `empty`: nothing (its median is the bracket cost subtracted from the others).
+//!
+//! Each body's p50 and p99.9 are printed with whether p99.9 ≤ 4 × p50, the bound of issue 5.
+//! If bodies that touch no shared memory and call no code of ours miss it too, the tail is the
+//! machine's (a shared, virtualised host), not the recorder's.
+//!
+//! ```text
+//! cargo run --release --example stall_probe -- [SAMPLES (default 1000000)] [RUNS (default 5)]
+//! ```
+
+#[cfg(target_arch = "x86_64")]
+mod probe {
+    use hdrhistogram::Histogram;
+    use std::arch::x86_64::{_mm_lfence, _rdtsc};
+    use std::hint::black_box;
+    use std::time::{Duration, Instant};
+
+    /// The TSC, fenced on both sides so the bracket holds exactly the body.
+    #[inline(always)]
+    fn fenced() -> u64 {
+        // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU and touch no memory.
+        unsafe {
+            _mm_lfence();
+            let t = _rdtsc();
+            _mm_lfence();
+            t
+        }
+    }
+
+    #[inline(always)]
+    fn tsc() -> u64 {
+        // SAFETY: as in `fenced`.
+        unsafe { _rdtsc() }
+    }
+
+    /// A private buffer of 16 KiB written three words at a time, wrapping.
+    struct Buf {
+        words: Vec<u64>,
+        pos: usize,
+    }
+
+    impl Buf {
+        fn new() -> Self {
+            Self {
+                words: vec![1; 2048],
+                pos: 0,
+            }
+        }
+        #[inline(always)]
+        fn write(&mut self, a: u64, b: u64) {
+            let n = self.words.len();
+            let p = self.pos;
+            self.words[p % n] = a;
+            self.words[(p + 1) % n] = b;
+            self.words[(p + 2) % n] = a ^ b;
+            self.pos = (p + 3) % n;
+        }
+    }
+
+    const NAMES: [&str; 5] = ["ours", "tsc+store", "tsc", "store", "empty"];
+
+    /// One run: `samples` rounds of the five bodies, one body every 120 ns.
+    fn run(samples: u64, ticks_per_ns: f64) -> Vec<(f64, f64)> {
+        let new = || Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("valid bounds");
+        let mut h: Vec<Histogram<u64>> = NAMES.iter().map(|_| new()).collect();
+        let (mut a, mut b) = (Buf::new(), Buf::new());
+        let step = (120.0 * ticks_per_ns) as u64;
+        let mut next = tsc();
+        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..samples {
+            for (k, hist) in h.iter_mut().enumerate() {
+                while tsc() < next {
+                    std::hint::spin_loop();
+                }
+                next += step;
+                // A dither of a few clock steps, as in `typhon-rec bench`.
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                for j in 0..rng & 63 {
+                    black_box(j);
+                }
+                let t0 = fenced();
+                match k {
+                    0 => typhon_recorder::ingress_received(i as u32, 1, 2, 64),
+                    1 => a.write(tsc(), i),
+                    2 => {
+                        black_box(tsc());
+                    }
+                    3 => b.write(i, i),
+                    _ => {}
+                }
+                let t1 = fenced();
+                let _ = hist.record((t1 - t0).max(1));
+            }
+        }
+        black_box((&a.words, &b.words));
+        let bracket = h[4].value_at_quantile(0.5);
+        let ns = |t: u64| t as f64 / ticks_per_ns;
+        h.iter()
+            .enumerate()
+            .map(|(k, x)| {
+                let sub = if k == 4 { 0 } else { bracket };
+                (
+                    ns(x.value_at_quantile(0.5).saturating_sub(sub)),
+                    ns(x.value_at_quantile(0.999).saturating_sub(sub)),
+                )
+            })
+            .collect()
+    }
+
+    pub fn main() {
+        let mut args = std::env::args().skip(1);
+        let samples: u64 = args
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
+        let runs: u32 = args.next().and_then(|s| s.parse().ok()).unwrap_or(5);
+        let (t0, i0) = (tsc(), Instant::now());
+        std::thread::sleep(Duration::from_millis(100));
+        let ticks_per_ns = (tsc() - t0) as f64 / i0.elapsed().as_nanos() as f64;
+        let rec = typhon_recorder::recorder::RecorderBuilder::new()
+            .sink(typhon_recorder::sink::NullSink)
+            .start()
+            .expect("start a recorder");
+        typhon_recorder::register_thread();
+        println!("p50 / p99.9 in ns (empty: raw, others less its median); * = p99.9 <= 4 x p50");
+        println!("{}", NAMES.map(|n| format!("{n:>16}")).join(""));
+        let mut passes = [0u32; 5];
+        for _ in 0..runs {
+            let r = run(samples, ticks_per_ns);
+            let mut line = String::new();
+            for (k, &(p50, p999)) in r.iter().enumerate() {
+                let ok = p999 <= 4.0 * p50;
+                passes[k] += u32::from(ok);
+                let cell = format!("{p50:.0} / {p999:.0}{}", if ok { "*" } else { " " });
+                line += &format!("{cell:>16}");
+            }
+            println!("{line}");
+        }
+        let summary = passes.map(|p| format!("{:>16}", format!("{p}/{runs}")));
+        println!("{}   (runs within the bound)", summary.join(""));
+        let stats = rec.finish().expect("finish");
+        assert_eq!(stats.total_missed(), 0, "the paced writes fit in the ring");
+    }
+}
+
+fn main() {
+    #[cfg(target_arch = "x86_64")]
+    probe::main();
+    #[cfg(not(target_arch = "x86_64"))]
+    eprintln!("stall_probe reads the TSC: x86_64 only");
+}
