@@ -236,10 +236,8 @@ impl Flusher {
     fn service_slot(&mut self, slot: u8, last: bool) {
         let core = self.core.clone();
         let reg = &core.registry;
-        // Acquire pairs with `retire`'s Release store: for RETIRING, every record of the slot's
-        // last thread is published (its final `head` is then visible to the drain below). A
-        // claimed slot's consumer comes through `take_consumer`'s lock instead.
-        let state = reg.slot(slot).state.load(Ordering::Acquire);
+        // For RETIRING, every record of the slot's last thread is visible to the drain below.
+        let state = reg.state_for_service(slot);
         let s = &mut self.slots[slot as usize];
         if s.consumer.is_none() {
             if state == FREE {

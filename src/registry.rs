@@ -283,6 +283,23 @@ impl Registry {
         e.state.store(RETIRING, Ordering::Release);
     }
 
+    /// The slot's state as the flusher reads it before servicing the slot: FREE (nothing to
+    /// do), ACTIVE, or RETIRING (drain it, then [`release`](Self::release) it).
+    ///
+    /// ```
+    /// use typhon_recorder::registry::{Registry, RETIRING};
+    /// let r = Registry::new(4096);
+    /// let (s, p) = r.claim().unwrap().unwrap();
+    /// r.retire(s, p);
+    /// assert_eq!(r.state_for_service(s), RETIRING);
+    /// ```
+    pub fn state_for_service(&self, slot: u8) -> u8 {
+        // Acquire pairs with `retire`'s Release store: for RETIRING, every record of the slot's
+        // last thread is published (its final `head` is then visible to the drain that
+        // follows). A claimed slot's consumer comes through `take_consumer`'s lock instead.
+        self.slots[slot as usize].state.load(Ordering::Acquire)
+    }
+
     /// Takes the consumer end of a slot (the flusher does this once per slot).
     ///
     /// ```

@@ -1,9 +1,9 @@
 //! Loom model of the slot registry: a thread claims a slot, writes and retires while the flusher
-//! services the slot as `flusher::service_slot` does (take the consumer, drain, release a
-//! RETIRING slot), and a second thread claims concurrently — maybe the same slot once released.
+//! services the slot with the calls `flusher::service_slot` makes (`state_for_service`, take
+//! the consumer, drain, release a RETIRING slot), and a second thread claims concurrently —
+//! maybe the same slot once released.
 #![cfg(loom)]
 
-use loom::sync::atomic::Ordering;
 use loom::sync::Arc;
 use loom::thread;
 use loom_tests::{builder, put, tag_of};
@@ -31,8 +31,8 @@ fn claim_retire_reuse_against_flusher() {
             let mut seen = Vec::new();
             let mut cons = None;
             for _ in 0..2 {
-                // Acquire, as the flusher: RETIRING means every record of the thread is published.
-                let state = r.slot(1).state.load(Ordering::Acquire);
+                // The flusher's own read: RETIRING means every record of the thread is published.
+                let state = r.state_for_service(1);
                 if cons.is_none() && state != FREE {
                     cons = r.take_consumer(1);
                 }
