@@ -193,6 +193,25 @@ impl fmt::Display for KBufferError {
     }
 }
 
+impl KBufferError {
+    /// Where in the sub-buffer the damage is, when the error knows: the byte past the end a
+    /// record needed, or the header of a record that does not advance the walk.
+    ///
+    /// ```
+    /// use typhon_recorder::kbuffer::KBufferError;
+    /// assert_eq!(KBufferError::NoProgress { offset: 24 }.offset(), Some(24));
+    /// assert_eq!(KBufferError::NotLoaded.offset(), None);
+    /// ```
+    pub fn offset(&self) -> Option<usize> {
+        match *self {
+            KBufferError::OutOfBounds { offset, .. } | KBufferError::NoProgress { offset } => {
+                Some(offset)
+            }
+            KBufferError::NotLoaded | KBufferError::HeaderTruncated { .. } => None,
+        }
+    }
+}
+
 impl std::error::Error for KBufferError {}
 
 /// One data record as [`KBuffer::read_event`] returns it.

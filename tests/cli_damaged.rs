@@ -142,8 +142,7 @@ fn output(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
 }
 
 /// A page damaged in the middle of a slot's data: report, stats and export show every other
-/// record, mark the damage, and end with status 1 and a message naming it. (`trace-cmd report`
-/// drops the rest of such a slot's data without a word.)
+/// record, mark the damage, and end with status 1 and a message naming it.
 #[test]
 fn one_damaged_page_costs_only_its_records() {
     use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};

@@ -484,6 +484,97 @@ fn lost_events_are_marked_with_their_counts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A damaged page is skipped and marked on its thread with an uncounted loss, before the
+/// thread's next record; a slot whose only page is damaged still gets its thread and mark.
+#[test]
+fn damaged_pages_are_marked_on_their_threads() {
+    use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
+    let _g = doc_lock();
+    let dir = scratch("damaged");
+    let dat = dir.join("damaged.dat");
+    let rec = RecorderBuilder::new().output(&dat).start().unwrap();
+    // Both threads live at once, so they hold two slots.
+    let both = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            typhon_recorder::set_thread_info("busy", ThreadKind::Worker);
+            assert!(typhon_recorder::register_thread());
+            both.wait();
+            for i in 0..3000 {
+                typhon_recorder::instant(i, i);
+            }
+        });
+        s.spawn(|| {
+            typhon_recorder::set_thread_info("brief", ThreadKind::Worker);
+            typhon_recorder::instant(1, 1);
+            both.wait();
+        });
+    });
+    rec.finish().unwrap();
+    let bytes = std::fs::read(&dat).unwrap();
+    let tf = TraceFile::parse(bytes.clone()).unwrap();
+    let page = u64::from(tf.page_size());
+    let by_pages = |c: &u32| tf.pages(*c).count();
+    let mut slots: Vec<u32> = (1..tf.cpus()).filter(|c| by_pages(c) > 0).collect();
+    slots.sort_by_key(by_pages);
+    let (brief, busy) = (slots[0], slots[slots.len() - 1]);
+    assert_eq!(by_pages(&brief), 1);
+    assert!(by_pages(&busy) >= 3);
+    // Zero the first record header of brief's only page and of busy's second page.
+    let header = |cpu: u32, k: u64| {
+        let at = tf.cpu_data(cpu).unwrap().0 + k * page;
+        let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
+        kb.load_subbuffer(&bytes[at as usize..][..page as usize])
+            .unwrap();
+        let n = std::iter::successors(kb.read_event(), |_| kb.next_event()).count();
+        (at as usize + 16, n as u64)
+    };
+    let (b_hdr, _) = header(brief, 0);
+    let (u_hdr, u_lost) = header(busy, 1);
+    let mut bad = bytes.clone();
+    for h in [b_hdr, u_hdr] {
+        bad[h..h + 8].fill(0);
+    }
+    let bad_tf = TraceFile::parse(bad).unwrap();
+    let t = export::Timeline::build(&bad_tf).unwrap();
+    let s = t.stats();
+    assert_eq!(s.damaged_pages, 2);
+    assert_eq!(
+        s.records,
+        tf.records().count() as u64 - u_lost - 2,
+        "brief: ThreadInfo, Instant"
+    );
+    let marks: Vec<&str> = t
+        .events
+        .iter()
+        .filter(|e| e.phase == export::Phase::Lost(None))
+        .map(|e| t.threads[t.tracks[e.track as usize].thread].name.as_str())
+        .collect();
+    let brief_name = tf.cmdline(i64::from(brief)).unwrap_or("").to_string();
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    assert!(marks.contains(&"busy"), "{marks:?}");
+    assert!(
+        t.threads.iter().any(|th| th.slot == brief),
+        "the slot with only a damaged page has its thread ({brief_name:?})"
+    );
+    // The busy mark stands right before the thread's first record after the damage.
+    let i = t
+        .events
+        .iter()
+        .position(|e| {
+            e.phase == export::Phase::Lost(None)
+                && t.threads[t.tracks[e.track as usize].thread].name == "busy"
+        })
+        .unwrap();
+    let busy_track = t.events[i].track;
+    let next = t.events[i + 1..]
+        .iter()
+        .find(|e| e.track == busy_track)
+        .unwrap();
+    assert_eq!(next.ts, t.events[i].ts);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Records `work` (given a time in tenths of a µs after a base, it returns raw ticks) to a
 /// fresh file and returns the file and the base.
 fn record_with(tag: &str, work: impl FnOnce(&dyn Fn(u64) -> u64)) -> (PathBuf, u64) {

@@ -335,9 +335,31 @@ fn cpu_data_off_the_page_grid_is_an_error() {
     assert!(e.contains("not aligned"), "{e}");
 }
 
+#[test]
+fn overlapping_cpu_data_is_an_error() {
+    // No writer makes them; with them, a small file could hold any number of copies of its
+    // pages (each a damaged page for the readers to report) under as many CPUs.
+    let (_, data, meta) = sample(4096);
+    let file = write(&meta, &data);
+    let tf = TraceFile::parse(file.clone()).unwrap();
+    let entry = |cpu| {
+        let (off, size) = tf.cpu_data(cpu).unwrap();
+        let mut e = off.to_le_bytes().to_vec();
+        e.extend_from_slice(&size.to_le_bytes());
+        (file.windows(16).position(|w| w == e).unwrap(), off, size)
+    };
+    let (_, off2, size2) = entry(2);
+    let (at7, off7, _) = entry(7);
+    assert!(off2 < off7);
+    let mut f = file.clone();
+    // Cpu 7's data starts one page before cpu 2's ends.
+    f[at7..at7 + 8].copy_from_slice(&(off2 + size2 - 4096).to_le_bytes());
+    let e = TraceFile::parse(f).unwrap_err().to_string();
+    assert!(e.contains("cpu 7 data overlaps cpu 2's"), "{e}");
+}
+
 /// A damaged page costs its records from the damage on, once, as a `DamagedPage` error; the
-/// reading goes on with the CPU's next page and with the other CPUs. (`trace-cmd report` drops
-/// the rest of such a CPU's data without a word.)
+/// reading goes on with the CPU's next page and with the other CPUs.
 #[test]
 fn a_damaged_page_is_skipped_and_the_reading_goes_on() {
     let (_, data, meta) = sample_with(4096, 40);

@@ -303,6 +303,8 @@ impl<'a> Timeline<'a> {
         let mut pid: Option<i64> = None;
         let mut negative_times = 0u64;
         let mut damaged_pages = 0u64;
+        // The earliest page time, where a slot with nothing but damaged pages is marked.
+        let mut first_page: Option<u64> = None;
         // Damaged pages per slot not yet marked: marked before the slot's next record.
         let mut damage: FnvMap<u32, u64> = FnvMap::default();
         let slot_name = |slot: u32| {
@@ -383,6 +385,7 @@ impl<'a> Timeline<'a> {
             // earlier), and the count says so. Every time is held at MAX_TIME, the largest a
             // viewer reads.
             let page = r.ts.min(MAX_TIME);
+            first_page = Some(first_page.map_or(page, |f| f.min(page)));
             let ts = match decoded.map(|(h, b)| (u64::try_from(h.timestamp), b)) {
                 Some((Ok(ts), _)) => ts.min(MAX_TIME),
                 Some((Err(_), b)) => {
@@ -455,13 +458,29 @@ impl<'a> Timeline<'a> {
                 _ => c.points.push(instant(ts, r.data)),
             }
         }
-        // A damaged page after a slot's last record: marked at that record's time.
+        // A damaged page after a slot's last record: marked at that record's time. A slot
+        // with no good record at all gets its thread, marked at the recording's start.
+        let mut damage: Vec<(u32, u64)> = damage.into_iter().collect();
+        damage.sort_unstable();
         for (cpu, n) in damage {
-            if let Some(&th) = current.get(&cpu) {
-                let c = &mut per[th];
-                for _ in 0..n {
-                    c.points.push(lost_mark(c.last, None));
+            let th = match current.get(&cpu) {
+                Some(&th) => th,
+                None => {
+                    threads.push(Thread {
+                        slot: cpu,
+                        tid: SYNTHETIC_TID + i64::from(cpu),
+                        name: slot_name(cpu),
+                    });
+                    per.push(Collect {
+                        last: first_page.unwrap_or(0),
+                        ..Collect::default()
+                    });
+                    threads.len() - 1
                 }
+            };
+            let c = &mut per[th];
+            for _ in 0..n {
+                c.points.push(lost_mark(c.last, None));
             }
         }
         // Threads by slot, then by first appearance (a reused slot's owners in turn).

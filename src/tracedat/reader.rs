@@ -865,6 +865,23 @@ impl TraceFile {
     }
 
     fn check_cpu_data(&self, len: u64) -> Result<()> {
+        // Each CPU's data is its own: overlapping regions (no writer makes them) would let a
+        // small file hold any number of copies of its pages for the readers to walk.
+        let mut regions: Vec<(u64, u64, usize)> = Vec::new();
+        for (cpu, &(off, size)) in self.cpu_data.iter().enumerate() {
+            if size > 0 {
+                regions.push((off, off.saturating_add(size), cpu));
+            }
+        }
+        regions.sort_unstable();
+        for w in regions.windows(2) {
+            if w[1].0 < w[0].1 {
+                return corrupt(
+                    format!("cpu {} data overlaps cpu {}'s", w[1].2, w[0].2),
+                    w[1].0,
+                );
+            }
+        }
         for (cpu, &(off, size)) in self.cpu_data.iter().enumerate() {
             if size == 0 {
                 continue;
@@ -1192,16 +1209,13 @@ impl TraceFile {
     /// ```
     pub fn records(&self) -> MergedRecords<'_> {
         let its: Vec<CpuRecords<'_>> = (0..self.cpus).map(|c| self.cpu_records(c)).collect();
-        let mut m = MergedRecords {
+        MergedRecords {
             heads: its.iter().map(|_| None).collect(),
+            stalled: (0..its.len()).rev().collect(),
             its,
             heap: BinaryHeap::new(),
             pending: VecDeque::new(),
-        };
-        for i in 0..m.its.len() {
-            m.advance(i);
         }
-        m
     }
 }
 
@@ -1211,8 +1225,9 @@ impl TraceFile {
 ///
 /// Where kbuffer would hand out bogus records (zero words inside the commit) or stop on a page
 /// that runs past its end, this iterator yields one [`TraceDatError::DamagedPage`] in place of
-/// the page's remaining records and goes on with the next page. (`trace-cmd report` silently
-/// drops the rest of such a CPU's data.)
+/// the page's remaining records and goes on with the next page. (`trace-cmd report` 3.1.6
+/// exits 0 either way: it prints bogus records for zero words, and after a commit past the
+/// page's end it dropped the rest of that CPU's data.)
 ///
 /// ```
 /// # use typhon_recorder::tracedat::{write_tracedat, FileMeta, TraceFile};
@@ -1289,7 +1304,8 @@ impl<'a> Iterator for CpuRecords<'a> {
                     }
                     None => {
                         if let Some(e) = self.kb.error() {
-                            return self.damaged(e.to_string(), self.page_at);
+                            let at = self.page_at + e.offset().unwrap_or(0) as u64;
+                            return self.damaged(e.to_string(), at);
                         }
                         self.loaded = false;
                     }
@@ -1308,7 +1324,8 @@ impl<'a> Iterator for CpuRecords<'a> {
                 return self.damaged("partial page at the end of its data".into(), self.page_at);
             }
             if let Err(e) = self.kb.load_subbuffer(page) {
-                return self.damaged(e.to_string(), self.page_at);
+                let at = self.page_at + e.offset().unwrap_or(0) as u64;
+                return self.damaged(e.to_string(), at);
             }
             self.loaded = true;
             self.fresh = true;
@@ -1334,22 +1351,26 @@ pub struct MergedRecords<'a> {
     heads: Vec<Option<Record<'a>>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     pending: VecDeque<TraceDatError>,
+    /// CPUs to read before the next record is chosen: all of them at first, then each one
+    /// whose last item was an error.
+    stalled: Vec<usize>,
 }
 
 impl MergedRecords<'_> {
-    /// Reads CPU `i`'s next record into its head, queueing the damaged pages on the way.
+    /// Reads CPU `i`'s next item: a record becomes its head; a damaged page is queued, and the
+    /// CPU is read again only after that error has been handed out, so at most one error per
+    /// CPU is held at a time (a file of damaged pages costs no memory in proportion).
     fn advance(&mut self, i: usize) {
-        // Ends: every error consumes a page of the CPU's finite data.
-        loop {
-            match self.its[i].next() {
-                Some(Ok(n)) => {
-                    self.heap.push(Reverse((n.ts, i)));
-                    self.heads[i] = Some(n);
-                    return;
-                }
-                Some(Err(e)) => self.pending.push_back(e),
-                None => return,
+        match self.its[i].next() {
+            Some(Ok(n)) => {
+                self.heap.push(Reverse((n.ts, i)));
+                self.heads[i] = Some(n);
             }
+            Some(Err(e)) => {
+                self.pending.push_back(e);
+                self.stalled.push(i);
+            }
+            None => {}
         }
     }
 }
@@ -1358,8 +1379,16 @@ impl<'a> Iterator for MergedRecords<'a> {
     type Item = Result<Record<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(e) = self.pending.pop_front() {
-            return Some(Err(e));
+        // Ends: each pass hands out an error or reads a CPU that owes an item, and every read
+        // consumes a record or a page of that CPU's finite data.
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(Err(e));
+            }
+            match self.stalled.pop() {
+                Some(i) => self.advance(i),
+                None => break,
+            }
         }
         let Reverse((_, i)) = self.heap.pop()?;
         let r = self.heads[i].take()?;
