@@ -147,7 +147,8 @@ typedef struct TyphonStats {
   uint64_t written;
   // Records dropped because a ring was full.
   uint64_t missed;
-  // Writes not recorded because their kind or CeLog zone was disabled.
+  // Writes not recorded because their kind or CeLog zone was disabled (those of threads
+  // without a slot included).
   uint64_t filtered;
   // Writes the running recorder refused: records too large for its pages, span names with
   // a NUL byte. (Other malformed input returns its error code and is counted nowhere.)

@@ -125,7 +125,8 @@ pub struct TyphonStats {
     pub written: u64,
     /// Records dropped because a ring was full.
     pub missed: u64,
-    /// Writes not recorded because their kind or CeLog zone was disabled.
+    /// Writes not recorded because their kind or CeLog zone was disabled (those of threads
+    /// without a slot included).
     pub filtered: u64,
     /// Writes the running recorder refused: records too large for its pages, span names with
     /// a NUL byte. (Other malformed input returns its error code and is counted nowhere.)

@@ -67,10 +67,14 @@ const SLOT_BUFFER: usize = 64 * 1024;
 struct SlotFile {
     w: BufWriter<File>,
     accepted: u64,
+    /// The length the file must be cut back to, while cutting it failed: until it is done,
+    /// the slot's pages are refused (and so counted lost), since they would land off the grid.
+    cut_to: Option<u64>,
 }
 
 impl SlotFile {
     fn write_page(&mut self, page: &[u8]) -> io::Result<()> {
+        self.cut_back()?;
         match self.w.write_all(page) {
             Ok(()) => {
                 self.accepted += page.len() as u64;
@@ -82,9 +86,9 @@ impl SlotFile {
                 // to the file (its buffer empty), possibly in part: what belongs on disk is
                 // what was accepted less what is still buffered.
                 let keep = self.accepted - self.w.buffer().len() as u64;
-                let file = self.w.get_ref();
-                if file.metadata().map_or(true, |m| m.len() > keep) {
-                    file.set_len(keep).map_err(|t| {
+                if self.w.get_ref().metadata().map_or(true, |m| m.len() > keep) {
+                    self.cut_to = Some(keep);
+                    self.cut_back().map_err(|t| {
                         io::Error::new(
                             t.kind(),
                             format!("{e}; then cutting the partial page off failed: {t}"),
@@ -94,6 +98,20 @@ impl SlotFile {
                 Err(e)
             }
         }
+    }
+
+    /// Cuts a partial page off the file if an earlier attempt failed.
+    fn cut_back(&mut self) -> io::Result<()> {
+        if let Some(keep) = self.cut_to {
+            self.w.get_ref().set_len(keep)?;
+            self.cut_to = None;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.cut_back()?;
+        self.w.flush()
     }
 }
 
@@ -179,6 +197,7 @@ impl Sink for FileSink {
                 entry.insert(SlotFile {
                     w: BufWriter::with_capacity(SLOT_BUFFER, file),
                     accepted: 0,
+                    cut_to: None,
                 })
             }
         };
@@ -189,7 +208,7 @@ impl Sink for FileSink {
         // A failed flush keeps its unwritten bytes buffered (whole pages behind a written
         // prefix), to go out with the next flush.
         for f in self.files.iter_mut().flatten() {
-            f.w.flush()?;
+            f.flush()?;
         }
         Ok(())
     }

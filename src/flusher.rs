@@ -55,7 +55,7 @@ impl Progress {
         Stats {
             slots,
             no_slot: core.no_slot.load(Ordering::Relaxed),
-            filtered_no_slot: core.filtered_no_slot.load(Ordering::Relaxed),
+            filtered_no_slot: core.filtered_no_slot(),
             pages: self.pages.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
             pages_lost: self.pages_lost.load(Ordering::Relaxed),
@@ -559,7 +559,7 @@ impl Flusher {
             end_ns: crate::clock::monotonic_ns(),
             slots: self.slot_summaries(),
             no_slot: self.core.no_slot.load(Ordering::Relaxed),
-            filtered_no_slot: self.core.filtered_no_slot.load(Ordering::Relaxed),
+            filtered_no_slot: self.core.filtered_no_slot(),
             version: env!("CARGO_PKG_VERSION").to_string(),
         }
     }

@@ -53,6 +53,10 @@ const KIND_FILTERED: u8 = 1;
 const KIND_ON: u8 = 2;
 /// Generation of the installed recorder (0 = none); a thread's cached slot belongs to one.
 static GEN: AtomicU64 = AtomicU64::new(0);
+/// Filtered writes of threads without a slot, while a recorder runs: a plain counter, so that
+/// counting one takes no lock. `start` zeroes it and `finish` moves it into the recorder's
+/// `Core`, both under ACTIVE's write lock.
+static FILTERED_NO_SLOT: AtomicU64 = AtomicU64::new(0);
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
 static ACTIVE: RwLock<Option<Arc<Core>>> = RwLock::new(None);
 /// CeLog zones (CeLogSetZones): user and CE masks.
@@ -405,6 +409,8 @@ impl RecorderBuilder {
         });
         let flusher = crate::flusher::spawn(core.clone(), sink)?;
         *active = Some(core.clone());
+        // Relaxed: as GEN below; a count left by a write that raced the last `finish` goes.
+        FILTERED_NO_SLOT.store(0, Ordering::Relaxed);
         // Relaxed: threads that see the new generation take the slow path, which reads ACTIVE
         // under its lock; the lock orders the Core's construction.
         GEN.store(gen, Ordering::Relaxed);
@@ -436,7 +442,8 @@ pub(crate) struct Core {
     pub(crate) flush_interval: Duration,
     pub(crate) max_page_age: Duration,
     pub(crate) no_slot: AtomicU64,
-    /// Filtered writes of threads without a slot (counted here, not against a slot).
+    /// Filtered writes of threads without a slot, once the recorder has been uninstalled (see
+    /// [`Core::filtered_no_slot`]).
     pub(crate) filtered_no_slot: AtomicU64,
     /// The process id at start: a thread whose id equals it is the main thread. Read once here,
     /// because `getpid` is a system call (glibc keeps no cache of it) that each thread's claim
@@ -448,6 +455,18 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// Filtered writes of threads without a slot so far: the running count while this
+    /// recorder is installed, the final one after.
+    pub(crate) fn filtered_no_slot(&self) -> u64 {
+        // Relaxed: statistics.
+        let running = if GEN.load(Ordering::Relaxed) == self.gen {
+            FILTERED_NO_SLOT.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        self.filtered_no_slot.load(Ordering::Relaxed) + running
+    }
+
     /// Wakes the flusher early (a ring passed half full, or a slot retired).
     #[inline]
     pub(crate) fn wake(&self) {
@@ -587,6 +606,9 @@ impl Recorder {
                 flag.store(KIND_OFF, Ordering::Relaxed);
             }
             GEN.store(0, Ordering::Relaxed);
+            // Relaxed: statistics; the flusher reads the total after the `finish` handshake.
+            let n = FILTERED_NO_SLOT.swap(0, Ordering::Relaxed);
+            self.core.filtered_no_slot.fetch_add(n, Ordering::Relaxed);
             *active = None;
         }
         // After uninstalling: every write that completed before this call is in its ring.
@@ -617,8 +639,8 @@ pub struct Stats {
     pub slots: Vec<SlotSummary>,
     /// Events not recorded because all 255 user slots were taken.
     pub no_slot: u64,
-    /// Filtered writes of threads that had no slot (none recorded anything yet); the others
-    /// are in their slot's `filtered`.
+    /// Filtered writes of threads that had no slot (they had recorded nothing yet, or found
+    /// every slot taken); the others are in their slot's `filtered`.
     pub filtered_no_slot: u64,
     /// Pages handed to the sink.
     pub pages: u64,
@@ -953,10 +975,8 @@ fn count_filtered() {
         })
         .unwrap_or(false);
     if !counted {
-        if let Some(c) = ACTIVE.read().as_ref() {
-            // Relaxed: a statistic, read after the flusher has stopped (or as a snapshot).
-            c.filtered_no_slot.fetch_add(1, Ordering::Relaxed);
-        }
+        // Relaxed: a statistic (see FILTERED_NO_SLOT); no lock on a filtered write.
+        FILTERED_NO_SLOT.fetch_add(1, Ordering::Relaxed);
     }
 }
 
