@@ -38,12 +38,13 @@
 //!    first call of the thread (slot claim, ring allocation) is reported separately, and so are,
 //!    on another fresh thread, [`register_thread`](crate::register_thread) (the claim moved to
 //!    thread start) and the first call after it.
-//!    Each 500 ns holds three bracketed slots: our call; a third later, the floor of a write
+//!    Each 500 ns holds four bracketed slots: our call; a quarter later, the floor of a write
 //!    with the clock (a TSC read, three plain stores and a publish into a private 1 MiB ring:
 //!    `floor_p50_ns`, `floor_p999_ns`, the tail the machine gives the least a clocked write can
-//!    do); two thirds later, an empty bracket. The empty bracket's median is the cost
-//!    subtracted from every figure, and its own p99.9 (`empty_p999_ns`) shows how much of the
-//!    tail is the machine stalling the thread whatever it runs.
+//!    do); half way, a lone TSC read (`tsc_p50_ns`, `tsc_p999_ns`: no memory touched, nothing
+//!    of ours called); three quarters of the way, an empty bracket. The empty bracket's median
+//!    is the cost subtracted from every figure, and its own p99.9 (`empty_p999_ns`) shows how
+//!    much of the tail is the machine stalling the thread whatever it runs.
 //!    **Resolution**: the TSC of AMD hosts advances in steps of about 10 ns (`resolution_ns`:
 //!    the smallest non-zero difference of two back-to-back reads), so every percentile is a
 //!    multiple of a step. Each slot opens after a pseudo-random delay of a few steps, so a short
@@ -128,12 +129,18 @@ pub struct Latency {
     /// Records dropped during the latency run.
     pub drops: u64,
     /// The floor of a write with the clock (TSC read, 24-byte store, Release publish into a
-    /// private 1 MiB ring), timed a third of the way after each of our calls with the same
+    /// private 1 MiB ring), timed a quarter of the way after each of our calls with the same
     /// brackets: median, ns.
     pub floor_p50: f64,
     /// The floor's 99.9th percentile, ns: the tail the machine gives the least a clocked write does.
     pub floor_p999: f64,
-    /// An empty bracket (no call at all), timed two thirds of the way after each of ours: its 99.9th
+    /// A lone TSC read, timed half way between two of our calls: median and 99.9th percentile,
+    /// ns (bracket subtracted). The least any clocked call does; where its p99.9 misses the
+    /// bound too, the tail is the machine's.
+    pub tsc_p50: f64,
+    /// See `tsc_p50`.
+    pub tsc_p999: f64,
+    /// An empty bracket (no call at all), timed three quarters of the way after each of ours: its 99.9th
     /// percentile, ns (bracket subtracted). Anything above a few resolution steps is the machine
     /// stalling this thread in those moments, whatever the call does.
     pub empty_p999: f64,
@@ -1004,6 +1011,7 @@ fn tick_resolution() -> u64 {
 struct Paced {
     ours: Histogram<u64>,
     floor: Histogram<u64>,
+    tsc: Histogram<u64>,
     empty: Histogram<u64>,
     ours_sum: u64,
     empty_sum: u64,
@@ -1022,11 +1030,12 @@ impl Paced {
     }
 }
 
-/// `samples` rounds of three bracketed slots, one round per `interval` ticks (spinning in
-/// between): `ours(i)` at the start of the interval, `floor(i)` a third of it later and an empty
-/// bracket two thirds later, each bracketed by fenced TSC reads. The three are interleaved so
-/// that they see the same machine: on a shared host the tail moves from run to run with what the
-/// neighbours do, and only figures taken side by side compare.
+/// `samples` rounds of four bracketed slots, one round per `interval` ticks (spinning in
+/// between): `ours(i)` at the start of the interval, `floor(i)` a quarter of it later, a lone
+/// TSC read half way and an empty bracket three quarters of the way, each bracketed by fenced
+/// TSC reads. The four are interleaved so that they see the same machine: on a shared host the
+/// tail moves from run to run with what the neighbours do, and only figures taken side by side
+/// compare.
 ///
 /// Each slot starts after a pseudo-random delay of 0–63 loop iterations (up to ~25 ns, a few
 /// steps of a TSC that advances in ~10 ns steps): the spin-wait exits just after the clock
@@ -1043,6 +1052,7 @@ fn paced(
     let mut p = Paced {
         ours: new(),
         floor: new(),
+        tsc: new(),
         empty: new(),
         ours_sum: 0,
         empty_sum: 0,
@@ -1050,8 +1060,8 @@ fn paced(
     let mut next = ticks();
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     for i in 0..samples {
-        for k in 0..3u64 {
-            while ticks() < next + k * interval / 3 {
+        for k in 0..4u64 {
+            while ticks() < next + k * interval / 4 {
                 std::hint::spin_loop();
             }
             // xorshift64: the dither.
@@ -1065,6 +1075,9 @@ fn paced(
             match k {
                 0 => ours(i),
                 1 => floor(i),
+                2 => {
+                    black_box(ticks());
+                }
                 _ => {}
             }
             let b = fenced_ticks();
@@ -1075,6 +1088,7 @@ fn paced(
                     &mut p.ours
                 }
                 1 => &mut p.floor,
+                2 => &mut p.tsc,
                 _ => {
                     p.empty_sum += v;
                     &mut p.empty
@@ -1142,6 +1156,8 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
         file_bytes,
         floor_p50: ns(p.at(fh, 0.5)),
         floor_p999: ns(p.at(fh, 0.999)),
+        tsc_p50: ns(p.at(&p.tsc, 0.5)),
+        tsc_p999: ns(p.at(&p.tsc, 0.999)),
         empty_p999: ns(p.at(&p.empty, 0.999)),
         // Mean of ours minus mean of the empty bracket: both dithered alike, so neither carries
         // the rounding of the clock's steps.
@@ -1391,6 +1407,12 @@ fn targets(r: &BenchReport) -> Vec<TargetCheck> {
                 4.0,
             ),
         ),
+        context(le(
+            "tsc_p999_vs_p50",
+            "(context) the same bound for a lone TSC read, interleaved with ours",
+            ratio(r.latency.tsc_p999, r.latency.tsc_p50),
+            4.0,
+        )),
         ge(
             "flusher_records_per_s",
             "flusher >= 40 M records/s into a null sink on one core",
@@ -1519,6 +1541,8 @@ impl BenchReport {
         // Added one by one: one more key in the literal above passes `json!`'s recursion limit.
         for (k, x) in [
             ("empty_p999_ns", self.latency.empty_p999),
+            ("tsc_p50_ns", self.latency.tsc_p50),
+            ("tsc_p999_ns", self.latency.tsc_p999),
             ("latency_mean_ns", self.latency.mean),
             ("resolution_ns", self.latency.resolution_ns),
             ("late_ms_at_5m", self.late_ms_at_5m),
@@ -1667,8 +1691,8 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
-            "  interleaved: clocked store floor p50 {:.1}  p99.9 {:.1} ns; empty bracket p99.9 {:.1} ns",
-            l.floor_p50, l.floor_p999, l.empty_p999
+            "  interleaved: clocked store floor p50 {:.1}  p99.9 {:.1} ns; lone TSC read p50 {:.1}  p99.9 {:.1} ns; empty bracket p99.9 {:.1} ns",
+            l.floor_p50, l.floor_p999, l.tsc_p50, l.tsc_p999, l.empty_p999
         )?;
         writeln!(f, "throughput (default ring, NullSink):")?;
         for t in &self.threads {
@@ -1738,6 +1762,8 @@ mod tests {
             "drops_at_5m",
             "puffin_span_ns",
             "empty_p999_ns",
+            "tsc_p50_ns",
+            "tsc_p999_ns",
             "latency_mean_ns",
             "resolution_ns",
             "late_ms_at_5m",
@@ -1756,7 +1782,7 @@ mod tests {
         let p = paced(300, 100, |i| ours.push(i), |i| floor.push(i));
         let expect: Vec<u64> = (0..300).collect();
         assert_eq!((ours, floor), (expect.clone(), expect));
-        for h in [&p.ours, &p.floor, &p.empty] {
+        for h in [&p.ours, &p.floor, &p.tsc, &p.empty] {
             assert_eq!(h.len(), 300);
         }
         assert_eq!(p.at(&p.empty, 0.5), 0);
