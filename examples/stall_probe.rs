@@ -12,7 +12,7 @@
 //! machine's (a shared, virtualised host), not the recorder's.
 //!
 //! ```text
-//! cargo run --release --example stall_probe -- [SAMPLES (default 1000000)] [RUNS (default 5)]
+//! cargo run --release --example stall_probe -- [SAMPLES (default 1000000)] [RUNS (default 5)] [file]
 //! ```
 
 #[cfg(target_arch = "x86_64")]
@@ -127,10 +127,16 @@ mod probe {
         let (t0, i0) = (tsc(), Instant::now());
         std::thread::sleep(Duration::from_millis(100));
         let ticks_per_ns = (tsc() - t0) as f64 / i0.elapsed().as_nanos() as f64;
-        let rec = typhon_recorder::recorder::RecorderBuilder::new()
-            .sink(typhon_recorder::sink::NullSink)
-            .start()
-            .expect("start a recorder");
+        // `file` as the third argument: the flusher writes a real file (as `typhon-rec bench`
+        // does), not into a NullSink.
+        let out = std::env::temp_dir().join(format!("stall-probe-{}.dat", std::process::id()));
+        let b = typhon_recorder::recorder::RecorderBuilder::new();
+        let b = if args.next().as_deref() == Some("file") {
+            b.output(&out)
+        } else {
+            b.sink(typhon_recorder::sink::NullSink)
+        };
+        let rec = b.start().expect("start a recorder");
         typhon_recorder::register_thread();
         println!("p50 / p99.9 in ns (empty: raw, others less its median); * = p99.9 <= 4 x p50");
         println!("{}", NAMES.map(|n| format!("{n:>16}")).join(""));
@@ -156,6 +162,7 @@ mod probe {
             Ok(_) => {}
             Err(e) => eprintln!("finishing the recorder: {e}"),
         }
+        let _ = std::fs::remove_file(&out);
     }
 }
 
