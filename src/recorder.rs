@@ -32,6 +32,7 @@ use crate::codec::{self, correlation, records, TraceEventKind};
 use crate::registry::{Parked, Registry, SLOTS};
 use crate::ring::Producer;
 use crate::sink::{SessionSummary, Sink, SlotSummary};
+use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 use std::cell::RefCell;
 use std::fmt;
@@ -44,19 +45,26 @@ use std::time::Duration;
 pub use crate::codec::correlation::IngressDropReason;
 pub use crate::codec::records::{ThreadKind, TraceContext};
 
+// Every write reads KIND_STATE and GEN, from every thread; they change only at start and
+// finish. Each sits on cache lines of its own (`CachePadded`), so that nothing written often
+// (ACTIVE's lock word, FILTERED_NO_SLOT, a static of another crate the linker puts next to
+// them) takes their line away from the writers' caches: in one build of `typhon-rec`, GEN
+// shared its line with both ACTIVE and FILTERED_NO_SLOT.
+
 /// Per-kind state: [`KIND_OFF`] while no recorder is installed, else [`KIND_ON`] or
 /// [`KIND_FILTERED`]. One relaxed byte load decides the disabled, filtered and enabled paths; the
 /// disabled path makes no call (it used to call `count_filtered` just to find no recorder).
-static KIND_STATE: [AtomicU8; 256] = [const { AtomicU8::new(KIND_OFF) }; 256];
+static KIND_STATE: CachePadded<[AtomicU8; 256]> =
+    CachePadded::new([const { AtomicU8::new(KIND_OFF) }; 256]);
 const KIND_OFF: u8 = 0;
 const KIND_FILTERED: u8 = 1;
 const KIND_ON: u8 = 2;
 /// Generation of the installed recorder (0 = none); a thread's cached slot belongs to one.
-static GEN: AtomicU64 = AtomicU64::new(0);
+static GEN: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 /// Filtered writes of threads without a slot, while a recorder runs: a plain counter, so that
 /// counting one takes no lock. `start` zeroes it and `finish` moves it into the recorder's
 /// `Core`, both under ACTIVE's write lock.
-static FILTERED_NO_SLOT: AtomicU64 = AtomicU64::new(0);
+static FILTERED_NO_SLOT: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
 static ACTIVE: RwLock<Option<Arc<Core>>> = RwLock::new(None);
 /// CeLog zones (CeLogSetZones): user and CE masks.
