@@ -41,8 +41,9 @@
 //!    Each 500 ns holds four bracketed slots: our call; a quarter later, the floor of a write
 //!    with the clock (a TSC read, three plain stores and a publish into a private 1 MiB ring:
 //!    `floor_p50_ns`, `floor_p999_ns`, the tail the machine gives the least a clocked write can
-//!    do); half way, a lone TSC read (`tsc_p50_ns`, `tsc_p999_ns`: no memory touched, nothing
-//!    of ours called); three quarters of the way, an empty bracket. The empty bracket's median
+//!    do); half way, a lone TSC read (`tsc_p50_ns`, `tsc_p999_ns`: no ring touched, nothing of
+//!    ours called; its p99.9 is held to our limit, 4 x our p50: does the machine let even that
+//!    call meet it?); three quarters of the way, an empty bracket. The empty bracket's median
 //!    is the cost subtracted from every figure, and its own p99.9 (`empty_p999_ns`) shows how
 //!    much of the tail is the machine stalling the thread whatever it runs.
 //!    **Resolution**: the TSC of AMD hosts advances in steps of about 10 ns (`resolution_ns`:
@@ -1081,7 +1082,8 @@ fn paced(
                 _ => {}
             }
             let b = fenced_ticks();
-            let v = b - a;
+            // Saturating: a thread moved to a core whose TSC is behind reads a negative time.
+            let v = b.saturating_sub(a);
             let hist = match k {
                 0 => {
                     p.ours_sum += v;
@@ -1409,8 +1411,8 @@ fn targets(r: &BenchReport) -> Vec<TargetCheck> {
         ),
         context(le(
             "tsc_p999_vs_p50",
-            "(context) the same bound for a lone TSC read, interleaved with ours",
-            ratio(r.latency.tsc_p999, r.latency.tsc_p50),
+            "(context) a lone TSC read, interleaved with ours, within our limit: its p99.9 <= 4 x our p50",
+            ratio(r.latency.tsc_p999, r.latency.p50),
             4.0,
         )),
         ge(

@@ -207,10 +207,17 @@ impl Sink for FileSink {
     fn flush(&mut self) -> io::Result<()> {
         // A failed flush keeps its unwritten bytes buffered (whole pages behind a written
         // prefix), to go out with the next flush.
+        // Every file is flushed even when one fails (a page of each reaches the OS every
+        // cycle, so a kill loses none of them); the first error is returned.
+        let mut first = Ok(());
         for f in self.files.iter_mut().flatten() {
-            f.flush()?;
+            if let Err(e) = f.flush() {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
         }
-        Ok(())
+        first
     }
 
     fn finish(&mut self, summary: &SessionSummary) -> io::Result<()> {

@@ -54,7 +54,7 @@ impl Progress {
         }
         Stats {
             slots,
-            no_slot: core.no_slot.load(Ordering::Relaxed),
+            no_slot: core.no_slot(),
             filtered_no_slot: core.filtered_no_slot(),
             pages: self.pages.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
@@ -558,7 +558,7 @@ impl Flusher {
             monotonic_anchor_ns: self.core.clock.monotonic_anchor_ns(),
             end_ns: crate::clock::monotonic_ns(),
             slots: self.slot_summaries(),
-            no_slot: self.core.no_slot.load(Ordering::Relaxed),
+            no_slot: self.core.no_slot(),
             filtered_no_slot: self.core.filtered_no_slot(),
             version: env!("CARGO_PKG_VERSION").to_string(),
         }

@@ -45,11 +45,12 @@ use std::time::Duration;
 pub use crate::codec::correlation::IngressDropReason;
 pub use crate::codec::records::{ThreadKind, TraceContext};
 
-// Every write reads KIND_STATE and GEN, from every thread; they change only at start and
-// finish. Each sits on cache lines of its own (`CachePadded`), so that nothing written often
-// (ACTIVE's lock word, FILTERED_NO_SLOT, a static of another crate the linker puts next to
-// them) takes their line away from the writers' caches: in one build of `typhon-rec`, GEN
-// shared its line with both ACTIVE and FILTERED_NO_SLOT.
+// Every write reads KIND_STATE and GEN, from every thread, and every CeLog write the zones;
+// they change only at start and finish (or CeLogSetZones). Each sits on cache lines of its own
+// (`CachePadded`), so that nothing written often (ACTIVE's lock word, the slotless counters, a
+// static of another crate the linker puts next to them) takes their line away from the
+// writers' caches: in one build of `typhon-rec`, GEN shared its line with ACTIVE and
+// FILTERED_NO_SLOT, and the zones theirs with a benchmark's counters and puffin's lock.
 
 /// Per-kind state: [`KIND_OFF`] while no recorder is installed, else [`KIND_ON`] or
 /// [`KIND_FILTERED`]. One relaxed byte load decides the disabled, filtered and enabled paths; the
@@ -61,15 +62,46 @@ const KIND_FILTERED: u8 = 1;
 const KIND_ON: u8 = 2;
 /// Generation of the installed recorder (0 = none); a thread's cached slot belongs to one.
 static GEN: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
-/// Filtered writes of threads without a slot, while a recorder runs: a plain counter, so that
-/// counting one takes no lock. `start` zeroes it and `finish` moves it into the recorder's
-/// `Core`, both under ACTIVE's write lock.
-static FILTERED_NO_SLOT: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
+/// Writes of threads without a slot while a recorder runs, in plain counters so that counting
+/// one takes no lock: events lost because every slot was taken (`no_slot`), and filtered
+/// writes of threads that had not claimed a slot (`filtered`). `start` zeroes them and
+/// `finish` moves them into the recorder's `Core`, both under ACTIVE's write lock.
+static SLOTLESS: Slotless = Slotless {
+    no_slot: CachePadded::new(AtomicU64::new(0)),
+    filtered: CachePadded::new(AtomicU64::new(0)),
+};
+
+/// See [`SLOTLESS`].
+struct Slotless {
+    no_slot: CachePadded<AtomicU64>,
+    filtered: CachePadded<AtomicU64>,
+}
+
+impl Slotless {
+    /// Zeroes both (at start).
+    fn reset(&self) {
+        // Relaxed: under ACTIVE's write lock, before the generation and kind flags change. A
+        // write that raced the last `finish`, or (on a weakly ordered CPU) one racing this
+        // `start`, may see its count go: the "one write around start/finish" of
+        // `Recorder::finish`'s docs.
+        self.no_slot.store(0, Ordering::Relaxed);
+        self.filtered.store(0, Ordering::Relaxed);
+    }
+
+    /// Moves both into `core` (at finish).
+    fn settle(&self, core: &Core) {
+        // Relaxed: statistics; the flusher reads the totals after the `finish` handshake.
+        let n = self.no_slot.swap(0, Ordering::Relaxed);
+        core.no_slot.fetch_add(n, Ordering::Relaxed);
+        let n = self.filtered.swap(0, Ordering::Relaxed);
+        core.filtered_no_slot.fetch_add(n, Ordering::Relaxed);
+    }
+}
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
 static ACTIVE: RwLock<Option<Arc<Core>>> = RwLock::new(None);
 /// CeLog zones (CeLogSetZones): user and CE masks.
-static ZONE_USER: AtomicU32 = AtomicU32::new(u32::MAX);
-static ZONE_CE: AtomicU32 = AtomicU32::new(u32::MAX);
+static ZONE_USER: CachePadded<AtomicU32> = CachePadded::new(AtomicU32::new(u32::MAX));
+static ZONE_CE: CachePadded<AtomicU32> = CachePadded::new(AtomicU32::new(u32::MAX));
 
 /// Errors from starting or finishing a recorder, and from writes that take variable input.
 #[derive(Debug)]
@@ -417,8 +449,7 @@ impl RecorderBuilder {
         });
         let flusher = crate::flusher::spawn(core.clone(), sink)?;
         *active = Some(core.clone());
-        // Relaxed: as GEN below; a count left by a write that raced the last `finish` goes.
-        FILTERED_NO_SLOT.store(0, Ordering::Relaxed);
+        SLOTLESS.reset();
         // Relaxed: threads that see the new generation take the slow path, which reads ACTIVE
         // under its lock; the lock orders the Core's construction.
         GEN.store(gen, Ordering::Relaxed);
@@ -449,10 +480,12 @@ pub(crate) struct Core {
     pub(crate) max_record: usize,
     pub(crate) flush_interval: Duration,
     pub(crate) max_page_age: Duration,
-    pub(crate) no_slot: AtomicU64,
+    /// Events of threads that found every slot taken, once the recorder has been uninstalled
+    /// (see [`Core::no_slot`]).
+    no_slot: AtomicU64,
     /// Filtered writes of threads without a slot, once the recorder has been uninstalled (see
     /// [`Core::filtered_no_slot`]).
-    pub(crate) filtered_no_slot: AtomicU64,
+    filtered_no_slot: AtomicU64,
     /// The process id at start: a thread whose id equals it is the main thread. Read once here,
     /// because `getpid` is a system call (glibc keeps no cache of it) that each thread's claim
     /// would otherwise pay, about 0.5 µs on a small VM.
@@ -466,13 +499,30 @@ impl Core {
     /// Filtered writes of threads without a slot so far: the running count while this
     /// recorder is installed, the final one after.
     pub(crate) fn filtered_no_slot(&self) -> u64 {
+        self.slotless(&self.filtered_no_slot, &SLOTLESS.filtered)
+    }
+
+    /// Events of threads that found every slot taken, so far (as `filtered_no_slot`).
+    pub(crate) fn no_slot(&self) -> u64 {
+        self.slotless(&self.no_slot, &SLOTLESS.no_slot)
+    }
+
+    fn slotless(&self, settled: &AtomicU64, running: &AtomicU64) -> u64 {
+        // No lock: the flusher calls this inside `start`, which holds ACTIVE's write lock. If
+        // `finish` moves the running count into `settled` between the reads, `settled` changes
+        // and the reads are taken again (it moves once in a recorder's life).
         // Relaxed: statistics.
-        let running = if GEN.load(Ordering::Relaxed) == self.gen {
-            FILTERED_NO_SLOT.load(Ordering::Relaxed)
-        } else {
-            0
-        };
-        self.filtered_no_slot.load(Ordering::Relaxed) + running
+        loop {
+            let before = settled.load(Ordering::Relaxed);
+            let live = if GEN.load(Ordering::Relaxed) == self.gen {
+                running.load(Ordering::Relaxed)
+            } else {
+                0
+            };
+            if settled.load(Ordering::Relaxed) == before {
+                return before + live;
+            }
+        }
     }
 
     /// Wakes the flusher early (a ring passed half full, or a slot retired).
@@ -614,9 +664,7 @@ impl Recorder {
                 flag.store(KIND_OFF, Ordering::Relaxed);
             }
             GEN.store(0, Ordering::Relaxed);
-            // Relaxed: statistics; the flusher reads the total after the `finish` handshake.
-            let n = FILTERED_NO_SLOT.swap(0, Ordering::Relaxed);
-            self.core.filtered_no_slot.fetch_add(n, Ordering::Relaxed);
+            SLOTLESS.settle(&self.core);
             *active = None;
         }
         // After uninstalling: every write that completed before this call is in its ring.
@@ -895,9 +943,8 @@ fn claim(h: &mut Hot, gen: u64) {
 #[cold]
 #[inline(never)]
 fn count_no_slot() {
-    if let Some(c) = ACTIVE.read().as_ref() {
-        c.no_slot.fetch_add(1, Ordering::Relaxed);
-    }
+    // Relaxed: a statistic (see SLOTLESS); no lock on a write that found no slot.
+    SLOTLESS.no_slot.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Runs `f` with this thread's writer for the installed recorder, claiming a slot first if
@@ -983,8 +1030,8 @@ fn count_filtered() {
         })
         .unwrap_or(false);
     if !counted {
-        // Relaxed: a statistic (see FILTERED_NO_SLOT); no lock on a filtered write.
-        FILTERED_NO_SLOT.fetch_add(1, Ordering::Relaxed);
+        // Relaxed: a statistic (see SLOTLESS); no lock on a filtered write.
+        SLOTLESS.filtered.fetch_add(1, Ordering::Relaxed);
     }
 }
 
