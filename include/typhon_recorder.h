@@ -213,6 +213,7 @@ int32_t typhon_stats(struct TyphonStats *out);
 // Waits until the flusher has drained every record written before this call (on this thread,
 // or on threads joined before it) and freed the slots of threads that have exited, so that
 // `typhon_stats` counts those records. Returns `TYPHON_ERR_NOT_STARTED` without a recorder.
+// Other calls on other threads are not held up while it waits (`typhon_finish` waits for it).
 int32_t typhon_drain(void);
 
 // The clock now, in raw ticks: the unit of every `*_at` function's timestamp. Valid with or

@@ -49,7 +49,7 @@ use crate::recorder::{
 use parking_lot::Mutex;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Success.
@@ -164,8 +164,9 @@ impl From<&Stats> for TyphonStats {
     }
 }
 
-/// The recorder started by `typhon_start`.
-static RECORDER: Mutex<Option<Recorder>> = Mutex::new(None);
+/// The recorder of `typhon_start`. Shared (`Arc`) so that `typhon_drain` waits for its cycle
+/// without holding the lock, which `typhon_stats` and the others then take at once.
+static RECORDER: Mutex<Option<Arc<Recorder>>> = Mutex::new(None);
 
 /// A process-wide clock for `typhon_now` / `typhon_ns_to_ticks`: raw ticks are the same in
 /// every clock of the process (quanta calibrates once), so they are valid for any recorder.
@@ -359,7 +360,7 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
         }
         match b.start() {
             Ok(r) => {
-                *slot = Some(r);
+                *slot = Some(Arc::new(r));
                 TYPHON_OK
             }
             Err(e) => recorder_error(&e),
@@ -386,8 +387,19 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
     guarded(|| {
-        let Some(r) = RECORDER.lock().take() else {
+        let Some(mut r) = RECORDER.lock().take() else {
             return TYPHON_ERR_NOT_STARTED;
+        };
+        // A `typhon_drain` still waiting holds the other reference: it returns within a flush
+        // cycle (the flusher runs until `finish`), and then the recorder is this call's alone.
+        let r = loop {
+            match Arc::try_unwrap(r) {
+                Ok(r) => break r,
+                Err(shared) => {
+                    r = shared;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
         };
         match r.finish() {
             Ok(s) => {
@@ -433,6 +445,7 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
 /// Waits until the flusher has drained every record written before this call (on this thread,
 /// or on threads joined before it) and freed the slots of threads that have exited, so that
 /// `typhon_stats` counts those records. Returns `TYPHON_ERR_NOT_STARTED` without a recorder.
+/// Other calls on other threads are not held up while it waits (`typhon_finish` waits for it).
 ///
 /// ```
 /// use typhon_recorder::ffi::*;
@@ -441,12 +454,16 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_drain() -> i32 {
-    guarded(|| match RECORDER.lock().as_ref() {
-        Some(r) => {
-            r.drain();
-            TYPHON_OK
+    guarded(|| {
+        // Cloned out of the lock: the wait below does not hold up the other calls.
+        let r = RECORDER.lock().clone();
+        match r {
+            Some(r) => {
+                r.drain();
+                TYPHON_OK
+            }
+            None => TYPHON_ERR_NOT_STARTED,
         }
-        None => TYPHON_ERR_NOT_STARTED,
     })
 }
 
@@ -1108,4 +1125,80 @@ pub extern "C" fn typhon_span_end(span_id: u64) -> i32 {
 #[no_mangle]
 pub extern "C" fn typhon_span_end_at(span_id: u64, ts: u64) -> i32 {
     guarded(|| result(recorder::span_end(span_id, Some(ts))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::{SessionSummary, Sink};
+    use std::sync::mpsc;
+
+    /// Holds the flusher in its first `write_page` until released, after saying so.
+    struct Held {
+        entered: mpsc::Sender<()>,
+        release: Option<mpsc::Receiver<()>>,
+    }
+
+    impl Sink for Held {
+        fn write_page(&mut self, _slot: u8, _page: &[u8]) -> std::io::Result<()> {
+            if let Some(r) = self.release.take() {
+                let _ = self.entered.send(());
+                let _ = r.recv();
+            }
+            Ok(())
+        }
+        fn finish(&mut self, _summary: &SessionSummary) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `typhon_drain` waits for a flush cycle; `typhon_stats` on another thread answers
+    /// meanwhile (it used to wait for the drain, which held the recorder's lock).
+    #[test]
+    fn a_waiting_drain_does_not_hold_up_stats() {
+        let _g = crate::recorder::doc_lock();
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let hour = Duration::from_secs(3600);
+        let r = RecorderBuilder::new()
+            .sink(Held {
+                entered: entered_tx,
+                release: Some(release_rx),
+            })
+            .flush_interval(hour)
+            .max_page_age(hour)
+            .start()
+            .unwrap();
+        *RECORDER.lock() = Some(Arc::new(r));
+        // More than a page: the drain's cycle hands one to the sink, which holds it.
+        for i in 0..1000 {
+            recorder::instant(i, i);
+        }
+        let (started_tx, started) = mpsc::channel();
+        let drain = std::thread::spawn(move || {
+            started_tx.send(()).unwrap();
+            typhon_drain()
+        });
+        let wait = Duration::from_secs(30);
+        started.recv_timeout(wait).unwrap();
+        entered
+            .recv_timeout(wait)
+            .expect("the flusher reached the sink");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = TyphonStats::default();
+            // SAFETY: `s` is a writable TyphonStats.
+            tx.send(unsafe { typhon_stats(&mut s) }).unwrap();
+        });
+        assert_eq!(
+            rx.recv_timeout(wait),
+            Ok(TYPHON_OK),
+            "typhon_stats answered while the drain waited"
+        );
+        assert!(!drain.is_finished(), "the drain waits for the held cycle");
+        release.send(()).unwrap();
+        assert_eq!(drain.join().unwrap(), TYPHON_OK);
+        // SAFETY: NULL is allowed.
+        assert_eq!(unsafe { typhon_finish(std::ptr::null_mut()) }, TYPHON_OK);
+    }
 }
