@@ -312,6 +312,12 @@ impl<'a> Timeline<'a> {
                 .filter(|n| !n.is_empty())
                 .map_or_else(|| format!("slot {slot}"), str::to_string)
         };
+        // The thread of a slot whose records so far carry no ThreadInfo.
+        let unnamed = |slot: u32| Thread {
+            slot,
+            tid: SYNTHETIC_TID + i64::from(slot),
+            name: slot_name(slot),
+        };
         for r in file.records() {
             let r = match r {
                 Ok(r) => r,
@@ -354,29 +360,20 @@ impl<'a> Timeline<'a> {
                             threads[i].name = name;
                             i
                         }
-                        _ => {
-                            threads.push(Thread {
+                        _ => start_thread(
+                            &mut threads,
+                            &mut per,
+                            &mut current,
+                            Thread {
                                 slot: r.cpu,
                                 tid,
                                 name,
-                            });
-                            per.push(Collect::default());
-                            current.insert(r.cpu, threads.len() - 1);
-                            threads.len() - 1
-                        }
+                            },
+                        ),
                     }
                 }
                 (_, Some(i)) => i,
-                (_, None) => {
-                    threads.push(Thread {
-                        slot: r.cpu,
-                        tid: SYNTHETIC_TID + i64::from(r.cpu),
-                        name: slot_name(r.cpu),
-                    });
-                    per.push(Collect::default());
-                    current.insert(r.cpu, threads.len() - 1);
-                    threads.len() - 1
-                }
+                (_, None) => start_thread(&mut threads, &mut per, &mut current, unnamed(r.cpu)),
             };
             // A record's own time is its header's (a span's start); its page time can be later,
             // as a slot's page time never goes backwards while caller-supplied times may.
@@ -466,16 +463,9 @@ impl<'a> Timeline<'a> {
             let th = match current.get(&cpu) {
                 Some(&th) => th,
                 None => {
-                    threads.push(Thread {
-                        slot: cpu,
-                        tid: SYNTHETIC_TID + i64::from(cpu),
-                        name: slot_name(cpu),
-                    });
-                    per.push(Collect {
-                        last: first_page.unwrap_or(0),
-                        ..Collect::default()
-                    });
-                    threads.len() - 1
+                    let th = start_thread(&mut threads, &mut per, &mut current, unnamed(cpu));
+                    per[th].last = first_page.unwrap_or(0);
+                    th
                 }
             };
             let c = &mut per[th];
@@ -791,6 +781,19 @@ fn instant(ts: u64, rec: &[u8]) -> Event<'_> {
         rec: Some(rec),
         flow: 0,
     }
+}
+
+/// Starts `thread` on its slot: a new thread with its own collection, now the slot's current.
+fn start_thread(
+    threads: &mut Vec<Thread>,
+    per: &mut Vec<Collect<'_>>,
+    current: &mut FnvMap<u32, usize>,
+    thread: Thread,
+) -> usize {
+    current.insert(thread.slot, threads.len());
+    threads.push(thread);
+    per.push(Collect::default());
+    threads.len() - 1
 }
 
 /// A loss mark (its track is set with the thread's other points).
