@@ -205,10 +205,9 @@ impl Sink for FileSink {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        // A failed flush keeps its unwritten bytes buffered (whole pages behind a written
-        // prefix), to go out with the next flush.
-        // Every file is flushed even when one fails (a page of each reaches the OS every
-        // cycle, so a kill loses none of them); the first error is returned.
+        // Every file is flushed even when one fails, so each one's pages reach the OS every
+        // cycle and a kill loses none of them; the first error is returned. A failed flush
+        // keeps its unwritten bytes buffered, to go out with the next one.
         let mut first = Ok(());
         for f in self.files.iter_mut().flatten() {
             if let Err(e) = f.flush() {

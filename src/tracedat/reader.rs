@@ -11,7 +11,7 @@ use super::writer::{FileMeta, MAGIC, OPTION_TRACECLOCK, OPTION_TYPHON_META};
 use crate::kbuffer::{Endian, KBuffer, LongSize};
 use core::fmt;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// Why a trace.dat file could not be read.
 ///
@@ -1214,7 +1214,7 @@ impl TraceFile {
             stalled: (0..its.len()).rev().collect(),
             its,
             heap: BinaryHeap::new(),
-            pending: VecDeque::new(),
+            pending: None,
         }
     }
 }
@@ -1350,16 +1350,18 @@ pub struct MergedRecords<'a> {
     its: Vec<CpuRecords<'a>>,
     heads: Vec<Option<Record<'a>>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
-    pending: VecDeque<TraceDatError>,
+    /// A damaged page read by `advance`, handed out before anything else: at most one is ever
+    /// held, since the CPU behind it is read again only after it is handed out.
+    pending: Option<TraceDatError>,
     /// CPUs to read before the next record is chosen: all of them at first, then each one
     /// whose last item was an error.
     stalled: Vec<usize>,
 }
 
 impl MergedRecords<'_> {
-    /// Reads CPU `i`'s next item: a record becomes its head; a damaged page is queued, and the
-    /// CPU is read again only after that error has been handed out, so at most one error per
-    /// CPU is held at a time (a file of damaged pages costs no memory in proportion).
+    /// Reads CPU `i`'s next item: a record becomes its head; a damaged page becomes `pending`
+    /// (called only when none is), and the CPU is read again only after that error has been
+    /// handed out, so a file of damaged pages costs no memory in proportion.
     fn advance(&mut self, i: usize) {
         match self.its[i].next() {
             Some(Ok(n)) => {
@@ -1367,7 +1369,7 @@ impl MergedRecords<'_> {
                 self.heads[i] = Some(n);
             }
             Some(Err(e)) => {
-                self.pending.push_back(e);
+                self.pending = Some(e);
                 self.stalled.push(i);
             }
             None => {}
@@ -1382,7 +1384,7 @@ impl<'a> Iterator for MergedRecords<'a> {
         // Ends: each pass hands out an error or reads a CPU that owes an item, and every read
         // consumes a record or a page of that CPU's finite data.
         loop {
-            if let Some(e) = self.pending.pop_front() {
+            if let Some(e) = self.pending.take() {
                 return Some(Err(e));
             }
             match self.stalled.pop() {
