@@ -130,7 +130,7 @@ typedef struct TyphonConfig {
   const char *output_path;
   // Page (sub-buffer) size in bytes: a power of two from 4096 to 1 MiB (0 = 4096).
   size_t page_size;
-  // Ring bytes per thread slot: a power of two from 4096 to 1 GiB (0 = 1 MiB). A record
+  // Ring bytes per thread slot: a power of two from 4096 to 1 GiB (0 = 2 MiB). A record
   // larger than the ring can never be written: it is dropped and counted as missed.
   size_t ring_bytes;
   // How often the flusher drains the rings, in microseconds (0 = 10 000).

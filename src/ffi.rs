@@ -106,7 +106,7 @@ pub struct TyphonConfig {
     pub output_path: *const c_char,
     /// Page (sub-buffer) size in bytes: a power of two from 4096 to 1 MiB (0 = 4096).
     pub page_size: usize,
-    /// Ring bytes per thread slot: a power of two from 4096 to 1 GiB (0 = 1 MiB). A record
+    /// Ring bytes per thread slot: a power of two from 4096 to 1 GiB (0 = 2 MiB). A record
     /// larger than the ring can never be written: it is dropped and counted as missed.
     pub ring_bytes: usize,
     /// How often the flusher drains the rings, in microseconds (0 = 10 000).

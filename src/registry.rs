@@ -10,8 +10,11 @@
 //! is parked in the slot when a thread retires and handed to the next claimer, the consumer end is
 //! taken once by the flusher. The first claim takes a ring from a small pool of spares that were
 //! allocated and faulted in off the writing threads (by `start()`, then topped up by the flusher),
-//! so a thread's first event does not pay for faulting in a megabyte; only when the pool is empty
-//! does the claiming thread allocate the ring itself. The flusher frees a retiring slot only
+//! so a thread's first event does not pay for faulting in megabytes; only when the pool is empty
+//! does the claiming thread allocate the ring itself. Spares are huge-page backed
+//! ([`Backing::Huge`](crate::ring::Backing::Huge): fewer TLB misses on every write, but making
+//! one may wait milliseconds for the kernel to compact memory); a ring a claiming thread makes
+//! itself is 4 KiB pages ([`Backing::Base`](crate::ring::Backing::Base)), which never waits so. The flusher frees a retiring slot only
 //! after draining everything its last thread wrote, so a new thread never shares a ring with
 //! records of the old one in flight.
 
@@ -123,8 +126,9 @@ impl Registry {
 
     /// Allocates (and faults in) rings until the pool holds its target number of spares; returns
     /// how many it made. Called by `start()` and then by the flusher after every cycle, never by
-    /// a writing thread. Each ring is made outside the pool's lock, so a claim that takes a spare
-    /// meanwhile waits for no allocation. A ring size that [`ring`](crate::ring::ring) refuses
+    /// a writing thread, so spares are huge-page backed ([`crate::ring::ring`]). Each ring is
+    /// made outside the pool's lock, so a claim that takes a spare meanwhile waits for no
+    /// allocation. A ring size that [`ring`](crate::ring::ring) refuses
     /// makes no spare (the claim then reports the error, as without a pool).
     ///
     /// ```
@@ -229,7 +233,10 @@ impl Registry {
                     let spare = self.spares.lock().pop();
                     let made = match spare {
                         Some(pc) => Ok(pc),
-                        None => crate::ring::ring(self.ring_bytes),
+                        // This thread waits for it: 4 KiB pages, no wait for compaction.
+                        None => {
+                            crate::ring::ring_backed(self.ring_bytes, crate::ring::Backing::Base)
+                        }
                     };
                     let (producer, consumer) = match made {
                         Ok(pc) => pc,
@@ -327,5 +334,28 @@ impl Registry {
         self.slots[slot as usize]
             .state
             .store(FREE, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(loom), not(miri)))]
+mod tests {
+    use super::*;
+    use crate::ring::tests::{kernel_has_thp, vm_flags};
+    use crate::ring::HUGE_PAGE;
+
+    #[test]
+    fn spares_are_huge_page_backed_and_a_claims_own_ring_is_not() {
+        let advised = |p: &Parked| {
+            let addr = p.producer.buffer_addr();
+            vm_flags(addr).split(' ').any(|f| f == "hg")
+        };
+        let r = Registry::with_spares(HUGE_PAGE, 1);
+        assert_eq!(r.top_up_spares(), 1);
+        let (_, spare) = r.claim().unwrap().unwrap();
+        assert_eq!(advised(&spare), kernel_has_thp());
+        assert_eq!(spare.producer.buffer_addr() % HUGE_PAGE, 0);
+        // The pool is empty: this claim makes its ring itself, in 4 KiB pages.
+        let (_, own) = r.claim().unwrap().unwrap();
+        assert!(!advised(&own));
     }
 }
