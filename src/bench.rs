@@ -24,7 +24,7 @@
 //!    (`fastrace::flush`), puffin hands its frame to a counting sink (`new_frame`), a consumer
 //!    thread empties the ArrayQueue.
 //!    So our writes and ArrayQueue's pushes both go into an empty buffer of the default ring's
-//!    size (1 MiB, `NullSink`), and no run measures the ring-full path (drops of this phase are
+//!    size (2 MiB, `NullSink`), and no run measures the ring-full path (drops of this phase are
 //!    reported as `ns_phase_drops`). The `(context)` figures (`arrayqueue_local_ns`: a 512-slot
 //!    queue pushed and popped on one core; `arrayqueue_shared_ns`: popped during the run;
 //!    `store_floor_shared_ns`: the floor into a consumer-read ring) are reported beside the
@@ -39,7 +39,8 @@
 //!    on another fresh thread, [`register_thread`](crate::register_thread) (the claim moved to
 //!    thread start) and the first call after it.
 //!    Each 500 ns holds four bracketed slots: our call; a quarter later, the floor of a write
-//!    with the clock (a TSC read, three plain stores and a publish into a private 1 MiB ring:
+//!    with the clock (a TSC read, three plain stores and a publish into a private ring as large
+//!    as ours and backed the same way, 2 MiB on a huge page where the kernel gives one:
 //!    `floor_p50_ns`, `floor_p999_ns`, the tail the machine gives the least a clocked write can
 //!    do); half way, a lone TSC read (`tsc_p50_ns`, `tsc_p999_ns`: no ring touched, nothing of
 //!    ours called; its p99.9 is held to our limit, 4 x our p50: does the machine let even that
@@ -61,7 +62,7 @@
 //!    (sleep until the next batch's deadline), default ring size, for a fixed duration. A
 //!    producer that falls behind its schedule (the machine did not run it) catches up at once,
 //!    as a real workload with queued work would; `late_ms_at_5m` reports the worst lag, since
-//!    a lag of more than the ring holds (about 19 ms at 2.5 M records/s) drops records in the
+//!    a lag of more than the ring holds (about 38 ms at 2.5 M records/s) drops records in the
 //!    catch-up burst whatever the flusher does.
 //!
 //! ```no_run
@@ -130,7 +131,7 @@ pub struct Latency {
     /// Records dropped during the latency run.
     pub drops: u64,
     /// The floor of a write with the clock (TSC read, 24-byte store, Release publish into a
-    /// private 1 MiB ring), timed a quarter of the way after each of our calls with the same
+    /// private ring backed like ours), timed a quarter of the way after each of our calls with the same
     /// brackets: median, ns.
     pub floor_p50: f64,
     /// The floor's 99.9th percentile, ns: the tail the machine gives the least a clocked write does.
@@ -233,7 +234,7 @@ pub struct BenchReport {
     /// queue never leaves this core's L1 (context, not like for like with our write).
     pub arrayqueue_local: NsFigure,
     /// The store floor under the recorder's memory conditions: 24-byte stores + Release publish
-    /// into a 1 MiB ring that a consumer thread reads, runs of 20 000 starting from a drained
+    /// into a ring of the default size that a consumer thread reads, runs of 20 000 starting from a drained
     /// ring (exactly how the recorder's writes are timed).
     pub store_floor_shared: NsFigure,
     /// `ArrayQueue::push` under the same conditions: a queue of the default ring's record
@@ -272,7 +273,7 @@ pub struct BenchReport {
     pub attempted_at_5m: u64,
     /// How far behind its schedule a producer of that phase fell at worst, ms: a producer the
     /// machine did not run for a while catches up in a burst, and a burst of more than the ring
-    /// holds (about 19 ms of this rate per thread) drops records however fast the flusher is.
+    /// holds (about 38 ms of this rate per thread) drops records however fast the flusher is.
     pub late_ms_at_5m: f64,
     /// Targets, checked.
     pub targets: Vec<TargetCheck>,
@@ -400,30 +401,41 @@ impl Timer {
 
 /// A 24-byte record stored into a ring buffer followed by a Release store of the head, the
 /// least any SPSC ring can do per record. Nobody consumes: the position wraps.
+///
+/// Its bytes are the same kind of memory as a slot ring's ([`crate::ring::Pages`]: mapped,
+/// faulted in, and on huge pages from 2 MiB up where the kernel gives them), so a floor as
+/// large as our ring differs from it in the code that writes, not in the pages written.
 struct FloorRing {
-    buf: Box<[u64]>,
+    buf: crate::ring::Pages,
+    mask: usize,
     head: AtomicU64,
     pos: usize,
 }
 
 impl FloorRing {
-    /// A ring of `words` u64 (a power of two).
-    fn new(words: usize) -> Self {
-        debug_assert!(words.is_power_of_two());
-        Self {
-            buf: vec![0u64; words].into_boxed_slice(),
+    /// A ring of `words` u64 (a power of two, at least 512: whole pages), or `None` without
+    /// memory for it.
+    fn new(words: usize) -> Option<Self> {
+        debug_assert!(words.is_power_of_two() && words >= 512);
+        let buf = crate::ring::Pages::new(words * 8, crate::ring::Backing::Huge)?;
+        Some(Self {
+            buf,
+            mask: words - 1,
             head: AtomicU64::new(0),
             pos: 0,
-        }
+        })
     }
 
     #[inline(always)]
     fn write(&mut self, a: u64, b: u64, c: u64) {
-        let mask = self.buf.len() - 1;
-        let p = self.pos;
-        self.buf[p & mask] = a;
-        self.buf[(p + 1) & mask] = b;
-        self.buf[(p + 2) & mask] = c;
+        let (words, mask, p) = (self.buf.as_ptr().cast::<u64>(), self.mask, self.pos);
+        // SAFETY: every index is masked to below `mask + 1` words, the length of `buf`, which
+        // `self` owns and nothing else writes or reads while `&mut self` is held.
+        unsafe {
+            *words.add(p & mask) = a;
+            *words.add((p + 1) & mask) = b;
+            *words.add((p + 2) & mask) = c;
+        }
         self.pos = p + 3;
         // Release: publishes the three stores above to a (hypothetical) consumer's Acquire load,
         // exactly what the recorder's ring does per record.
@@ -784,7 +796,9 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     let rounds = t.runs * 3;
     let npt = t.ns_per_tick;
     let q = quanta::Clock::new();
-    let mut floor = FloorRing::new(1 << 14);
+    let Some(mut floor) = FloorRing::new(1 << 14) else {
+        return;
+    };
     r.peer = "fastrace";
     let count = fastrace_reporter();
     let puffin_count = puffin_sink();
@@ -875,7 +889,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
         }
         drop(go_tx); // ends the consumer's loop
     });
-    black_box(&floor.buf);
+    black_box(floor.buf.as_ptr());
     fastrace::flush();
     // Relaxed: a statistic, read after `flush` returned.
     r.peer_reported = count.load(Ordering::Relaxed);
@@ -1117,15 +1131,15 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
             let first = first_event();
             // The floor of a write with the clock, interleaved with ours: a TSC read and three
             // plain stores with a publish into a private ring as large as ours.
-            let mut floor = FloorRing::new(crate::recorder::DEFAULT_RING_BYTES / 8);
+            let mut floor = FloorRing::new(crate::recorder::DEFAULT_RING_BYTES / 8)?;
             let p = paced(
                 samples,
                 interval,
                 |i| crate::ingress_received(i as u32, 1, 2, 64),
                 |i| floor.write(i, ticks(), 9),
             );
-            black_box(&floor.buf);
-            (first, p)
+            black_box(floor.buf.as_ptr());
+            Some((first, p))
         })
         .expect("spawn latency thread")
         .join();
@@ -1137,7 +1151,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
     let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_dir_all(crate::filesink::parts_dir(&path));
-    let Ok((first, p)) = lat else {
+    let Ok(Some((first, p))) = lat else {
         return;
     };
     let ns = |ticks: u64| ticks as f64 * ns_per_tick;
@@ -1234,8 +1248,12 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
 
 fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
     let path = std::env::temp_dir().join(format!("typhon-bench-flush-{}.dat", std::process::id()));
+    // No spare rings: the flusher would top the pool up with a 64 MiB ring inside the timed
+    // window, and its CPU time would count making that ring (29 ms in 4 KiB pages, up to
+    // 200 ms when huge pages need compaction) as draining. The producer makes its ring itself.
     let b = RecorderBuilder::new()
         .ring_bytes(BIG_RING)
+        .spare_rings(0)
         .flush_interval(Duration::from_millis(1));
     let b = if to_file {
         b.output(&path)
