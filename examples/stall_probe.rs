@@ -2,14 +2,17 @@
 //! `typhon-rec bench`'s latency phase, bodies that do less and less than a write —
 //!
 //! - `ours`: `ingress_received` with the recorder's clock (a recorder with a `NullSink`);
+//! - `ring`: the same 22-byte record with a TSC read, written by our ring's `Producer` alone
+//!   into a private ring of the default size (no recorder, gate or thread-local around it);
 //! - `tsc+store`: a TSC read and three 8-byte stores into a private 16 KiB buffer (always in L1);
 //! - `tsc`: one TSC read;
-//! - `store`: three 8-byte stores into another private 16 KiB buffer, no clock;
 //! - `empty`: nothing (its median is the bracket cost subtracted from the others).
 //!
-//! Each body's p50 and p99.9 are printed with whether p99.9 ≤ 4 × p50, the bound of issue 5.
-//! If bodies that touch no shared memory and call no code of ours miss it too, the tail is the
-//! machine's (a shared, virtualised host), not the recorder's.
+//! Each body's p50 and p99.9 are printed with whether p99.9 ≤ 4 × p50, the bound of issue 5,
+//! and then, per run, how many of the samples were above that body's bound: p99.9 meets it
+//! when at most 0.1% are. A count moves less from run to run than the percentile, which sits
+//! on a cliff. If bodies that touch no shared memory and call no code of ours miss the bound
+//! too, the tail is the machine's (a shared, virtualised host), not the recorder's.
 //!
 //! ```text
 //! cargo run --release --example stall_probe -- [SAMPLES (default 1000000)] [RUNS (default 5)] [file]
@@ -64,17 +67,32 @@ mod probe {
         }
     }
 
-    const NAMES: [&str; 5] = ["ours", "tsc+store", "tsc", "store", "empty"];
+    const NAMES: [&str; 5] = ["ours", "ring", "tsc+store", "tsc", "empty"];
+
+    /// One body's figures in one run: p50 and p99.9 (ns, less the empty bracket's median) and
+    /// how many samples lay above 4 x that p50.
+    struct Figures {
+        p50: f64,
+        p999: f64,
+        over: u64,
+    }
 
     /// One run: `samples` rounds of the five bodies, one body every 120 ns.
-    fn run(samples: u64, ticks_per_ns: f64) -> Vec<(f64, f64)> {
+    fn run(samples: u64, ticks_per_ns: f64) -> Vec<Figures> {
         let new = || Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("valid bounds");
         let mut h: Vec<Histogram<u64>> = NAMES.iter().map(|_| new()).collect();
-        let (mut a, mut b) = (Buf::new(), Buf::new());
+        let mut a = Buf::new();
+        let (mut ring, mut drain) =
+            typhon_recorder::ring::ring(typhon_recorder::recorder::DEFAULT_RING_BYTES)
+                .expect("a ring of the default size");
         let step = (120.0 * ticks_per_ns) as u64;
         let mut next = tsc();
         let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
         for i in 0..samples {
+            if i % 20_000 == 0 {
+                // Untimed: 20 000 records fill a fifth of the ring.
+                drain.drain(|_| {});
+            }
             for (k, hist) in h.iter_mut().enumerate() {
                 while tsc() < next {
                     std::hint::spin_loop();
@@ -90,11 +108,20 @@ mod probe {
                 let t0 = fenced();
                 match k {
                     0 => typhon_recorder::ingress_received(i as u32, 1, 2, 64),
-                    1 => a.write(tsc(), i),
-                    2 => {
+                    1 => {
+                        let t = tsc();
+                        ring.write(22, |d| {
+                            d[..4].copy_from_slice(&0x00ec_0016u32.to_le_bytes());
+                            d[4..12].copy_from_slice(&t.to_le_bytes());
+                            d[12..16].copy_from_slice(&(i as u32).to_le_bytes());
+                            d[16..20].copy_from_slice(&0x0002_0001u32.to_le_bytes());
+                            d[20..22].copy_from_slice(&64u16.to_le_bytes());
+                        });
+                    }
+                    2 => a.write(tsc(), i),
+                    3 => {
                         black_box(tsc());
                     }
-                    3 => b.write(i, i),
                     _ => {}
                 }
                 let t1 = fenced();
@@ -102,17 +129,20 @@ mod probe {
                 let _ = hist.record(t1.saturating_sub(t0).max(1));
             }
         }
-        black_box((&a.words, &b.words));
+        black_box(&a.words);
         let bracket = h[4].value_at_quantile(0.5);
         let ns = |t: u64| t as f64 / ticks_per_ns;
         h.iter()
             .enumerate()
             .map(|(k, x)| {
                 let sub = if k == 4 { 0 } else { bracket };
-                (
-                    ns(x.value_at_quantile(0.5).saturating_sub(sub)),
-                    ns(x.value_at_quantile(0.999).saturating_sub(sub)),
-                )
+                let p50 = x.value_at_quantile(0.5).saturating_sub(sub);
+                Figures {
+                    p50: ns(p50),
+                    p999: ns(x.value_at_quantile(0.999).saturating_sub(sub)),
+                    // Above the bound: more than 4 x p50 after the bracket is taken off.
+                    over: x.count_between(sub + 4 * p50 + 1, u64::MAX),
+                }
             })
             .collect()
     }
@@ -141,19 +171,31 @@ mod probe {
         println!("p50 / p99.9 in ns (empty: raw, others less its median); * = p99.9 <= 4 x p50");
         println!("{}", NAMES.map(|n| format!("{n:>16}")).join(""));
         let mut passes = [0u32; 5];
+        let mut overs = Vec::new();
         for _ in 0..runs {
             let r = run(samples, ticks_per_ns);
             let mut line = String::new();
-            for (k, &(p50, p999)) in r.iter().enumerate() {
-                let ok = p999 <= 4.0 * p50;
+            for (k, f) in r.iter().enumerate() {
+                let ok = f.p999 <= 4.0 * f.p50;
                 passes[k] += u32::from(ok);
-                let cell = format!("{p50:.0} / {p999:.0}{}", if ok { "*" } else { " " });
+                let cell = format!("{:.0} / {:.0}{}", f.p50, f.p999, if ok { "*" } else { " " });
                 line += &format!("{cell:>16}");
             }
             println!("{line}");
+            overs.push(r.iter().map(|f| f.over).collect::<Vec<_>>());
         }
         let summary = passes.map(|p| format!("{:>16}", format!("{p}/{runs}")));
         println!("{}   (runs within the bound)", summary.join(""));
+        println!(
+            "samples above each body's bound (p99.9 meets it at <= {}):",
+            samples / 1000
+        );
+        for o in &overs {
+            println!(
+                "{}",
+                o.iter().map(|c| format!("{c:>16}")).collect::<String>()
+            );
+        }
         match rec.finish() {
             // A flusher starved on a busy host can let the ring fill: said, not hidden.
             Ok(s) if s.total_missed() > 0 => {
