@@ -200,9 +200,13 @@ impl Flusher {
             if finishing {
                 break;
             }
-            // Off the writing threads, and after the cycle's drain tickets were served: rings
-            // for the next threads' first events to take (see `Registry::top_up_spares`).
-            self.core.registry.top_up_spares();
+            // Off the writing threads, and after the cycle's drain tickets were served: a ring
+            // for the next thread's first event to take. One per cycle: making one may wait
+            // milliseconds for the kernel (see `Registry::make_spare`), and the rings are
+            // drained again before the next, at once if the pool is still short.
+            if self.core.registry.make_spare() && self.core.registry.needs_spares() {
+                continue;
+            }
             self.core.wakeup.wait(Some(self.core.flush_interval));
         }
         let summary = self.summary();

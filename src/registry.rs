@@ -125,11 +125,10 @@ impl Registry {
     }
 
     /// Allocates (and faults in) rings until the pool holds its target number of spares; returns
-    /// how many it made. Called by `start()` and then by the flusher after every cycle, never by
-    /// a writing thread, so spares are huge-page backed ([`crate::ring::ring`]). Each ring is
-    /// made outside the pool's lock, so a claim that takes a spare meanwhile waits for no
-    /// allocation. A ring size that [`ring`](crate::ring::ring) refuses
-    /// makes no spare (the claim then reports the error, as without a pool).
+    /// how many it made. Called by `start()`, never by a writing thread (the flusher makes them
+    /// one at a time, [`make_spare`](Self::make_spare)). A ring size that
+    /// [`ring`](crate::ring::ring) refuses makes no spare (the claim then reports the error, as
+    /// without a pool).
     ///
     /// ```
     /// let r = typhon_recorder::registry::Registry::with_spares(4096, 1);
@@ -140,14 +139,36 @@ impl Registry {
     /// ```
     pub fn top_up_spares(&self) -> usize {
         let mut made = 0;
-        while self.needs_spares() {
-            let Ok(pc) = crate::ring::ring(self.ring_bytes) else {
-                break;
-            };
-            self.spares.lock().push(pc);
+        while self.make_spare() {
             made += 1;
         }
         made
+    }
+
+    /// Makes one spare ring if the pool is below its target; returns whether it made one.
+    ///
+    /// Spares are huge-page backed ([`crate::ring::ring`]): fewer TLB misses on every write, but
+    /// making one may wait milliseconds for the kernel to compact memory. The flusher calls this
+    /// between cycles, one ring at a time, so the rings are drained between two of those waits.
+    /// The ring is made outside the pool's lock, so a claim that takes a spare meanwhile waits
+    /// for no allocation.
+    ///
+    /// ```
+    /// let r = typhon_recorder::registry::Registry::with_spares(4096, 2);
+    /// assert!(r.make_spare());
+    /// assert_eq!(r.spare_count(), 1);
+    /// assert!(r.make_spare());
+    /// assert!(!r.make_spare()); // the pool is full
+    /// ```
+    pub fn make_spare(&self) -> bool {
+        if !self.needs_spares() {
+            return false;
+        }
+        let Ok(pc) = crate::ring::ring(self.ring_bytes) else {
+            return false;
+        };
+        self.spares.lock().push(pc);
+        true
     }
 
     /// Whether the pool holds fewer spares than its target (a claim took one).
