@@ -24,7 +24,9 @@
 //!    (`fastrace::flush`), puffin hands its frame to a counting sink (`new_frame`), a consumer
 //!    thread empties the ArrayQueue.
 //!    So our writes and ArrayQueue's pushes both go into an empty buffer of the default ring's
-//!    size (2 MiB, `NullSink`), and no run measures the ring-full path (drops of this phase are
+//!    size (2 MiB, `NullSink`; ours on a huge page where the kernel gives one, ArrayQueue's on
+//!    the heap in 4 KiB pages, which its allocation decides: the ratio was 1.95 in round 8 of
+//!    BENCHMARKS.md, when ours was 4 KiB pages too, and 1.88 after), and no run measures the ring-full path (drops of this phase are
 //!    reported as `ns_phase_drops`). The `(context)` figures (`arrayqueue_local_ns`: a 512-slot
 //!    queue pushed and popped on one core; `arrayqueue_shared_ns`: popped during the run;
 //!    `store_floor_shared_ns`: the floor into a consumer-read ring) are reported beside the
@@ -47,6 +49,9 @@
 //!    call meet it?); three quarters of the way, an empty bracket. The empty bracket's median
 //!    is the cost subtracted from every figure, and its own p99.9 (`empty_p999_ns`) shows how
 //!    much of the tail is the machine stalling the thread whatever it runs.
+//!    The ring's page backing is reported with the figures (`ring_huge_share`: the share of the
+//!    latency thread's ring's mapping on transparent huge pages, from `/proc/self/smaps`), since
+//!    a ring on 4 KiB pages has a longer tail (BENCHMARKS.md, round 9).
 //!    **Resolution**: the TSC of AMD hosts advances in steps of about 10 ns (`resolution_ns`:
 //!    the smallest non-zero difference of two back-to-back reads), so every percentile is a
 //!    multiple of a step. Each slot opens after a pseudo-random delay of a few steps, so a short
@@ -155,6 +160,12 @@ pub struct Latency {
     pub resolution_ns: f64,
     /// Bytes of the trace file written.
     pub file_bytes: u64,
+    /// Share of the mapping that holds the latency thread's ring on transparent huge pages
+    /// (`AnonHugePages` / `Size` in `/proc/self/smaps`): 1 when the default ring got its huge
+    /// page, 0 when the kernel gave 4 KiB pages (the tail is then longer), `None` where it
+    /// cannot be read. The kernel may merge the ring's mapping with a neighbouring one alike
+    /// (another spare ring), which the share then covers too.
+    pub ring_huge_share: Option<f64>,
 }
 
 /// Throughput of `threads` producer threads writing as fast as they can.
@@ -430,7 +441,8 @@ impl FloorRing {
     fn write(&mut self, a: u64, b: u64, c: u64) {
         let (words, mask, p) = (self.buf.as_ptr().cast::<u64>(), self.mask, self.pos);
         // SAFETY: every index is masked to below `mask + 1` words, the length of `buf`, which
-        // `self` owns and nothing else writes or reads while `&mut self` is held.
+        // `self` owns and nothing else writes or reads while `&mut self` is held; `buf` is page
+        // aligned, so every u64 slot is 8-byte aligned.
         unsafe {
             *words.add(p & mask) = a;
             *words.add((p + 1) & mask) = b;
@@ -1117,6 +1129,22 @@ fn paced(
     p
 }
 
+/// Share of this thread's ring's mapping on huge pages (see [`Latency::ring_huge_share`]).
+fn ring_huge_share() -> Option<f64> {
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    {
+        let addr = crate::recorder::this_threads_ring()?;
+        let kib = |field| -> Option<f64> {
+            let v = crate::ring::smaps_field(addr, field)?;
+            v.strip_suffix(" kB")?.trim().parse().ok()
+        };
+        let (huge, size) = (kib("AnonHugePages")?, kib("Size")?);
+        (size > 0.0).then(|| huge / size)
+    }
+    #[cfg(not(all(target_os = "linux", not(miri), not(loom))))]
+    None
+}
+
 /// `no_spare`: [`first_call_no_spare`]'s raw ticks, measured at the start of the run.
 fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
     let path = std::env::temp_dir().join(format!("typhon-bench-{}.dat", std::process::id()));
@@ -1129,6 +1157,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
         .name("bench-latency".into())
         .spawn(move || {
             let first = first_event();
+            let ring_huge_share = ring_huge_share();
             // The floor of a write with the clock, interleaved with ours: a TSC read and three
             // plain stores with a publish into a private ring as large as ours.
             let mut floor = FloorRing::new(crate::recorder::DEFAULT_RING_BYTES / 8)?;
@@ -1139,7 +1168,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
                 |i| floor.write(i, ticks(), 9),
             );
             black_box(floor.buf.as_ptr());
-            Some((first, p))
+            Some((first, p, ring_huge_share))
         })
         .expect("spawn latency thread")
         .join();
@@ -1151,7 +1180,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
     let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_dir_all(crate::filesink::parts_dir(&path));
-    let Ok(Some((first, p))) = lat else {
+    let Ok(Some((first, p, ring_huge_share))) = lat else {
         return;
     };
     let ns = |ticks: u64| ticks as f64 * ns_per_tick;
@@ -1179,6 +1208,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
         // the rounding of the clock's steps.
         mean: ns(p.ours_sum) / n - ns(p.empty_sum) / p.empty.len().max(1) as f64,
         resolution_ns: ns(resolution),
+        ring_huge_share,
         first_call_no_spare: ns(no_spare.saturating_sub(bracket)),
     };
 }
@@ -1249,8 +1279,9 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
 fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
     let path = std::env::temp_dir().join(format!("typhon-bench-flush-{}.dat", std::process::id()));
     // No spare rings: the flusher would top the pool up with a 64 MiB ring inside the timed
-    // window, and its CPU time would count making that ring (29 ms in 4 KiB pages, up to
-    // 200 ms when huge pages need compaction) as draining. The producer makes its ring itself.
+    // window, and its CPU time would count making that ring as draining: about 29 ms in 4 KiB
+    // pages, and 32 huge pages at 5.6–7.5 ms each (180–240 ms) when each needs compaction
+    // (one run with spares read 31.7 M records/s). The producer makes its ring itself.
     let b = RecorderBuilder::new()
         .ring_bytes(BIG_RING)
         .spare_rings(0)
@@ -1576,6 +1607,8 @@ impl BenchReport {
         ] {
             v[k] = json!(x);
         }
+        // null where smaps cannot be read.
+        v["ring_huge_share"] = json!(self.latency.ring_huge_share);
         v["threads"] = json!(self
             .threads
             .iter()
@@ -1699,6 +1732,19 @@ impl fmt::Display for BenchReport {
             "  mean {:.1} ns; clock resolution {:.1} ns (every percentile is a multiple of it)",
             l.mean, l.resolution_ns
         )?;
+        match l.ring_huge_share {
+            Some(s) => writeln!(
+                f,
+                "  our ring: {:.0}% on transparent huge pages{}",
+                s * 100.0,
+                if s < 1.0 {
+                    " (4 KiB pages have a longer tail)"
+                } else {
+                    ""
+                }
+            )?,
+            None => writeln!(f, "  our ring's page backing: unknown")?,
+        }
         writeln!(
             f,
             "  first call without a spare ring (it allocates and faults in its own) {:.0} ns",
@@ -1791,6 +1837,7 @@ mod tests {
             "first_call_registered_ns",
             "first_call_no_spare_ns",
             "disabled_loop_ns",
+            "ring_huge_share",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }

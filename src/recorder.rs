@@ -308,15 +308,18 @@ impl RecorderBuilder {
     /// Rings to keep allocated and faulted in for threads that have none yet (0 to 255).
     ///
     /// A thread's first event claims a slot and needs a ring of [`ring_bytes`](Self::ring_bytes);
-    /// faulting in a fresh 2 MiB in 4 KiB pages takes 0.9–1.2 ms on a small VM, a hitch in a
+    /// faulting in a fresh 2 MiB in 4 KiB pages takes 0.8–1.5 ms on a small VM, a hitch in a
     /// frame. `start()` makes this many rings before it returns and the flusher makes new ones as
-    /// threads take them, huge-page backed where the kernel allows (see
-    /// [`Backing`](crate::ring::Backing): each may take milliseconds when the kernel must compact
-    /// memory, off the writing threads), so the first event of a thread that finds a spare costs a few microseconds (the
-    /// rest is the slot claim and the thread's ThreadInfo record). A slot keeps its ring for
-    /// later threads, so spares matter only while the number of threads grows. The cost is
-    /// `n × ring_bytes` of memory held from the start; 0 turns the pool off (each new slot's
-    /// first event then allocates its ring). [`crate::register_thread`] moves what remains of the
+    /// threads take them, so the first event of a thread that finds a spare costs a few
+    /// microseconds (the rest is the slot claim and the thread's ThreadInfo record). Spares are
+    /// huge-page backed from 2 MiB up where the kernel allows (see
+    /// [`Backing`](crate::ring::Backing)); each may take milliseconds when the kernel must
+    /// compact memory, in `start()` or on the flusher, never on a writing thread. A slot keeps
+    /// its ring for later threads, so spares matter only while the number of threads grows, and
+    /// a ring a thread had to make itself (4 KiB pages) stays with its slot: give at least as
+    /// many spares as threads that start at once. The cost is `n × ring_bytes` of memory held
+    /// from the start; 0 turns the pool off (each new slot's first event then allocates its
+    /// ring). [`crate::register_thread`] moves what remains of the
     /// claim to thread start.
     ///
     /// ```
@@ -948,6 +951,13 @@ fn claim(h: &mut Hot, gen: u64) {
     };
 }
 
+/// Where this thread's ring starts, if it has one under the installed recorder (the bench
+/// reports how the kernel backs it). Claims a slot like a first event would.
+#[cfg(all(feature = "bench", target_os = "linux", not(miri), not(loom)))]
+pub(crate) fn this_threads_ring() -> Option<usize> {
+    with_writer(|w, _| w.producer.buffer_addr())
+}
+
 #[cold]
 #[inline(never)]
 fn count_no_slot() {
@@ -1322,7 +1332,7 @@ pub fn set_thread_info(name: &str, kind: ThreadKind) {
 /// Claims the calling thread's slot of the installed recorder now, writing its ThreadInfo record,
 /// so that the thread's first event costs what every later one does. A claim takes a ring (a
 /// spare one, see [`RecorderBuilder::spare_rings`], costs a few microseconds; once the spares are
-/// gone a new one is allocated and its pages faulted in: 0.9–1.2 ms for the default 2 MiB ring
+/// gone a new one is allocated and its pages faulted in: 0.8–1.5 ms for the default 2 MiB ring
 /// on a small VM) and is otherwise paid by the thread's first event. Call it at thread start, after
 /// [`set_thread_info`]. Returns whether the thread now has a slot: `false` with no recorder
 /// installed, or with all 255 slots taken (the thread's events are then counted as no-slot).

@@ -11,10 +11,13 @@
 //! taken once by the flusher. The first claim takes a ring from a small pool of spares that were
 //! allocated and faulted in off the writing threads (by `start()`, then topped up by the flusher),
 //! so a thread's first event does not pay for faulting in megabytes; only when the pool is empty
-//! does the claiming thread allocate the ring itself. Spares are huge-page backed
-//! ([`Backing::Huge`](crate::ring::Backing::Huge): fewer TLB misses on every write, but making
-//! one may wait milliseconds for the kernel to compact memory); a ring a claiming thread makes
-//! itself is 4 KiB pages ([`Backing::Base`](crate::ring::Backing::Base)), which never waits so. The flusher frees a retiring slot only
+//! does the claiming thread allocate the ring itself. From 2 MiB up (the default) spares are
+//! huge-page backed ([`Backing::Huge`](crate::ring::Backing::Huge): fewer TLB misses on every
+//! write, but making one may wait milliseconds for the kernel to compact memory); a ring a
+//! claiming thread makes itself is not advised ([`Backing::Base`](crate::ring::Backing::Base),
+//! 4 KiB pages under the usual `madvise` setting). Such a ring stays with its slot for every
+//! later thread of it: a program that starts more threads at once than there are spares has
+//! that many slots on 4 KiB pages for the whole session. The flusher frees a retiring slot only
 //! after draining everything its last thread wrote, so a new thread never shares a ring with
 //! records of the old one in flight.
 

@@ -36,6 +36,7 @@ pub const MIN_CAPACITY: usize = 4096;
 pub const MAX_CAPACITY: usize = 1 << 30;
 /// How far ahead of the producer [`Producer::write`] prefetches the ring's lines: one 4 KiB
 /// page, so each page's first lines are in cache before the producer reaches them.
+#[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
 const PREFETCH_AHEAD: u64 = 4096;
 /// Size field of a gap entry (smaller than any record, which is at least 12 bytes).
 const GAP_SIZE: u16 = 10;
@@ -155,7 +156,8 @@ impl Pages {
         // SAFETY (both calls): each range lies inside the mapping just made (head + len + tail
         // == extra), is page aligned (raw and start are; len and HUGE_PAGE are page multiples)
         // and holds nothing: no pointer into it exists. What is left is exactly
-        // [start, start + len), which `Drop` unmaps.
+        // [start, start + len), which `Drop` unmaps. (A failed unmap, say at the process's map
+        // count limit, only leaves untouched address space mapped: nothing to handle.)
         unsafe {
             if head > 0 {
                 libc::munmap(raw as *mut libc::c_void, head);
@@ -273,6 +275,36 @@ impl Shared {
     }
 }
 
+/// The value of `field` (`"AnonHugePages"`, `"VmFlags"`, …) in `/proc/self/smaps` for the
+/// mapping that holds `addr`: the text after the colon, or `None` if no mapping holds it or the
+/// file cannot be read.
+#[cfg(all(
+    any(test, feature = "bench"),
+    target_os = "linux",
+    not(miri),
+    not(loom)
+))]
+pub(crate) fn smaps_field(addr: usize, field: &str) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        // A mapping's header starts with its range, `start-end` in hex; its fields follow.
+        let first = line.split(' ').next().unwrap_or("");
+        if let Some((a, b)) = first.split_once('-') {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                inside = (a..b).contains(&addr);
+                continue;
+            }
+        }
+        if inside {
+            if let Some(v) = line.strip_prefix(field).and_then(|r| r.strip_prefix(':')) {
+                return Some(v.trim().to_string());
+            }
+        }
+    }
+    None
+}
+
 /// What backs a ring's bytes on Linux (elsewhere both are zeroed heap pages).
 ///
 /// The choice is a trade between the producer's every write and the ring's making: a huge page
@@ -293,8 +325,10 @@ pub enum Backing {
     /// in (smaller rings: as `Base`). For rings made ahead of need: [`ring`] and the recorder's
     /// spare rings.
     Huge,
-    /// 4 KiB pages, populated in one call: never a wait for compaction. For a ring a thread's
-    /// first event has to make because no spare was left.
+    /// Not advised and populated in one call: 4 KiB pages where transparent huge pages are
+    /// `madvise` (the usual setting) or `never`, so no wait for compaction. (Under `always` the
+    /// kernel may give it huge pages as it would any mapping, and may compact for them.) For a
+    /// ring a thread's first event has to make because no spare was left.
     Base,
 }
 
@@ -399,8 +433,13 @@ pub struct Producer {
 unsafe impl Send for Producer {}
 
 impl Producer {
-    /// Where the buffer starts (for the crate's tests of how it is backed).
-    #[cfg(all(test, target_os = "linux"))]
+    /// Where the buffer starts (for the bench's and the tests' look at how it is backed).
+    #[cfg(all(
+        any(test, feature = "bench"),
+        target_os = "linux",
+        not(miri),
+        not(loom)
+    ))]
     pub(crate) fn buffer_addr(&self) -> usize {
         self.base as usize
     }
@@ -1066,22 +1105,19 @@ pub(crate) mod tests {
     /// The `VmFlags` line of the mapping of this process that holds `addr`.
     #[cfg(all(target_os = "linux", not(miri)))]
     pub(crate) fn vm_flags(addr: usize) -> String {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let mut inside = false;
-        for line in smaps.lines() {
-            let range = line.split(' ').next().unwrap_or("");
-            if let Some((a, b)) = range.split_once('-') {
-                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-                {
-                    inside = (a..b).contains(&addr);
-                    continue;
-                }
-            }
-            if inside && line.starts_with("VmFlags:") {
-                return line.to_string();
-            }
-        }
-        panic!("no mapping holds {addr:#x}")
+        smaps_field(addr, "VmFlags").unwrap_or_else(|| panic!("no mapping holds {addr:#x}"))
+    }
+
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn smaps_fields_are_found_for_the_mapping_that_holds_the_address() {
+        let (p, _c) = ring(HUGE_PAGE).unwrap();
+        // The ring is faulted in, so its mapping holds at least its 2048 KiB (more if the kernel
+        // merged it with a neighbouring mapping alike).
+        let rss = smaps_field(p.buffer_addr() + HUGE_PAGE / 2, "Rss").unwrap();
+        let kib: u64 = rss.strip_suffix(" kB").unwrap().parse().unwrap();
+        assert!(kib >= 2048, "{rss}");
+        assert_eq!(smaps_field(0, "Rss"), None); // nothing is mapped at 0
     }
 
     /// Whether this kernel has transparent huge pages (and so takes `MADV_HUGEPAGE`).
