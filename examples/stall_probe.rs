@@ -3,7 +3,8 @@
 //!
 //! - `ours`: `ingress_received` with the recorder's clock (a recorder with a `NullSink`);
 //! - `ring`: the same 22-byte record with a TSC read, written by our ring's `Producer` alone
-//!   into a private ring of the default size (no recorder, gate or thread-local around it);
+//!   into a ring of the default size that another thread drains every 10 ms (no recorder,
+//!   gate or thread-local around it);
 //! - `tsc+store`: a TSC read and three 8-byte stores into a private 16 KiB buffer (always in L1);
 //! - `tsc`: one TSC read;
 //! - `empty`: nothing (its median is the bracket cost subtracted from the others).
@@ -23,6 +24,8 @@ mod probe {
     use hdrhistogram::Histogram;
     use std::arch::x86_64::{_mm_lfence, _rdtsc};
     use std::hint::black_box;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     /// The TSC, fenced on both sides so the bracket holds exactly the body.
@@ -85,14 +88,23 @@ mod probe {
         let (mut ring, mut drain) =
             typhon_recorder::ring::ring(typhon_recorder::recorder::DEFAULT_RING_BYTES)
                 .expect("a ring of the default size");
+        // The ring's consumer on another thread, every 10 ms like the flusher's default cycle,
+        // so the ring body's lines travel between cores as ours do.
+        let stop = Arc::new(AtomicBool::new(false));
+        let drainer = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                // Relaxed: only ends the loop; the ring's own orderings cover its bytes.
+                while !stop.load(Ordering::Relaxed) {
+                    drain.drain(|_| {});
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
         let step = (120.0 * ticks_per_ns) as u64;
         let mut next = tsc();
         let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
         for i in 0..samples {
-            if i % 20_000 == 0 {
-                // Untimed: 20 000 records fill a fifth of the ring.
-                drain.drain(|_| {});
-            }
             for (k, hist) in h.iter_mut().enumerate() {
                 while tsc() < next {
                     std::hint::spin_loop();
@@ -130,6 +142,8 @@ mod probe {
             }
         }
         black_box(&a.words);
+        stop.store(true, Ordering::Relaxed);
+        let _ = drainer.join();
         let bracket = h[4].value_at_quantile(0.5);
         let ns = |t: u64| t as f64 / ticks_per_ns;
         h.iter()
