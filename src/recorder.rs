@@ -227,9 +227,9 @@ impl Default for RecorderBuilder {
 ///
 /// Typhon's primary ring is 1 MiB. Twice that costs a megabyte more per thread and buys two
 /// things: where the kernel gives transparent huge pages, the whole ring sits under one TLB
-/// entry (the writes' p99.9 on a KVM guest went from 251–301 ns to 150–171 ns; see
-/// [`crate::ring`]'s `Pages`), and a producer the scheduler holds back can fall ~38 ms behind
-/// at 2.5 M records/s before it drops, where 1 MiB held ~19 ms.
+/// entry (why that shortens the writes' tail, with figures: [`crate::ring`]'s `Pages`), and a
+/// producer the scheduler holds back can fall ~38 ms behind at 2.5 M records/s before it
+/// drops, where 1 MiB held ~19 ms.
 pub const DEFAULT_RING_BYTES: usize = crate::ring::HUGE_PAGE;
 /// Default flush interval.
 pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(10);

@@ -364,15 +364,12 @@ impl Registry {
 #[cfg(all(test, target_os = "linux", not(loom), not(miri)))]
 mod tests {
     use super::*;
-    use crate::ring::tests::{kernel_has_thp, vm_flags};
+    use crate::ring::tests::{huge_advised, kernel_has_thp};
     use crate::ring::HUGE_PAGE;
 
     #[test]
     fn spares_are_huge_page_backed_and_a_claims_own_ring_is_not() {
-        let advised = |p: &Parked| {
-            let addr = p.producer.buffer_addr();
-            vm_flags(addr).split(' ').any(|f| f == "hg")
-        };
+        let advised = |p: &Parked| huge_advised(p.producer.buffer_addr());
         let r = Registry::with_spares(HUGE_PAGE, 1);
         assert_eq!(r.top_up_spares(), 1);
         let (_, spare) = r.claim().unwrap().unwrap();

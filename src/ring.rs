@@ -102,11 +102,13 @@ struct Shared {
 /// what it allocated and freed before: a ring is always page aligned, never shares a page with
 /// other data, and its pages go back to the system when it is dropped.
 ///
-/// - **Below [`HUGE_PAGE`]** (2 MiB), and for [`Backing::Base`], the mapping is populated up front (`MAP_POPULATE`: one
-///   system call instead of a page fault per page on the thread that first writes).
+/// - **Below [`HUGE_PAGE`]** (2 MiB), and for [`Backing::Base`], the mapping is populated up
+///   front (`MAP_POPULATE`: one system call instead of a page fault per page on the thread that
+///   first writes).
 /// - **From [`HUGE_PAGE`] up, [`Backing::Huge`]** (the default ring, made ahead of need) the
-///   mapping is aligned to 2 MiB and advised `MADV_HUGEPAGE` before it is faulted in, so where transparent huge pages are enabled
-///   (`always` or `madvise`) one TLB entry covers 2 MiB of ring. A producer reaches a new 4 KiB
+///   mapping is aligned to 2 MiB and advised `MADV_HUGEPAGE` before it is faulted in, so where
+///   transparent huge pages are enabled (`always` or `madvise`) one TLB entry covers 2 MiB of
+///   ring. A producer reaches a new 4 KiB
 ///   page every ~190 records of 22 bytes, and under nested paging a TLB miss there is a
 ///   two-level page walk: on a 2-vCPU KVM guest, 42% of our writes slower than 110 ns were the
 ///   first on a new 4 KiB page (14 235 slow writes, 76 expected by chance), and huge pages took
@@ -1102,10 +1104,14 @@ pub(crate) mod tests {
         assert_eq!(p.dropped(), 2);
     }
 
-    /// The `VmFlags` line of the mapping of this process that holds `addr`.
+    /// Whether the mapping that holds `addr` is advised `MADV_HUGEPAGE` (`hg` in its smaps
+    /// `VmFlags`).
     #[cfg(all(target_os = "linux", not(miri)))]
-    pub(crate) fn vm_flags(addr: usize) -> String {
-        smaps_field(addr, "VmFlags").unwrap_or_else(|| panic!("no mapping holds {addr:#x}"))
+    pub(crate) fn huge_advised(addr: usize) -> bool {
+        smaps_field(addr, "VmFlags")
+            .unwrap_or_else(|| panic!("no mapping holds {addr:#x}"))
+            .split(' ')
+            .any(|f| f == "hg")
     }
 
     #[cfg(all(target_os = "linux", not(miri)))]
@@ -1129,7 +1135,7 @@ pub(crate) mod tests {
     #[cfg(all(target_os = "linux", not(miri)))]
     #[test]
     fn huge_backing_is_aligned_and_advised_and_base_backing_is_not() {
-        let advised = |p: &Producer| vm_flags(p.base as usize).split(' ').any(|f| f == "hg");
+        let advised = |p: &Producer| huge_advised(p.base as usize);
         for cap in [HUGE_PAGE, 4 * HUGE_PAGE] {
             let (p, _c) = ring_backed(cap, Backing::Huge).unwrap();
             assert_eq!(p.base as usize % HUGE_PAGE, 0, "capacity {cap}");
