@@ -22,29 +22,13 @@
 #[cfg(target_arch = "x86_64")]
 mod probe {
     use hdrhistogram::Histogram;
-    use std::arch::x86_64::{_mm_lfence, _rdtsc};
     use std::hint::black_box;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
-
-    /// The TSC, fenced on both sides so the bracket holds exactly the body.
-    #[inline(always)]
-    fn fenced() -> u64 {
-        // SAFETY: `lfence` and `rdtsc` exist on every x86_64 CPU and touch no memory.
-        unsafe {
-            _mm_lfence();
-            let t = _rdtsc();
-            _mm_lfence();
-            t
-        }
-    }
-
-    #[inline(always)]
-    fn tsc() -> u64 {
-        // SAFETY: as in `fenced`.
-        unsafe { _rdtsc() }
-    }
+    // The bench's own brackets and dither: the TSC fenced on both sides, so the bracket holds
+    // exactly the body; the plain TSC; the random delay before each bracket.
+    use typhon_recorder::bench::{fenced_ticks as fenced, ticks as tsc, Dither};
 
     /// A private buffer of 16 KiB written three words at a time, wrapping.
     struct Buf {
@@ -103,20 +87,14 @@ mod probe {
         };
         let step = (120.0 * ticks_per_ns) as u64;
         let mut next = tsc();
-        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut dither = Dither::new();
         for i in 0..samples {
             for (k, hist) in h.iter_mut().enumerate() {
                 while tsc() < next {
                     std::hint::spin_loop();
                 }
                 next += step;
-                // A dither of a few clock steps, as in `typhon-rec bench`.
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                for j in 0..rng & 63 {
-                    black_box(j);
-                }
+                dither.wait();
                 let t0 = fenced();
                 match k {
                     0 => typhon_recorder::ingress_received(i as u32, 1, 2, 64),

@@ -295,9 +295,16 @@ pub struct BenchReport {
 // ---------------------------------------------------------------------------------------------
 // Timing primitives.
 
-/// Raw timestamp for loop timing (no fences: whole loops are timed).
+/// Raw timestamp for loop timing (no fences: whole loops are timed): `rdtsc` on x86_64, quanta's
+/// raw counter elsewhere. Shared with `examples/stall_probe.rs`.
+///
+/// ```
+/// use typhon_recorder::bench::ticks;
+/// let (a, b) = (ticks(), ticks());
+/// assert!(b >= a);
+/// ```
 #[inline(always)]
-fn ticks() -> u64 {
+pub fn ticks() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: rdtsc is available on every x86_64 CPU and has no preconditions.
@@ -310,9 +317,17 @@ fn ticks() -> u64 {
 }
 
 /// Fenced timestamp for per-call brackets: earlier instructions finish before it is read and
-/// later ones do not start before it is read.
+/// later ones do not start before it is read (`lfence; rdtsc; lfence` on x86_64). Shared with
+/// `examples/stall_probe.rs`.
+///
+/// ```
+/// use typhon_recorder::bench::fenced_ticks;
+/// let t0 = fenced_ticks();
+/// std::hint::black_box(1 + 1);
+/// assert!(fenced_ticks() >= t0);
+/// ```
 #[inline(always)]
-fn fenced_ticks() -> u64 {
+pub fn fenced_ticks() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_mm_lfence, _rdtsc};
@@ -328,6 +343,53 @@ fn fenced_ticks() -> u64 {
     #[cfg(not(target_arch = "x86_64"))]
     {
         QUANTA.with(|q| q.raw())
+    }
+}
+
+/// The pseudo-random delay before each bracket of the paced latency phase: 0–63 steps of an
+/// empty loop (xorshift64), so that a call shorter than one step of the clock rounds up or down
+/// at random instead of the same way every time. Shared with `examples/stall_probe.rs`.
+///
+/// ```
+/// let mut d = typhon_recorder::bench::Dither::new();
+/// d.wait(); // a few nanoseconds
+/// ```
+pub struct Dither(u64);
+
+impl Dither {
+    /// A dither starting from a fixed seed, so every run waits the same sequence of delays.
+    ///
+    /// ```
+    /// let _ = typhon_recorder::bench::Dither::new();
+    /// ```
+    pub const fn new() -> Self {
+        Self(0x9e37_79b9_7f4a_7c15)
+    }
+
+    /// Waits the next delay.
+    ///
+    /// ```
+    /// let mut d = typhon_recorder::bench::Dither::default();
+    /// for _ in 0..3 {
+    ///     d.wait();
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn wait(&mut self) {
+        let mut r = self.0;
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        self.0 = r;
+        for j in 0..r & 63 {
+            black_box(j);
+        }
+    }
+}
+
+impl Default for Dither {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -1085,19 +1147,13 @@ fn paced(
         empty_sum: 0,
     };
     let mut next = ticks();
-    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut dither = Dither::new();
     for i in 0..samples {
         for k in 0..4u64 {
             while ticks() < next + k * interval / 4 {
                 std::hint::spin_loop();
             }
-            // xorshift64: the dither.
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            for j in 0..rng & 63 {
-                black_box(j);
-            }
+            dither.wait();
             let a = fenced_ticks();
             match k {
                 0 => ours(i),
