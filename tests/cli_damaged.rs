@@ -3,6 +3,8 @@
 //! and never with a panic or a signal (SPEC §8 "readers never panic on corrupt or truncated
 //! input"). One damaged page costs only its records from the damage on, and says so.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -81,9 +83,7 @@ fn damaged_copies(valid: &[u8]) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn report_and_stats_survive_damaged_files() {
-    let dir = std::env::temp_dir().join(format!("typhon-cli-damaged-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("cli-damaged");
     let good = dir.join("good.dat");
     {
         let _g = doc_lock();
@@ -145,11 +145,8 @@ fn output(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
 /// record, mark the damage, and end with status 1 and a message naming it.
 #[test]
 fn one_damaged_page_costs_only_its_records() {
-    use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
     use typhon_recorder::tracedat::TraceFile;
-    let dir = std::env::temp_dir().join(format!("typhon-cli-one-page-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("cli-one-page");
     let good = dir.join("good.dat");
     {
         let _g = doc_lock();
@@ -171,15 +168,10 @@ fn one_damaged_page_costs_only_its_records() {
     assert!(tf.pages(slot).count() >= 5, "the thread fills pages");
     let (off, _) = tf.cpu_data(slot).unwrap();
     let page_at = off + 2 * u64::from(tf.page_size());
-    let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
-    kb.load_subbuffer(&valid[page_at as usize..][..tf.page_size() as usize])
-        .unwrap();
-    let mut headers = Vec::new();
-    let mut ev = kb.read_event();
-    while ev.is_some() {
-        headers.push(page_at + kb.curr_offset() as u64);
-        ev = kb.next_event();
-    }
+    let headers: Vec<u64> = common::page_records(&valid, page_at, tf.page_size() as usize)
+        .iter()
+        .map(|r| r.0)
+        .collect();
     // Zero the header and length words of the page's fourth record.
     let k = 3;
     let mut bytes = valid.clone();

@@ -5,6 +5,8 @@
 //! tests/js/package-lock.json: `npm ci --prefix tests/js`) and by serde_json. The checks
 //! with outside readers skip (with a message) without them, unless `TYPHON_REQUIRE_INTEROP=1`.
 
+mod common;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +18,7 @@ use typhon_recorder::recorder::{
 use typhon_recorder::tracedat::TraceFile;
 
 fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("typhon-export-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch_dir(&format!("export-{tag}"))
 }
 
 /// Records the known workload to `path` and returns its time base (CLOCK_MONOTONIC ns).
@@ -488,7 +487,6 @@ fn lost_events_are_marked_with_their_counts() {
 /// thread's next record; a slot whose only page is damaged still gets its thread and mark.
 #[test]
 fn damaged_pages_are_marked_on_their_threads() {
-    use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
     let _g = doc_lock();
     let dir = scratch("damaged");
     let dat = dir.join("damaged.dat");
@@ -523,11 +521,8 @@ fn damaged_pages_are_marked_on_their_threads() {
     // Zero the first record header of brief's only page and of busy's second page.
     let header = |cpu: u32, k: u64| {
         let at = tf.cpu_data(cpu).unwrap().0 + k * page;
-        let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
-        kb.load_subbuffer(&bytes[at as usize..][..page as usize])
-            .unwrap();
-        let n = std::iter::successors(kb.read_event(), |_| kb.next_event()).count();
-        (at as usize + 16, n as u64)
+        let recs = common::page_records(&bytes, at, page as usize);
+        (recs[0].0 as usize, recs.len() as u64)
     };
     let (b_hdr, _) = header(brief, 0);
     let (u_hdr, u_lost) = header(busy, 1);

@@ -1,12 +1,12 @@
 //! Writer → reader round trips, golden format texts, input validation, and robustness of the
 //! reader against truncated and corrupted files.
 
+mod common;
 mod tracedat_support;
 
 use std::io::Cursor;
 use tracedat_support::*;
 use typhon_recorder::codec::{kind_def, TraceEventKind, KINDS};
-use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
 use typhon_recorder::tracedat::format::{event_format, header_page, print_fmt};
 use typhon_recorder::tracedat::*;
 
@@ -384,16 +384,10 @@ fn a_damaged_page_is_skipped_and_the_reading_goes_on() {
         .collect();
     assert!(on_page1.len() >= 3, "{on_page1:?}");
     // The file offsets of the page's record headers, as kbuffer walks them.
-    let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
-    kb.load_subbuffer(&file[page1 as usize..][..4096]).unwrap();
-    let mut headers = Vec::new();
-    let mut ev = kb.read_event();
-    while let Some(e) = ev {
-        headers.push(page1 + kb.curr_offset() as u64);
-        assert_eq!(page1 + e.data_offset as u64, on_page1[headers.len() - 1]);
-        ev = kb.next_event();
-    }
-    assert_eq!(headers.len(), on_page1.len());
+    let recs = common::page_records(&file, page1, 4096);
+    let data: Vec<u64> = recs.iter().map(|r| r.1).collect();
+    assert_eq!(data, on_page1);
+    let headers: Vec<u64> = recs.iter().map(|r| r.0).collect();
     // Zero the header and length words of the page's record `k`: a record of size 0.
     for k in [0usize, 2] {
         let mut f = file.clone();

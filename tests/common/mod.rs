@@ -453,6 +453,25 @@ fn c_toolchain_missing() -> Option<String> {
     }
 }
 
+/// File offsets of the records on the page at `page_at` of `file`, as kbuffer walks them:
+/// (record header, record data), for a page of our writer's layout (8-byte longs, little
+/// endian). The damaged-file tests zero a header found this way.
+pub fn page_records(file: &[u8], page_at: u64, page_size: usize) -> Vec<(u64, u64)> {
+    let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
+    kb.load_subbuffer(&file[page_at as usize..][..page_size])
+        .unwrap();
+    let mut out = Vec::new();
+    let mut ev = kb.read_event();
+    while let Some(e) = ev {
+        out.push((
+            page_at + kb.curr_offset() as u64,
+            page_at + e.data_offset as u64,
+        ));
+        ev = kb.next_event();
+    }
+    out
+}
+
 /// A fresh scratch directory under the system temp dir (never inside the repository).
 pub fn scratch_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("typhon-{tag}-{}", std::process::id()));
