@@ -27,7 +27,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How many thread ids a slot's summary lists (the count of threads is kept apart).
 pub const MAX_THREAD_IDS: usize = 64;
@@ -122,6 +122,78 @@ struct Flusher {
     /// (the slot's thread) and CeLog (the event's own timestamp).
     special: [bool; 256],
     scratch: Vec<u8>,
+    spare_maker: SpareMaker,
+}
+
+/// How long after the kernel refused a spare ring the next one is tried.
+const SPARE_RETRY: Duration = Duration::from_secs(1);
+
+/// Keeps the pool of spare rings full from a helper thread, so that the flusher never waits
+/// for the kernel.
+///
+/// Making a huge-page ring may stall for memory compaction: 5–9 ms measured on this project's
+/// machines, more on a fragmented one (see [`Registry::make_spare`]). Made by the flusher, that
+/// stall would hold up the drain of every ring, and a thread writing 2.5 M records/s fills its
+/// 2 MiB ring in about 38 ms. So the flusher, after a cycle that finds the pool short, starts a
+/// helper thread (`typhon-spares`) that makes rings until the pool is full and then ends; the
+/// flusher looks at it after each cycle and joins it at shutdown. There is at most one helper,
+/// and none while the pool is full, so a program whose threads have all started carries no
+/// extra thread. If the kernel refuses a ring, the next attempt waits [`SPARE_RETRY`] (a
+/// thread that finds no spare meanwhile makes its own ring, as without a pool). Only if no
+/// thread can be started does the flusher make a ring itself, one per cycle.
+///
+/// [`Registry::make_spare`]: crate::registry::Registry::make_spare
+#[derive(Default)]
+struct SpareMaker {
+    /// The helper while it runs; it returns whether it left the pool full.
+    helper: Option<JoinHandle<bool>>,
+    /// No helper before this time: the last one could not make a ring.
+    retry_at: Option<Instant>,
+}
+
+impl SpareMaker {
+    /// Joins a finished helper and starts one if the pool is short; never blocks on a helper
+    /// that is still making a ring.
+    fn tend(&mut self, core: &Arc<Core>) {
+        if let Some(h) = &self.helper {
+            if !h.is_finished() {
+                return;
+            }
+            // A helper that panicked made no ring worth waiting for: treat it as refused.
+            let filled = self
+                .helper
+                .take()
+                .is_some_and(|h| h.join().unwrap_or(false));
+            if !filled {
+                self.retry_at = Some(Instant::now() + SPARE_RETRY);
+            }
+        }
+        if self.retry_at.is_some_and(|t| Instant::now() < t) || !core.registry.needs_spares() {
+            return;
+        }
+        self.retry_at = None;
+        let c = Arc::clone(core);
+        let spawned = std::thread::Builder::new()
+            .name("typhon-spares".into())
+            .spawn(move || {
+                // `make_spare` is false when the pool is full or the kernel refused the ring.
+                while c.registry.make_spare() {}
+                !c.registry.needs_spares()
+            });
+        match spawned {
+            Ok(h) => self.helper = Some(h),
+            Err(_) => {
+                core.registry.make_spare();
+            }
+        }
+    }
+
+    /// Waits for a helper still making a ring (the recorder starts nothing it does not stop).
+    fn stop(&mut self) {
+        if let Some(h) = self.helper.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 pub(crate) fn spawn(
@@ -143,6 +215,7 @@ pub(crate) fn spawn(
         is_span,
         special,
         scratch: Vec::with_capacity(256),
+        spare_maker: SpareMaker::default(),
     };
     f.session_start()?;
     let start = f.summary();
@@ -200,15 +273,12 @@ impl Flusher {
             if finishing {
                 break;
             }
-            // Off the writing threads, and after the cycle's drain tickets were served: a ring
-            // for the next thread's first event to take. One per cycle: making one may wait
-            // milliseconds for the kernel (see `Registry::make_spare`), and the rings are
-            // drained again before the next, at once if the pool is still short.
-            if self.core.registry.make_spare() && self.core.registry.needs_spares() {
-                continue;
-            }
+            // Rings for the next threads' first events, made off the writing threads and off
+            // this one (see `SpareMaker`).
+            self.spare_maker.tend(&self.core);
             self.core.wakeup.wait(Some(self.core.flush_interval));
         }
+        self.spare_maker.stop();
         let summary = self.summary();
         self.sink.finish(&summary)?;
         Ok(summary)

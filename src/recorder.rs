@@ -309,12 +309,14 @@ impl RecorderBuilder {
     ///
     /// A thread's first event claims a slot and needs a ring of [`ring_bytes`](Self::ring_bytes);
     /// faulting in a fresh 2 MiB in 4 KiB pages takes 0.8–1.5 ms on a small VM, a hitch in a
-    /// frame. `start()` makes this many rings before it returns and the flusher makes new ones as
-    /// threads take them, so the first event of a thread that finds a spare costs a few
+    /// frame. `start()` makes this many rings before it returns and a helper thread of the
+    /// flusher's (`typhon-spares`, alive only while the pool is short) makes new ones as threads
+    /// take them, so the first event of a thread that finds a spare costs a few
     /// microseconds (the rest is the slot claim and the thread's ThreadInfo record). Spares are
     /// huge-page backed from 2 MiB up where the kernel allows (see
     /// [`Backing`](crate::ring::Backing)); each may take milliseconds when the kernel must
-    /// compact memory, in `start()` or on the flusher, never on a writing thread. A slot keeps
+    /// compact memory, in `start()` or on that helper, never on a writing thread or the
+    /// flusher, so the drain of the rings never waits for the kernel. A slot keeps
     /// its ring for later threads, so spares matter only while the number of threads grows, and
     /// a ring a thread had to make itself (4 KiB pages) stays with its slot: give at least as
     /// many spares as threads that start at once. The cost is `n × ring_bytes` of memory held
@@ -2014,8 +2016,21 @@ mod tests {
         rec.core.registry.spare_count()
     }
 
+    /// Waits (a minute at most, then fails) for the flusher's helper to bring the pool to `n`.
+    fn wait_for_spares(rec: &Recorder, n: usize) {
+        let t0 = std::time::Instant::now();
+        while spares(rec) < n {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "the pool stayed at {} spares, not {n}",
+                spares(rec)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
-    fn first_claims_take_spare_rings_and_the_flusher_makes_new_ones() {
+    fn first_claims_take_spare_rings_and_a_helper_makes_new_ones() {
         let _g = doc_lock();
         // An hour's interval: only a thread's exit (which wakes it) and `drain` make the flusher
         // cycle, so the counts below are not racing its timer.
@@ -2041,10 +2056,47 @@ mod tests {
         })
         .join()
         .unwrap();
-        // The first drain's cycle may have started before the top-up; the second starts after.
+        // A cycle after the claim starts the helper.
         rec.drain();
-        rec.drain();
-        assert_eq!(spares(&rec), 2, "the flusher replaced the spare");
+        wait_for_spares(&rec, 2);
+        assert_eq!(spares(&rec), 2, "the helper made one ring, no more");
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.total_missed(), 0);
+    }
+
+    #[test]
+    fn the_rings_are_drained_while_a_spare_ring_is_being_made() {
+        let _g = doc_lock();
+        let rec = RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .spare_rings(1)
+            .flush_interval(Duration::from_secs(3600))
+            .start()
+            .unwrap();
+        // The next ring to be made waits until `kernel` is dropped: a kernel compacting memory.
+        let (kernel, stall) = std::sync::mpsc::channel::<()>();
+        *rec.core.registry.stall.lock().unwrap() = Some(stall);
+        std::thread::spawn(|| crate::ingress_received(1, 2, 3, 4))
+            .join()
+            .unwrap();
+        // A flusher that made the ring itself would be stuck after one of these drains' cycles,
+        // so the second could not be served.
+        let (done, served) = std::sync::mpsc::channel();
+        let (served, pool) = std::thread::scope(|s| {
+            s.spawn(|| {
+                rec.drain();
+                rec.drain();
+                let _ = done.send(());
+            });
+            let served = served.recv_timeout(Duration::from_secs(60)).is_ok();
+            let pool = spares(&rec);
+            drop(kernel);
+            (served, pool)
+        });
+        assert!(served, "a drain waited for the spare ring to be made");
+        assert_eq!(pool, 0, "the spare was still being made during the drains");
+        assert_eq!(rec.stats().user_written(), 2, "ThreadInfo and the event");
+        wait_for_spares(&rec, 1);
         let stats = rec.finish().unwrap();
         assert_eq!(stats.total_missed(), 0);
     }

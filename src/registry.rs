@@ -9,7 +9,8 @@
 //! A slot's ring comes with its first claim and is kept for every later claim: the producer end
 //! is parked in the slot when a thread retires and handed to the next claimer, the consumer end is
 //! taken once by the flusher. The first claim takes a ring from a small pool of spares that were
-//! allocated and faulted in off the writing threads (by `start()`, then topped up by the flusher),
+//! allocated and faulted in off the writing threads (by `start()`, then topped up by a helper
+//! thread the flusher starts while the pool is short),
 //! so a thread's first event does not pay for faulting in megabytes; only when the pool is empty
 //! does the claiming thread allocate the ring itself. From 2 MiB up (the default) spares are
 //! huge-page backed ([`Backing::Huge`](crate::ring::Backing::Huge): fewer TLB misses on every
@@ -95,6 +96,10 @@ pub struct Registry {
     spares: Mutex<Vec<(Producer, Consumer)>>,
     /// How many spares [`Registry::top_up_spares`] keeps.
     spare_target: usize,
+    /// Tests: the next `make_spare` first waits on this (a message or the sender's drop), to
+    /// stand for a kernel that is slow to give the ring.
+    #[cfg(test)]
+    pub(crate) stall: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 impl Registry {
@@ -124,12 +129,15 @@ impl Registry {
             ring_bytes,
             spares: Mutex::new(Vec::with_capacity(spares)),
             spare_target: spares,
+            #[cfg(test)]
+            stall: std::sync::Mutex::new(None),
         }
     }
 
     /// Allocates (and faults in) rings until the pool holds its target number of spares; returns
-    /// how many it made. Called by `start()`, never by a writing thread (the flusher makes them
-    /// one at a time, [`make_spare`](Self::make_spare)). A ring size that
+    /// how many it made. Called by `start()` and by the flusher's `typhon-spares` helper, never
+    /// by a writing thread or the flusher itself (see [`make_spare`](Self::make_spare)). A ring
+    /// size that
     /// [`ring`](crate::ring::ring) refuses makes no spare (the claim then reports the error, as
     /// without a pool).
     ///
@@ -151,10 +159,10 @@ impl Registry {
     /// Makes one spare ring if the pool is below its target; returns whether it made one.
     ///
     /// Spares are huge-page backed ([`crate::ring::ring`]): fewer TLB misses on every write, but
-    /// making one may wait milliseconds for the kernel to compact memory. The flusher calls this
-    /// between cycles, one ring at a time, so the rings are drained between two of those waits.
-    /// The ring is made outside the pool's lock, so a claim that takes a spare meanwhile waits
-    /// for no allocation.
+    /// making one may wait milliseconds for the kernel to compact memory. So after `start()`
+    /// only a helper thread makes them, which the flusher starts while the pool is short: the
+    /// flusher goes on draining the rings meanwhile. The ring is made outside the pool's lock,
+    /// so a claim that takes a spare meanwhile waits for no allocation.
     ///
     /// ```
     /// let r = typhon_recorder::registry::Registry::with_spares(4096, 2);
@@ -166,6 +174,13 @@ impl Registry {
     pub fn make_spare(&self) -> bool {
         if !self.needs_spares() {
             return false;
+        }
+        #[cfg(test)]
+        {
+            let stall = self.stall.lock().map(|mut s| s.take()).ok().flatten();
+            if let Some(rx) = stall {
+                let _ = rx.recv();
+            }
         }
         let Ok(pc) = crate::ring::ring(self.ring_bytes) else {
             return false;
