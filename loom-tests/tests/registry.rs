@@ -95,7 +95,8 @@ fn claim_retire_reuse_against_flusher() {
     });
 }
 
-/// A thread's first claim races the flusher topping up the spare pool: the claim gets a ring
+/// A thread's first claim races the flusher's `typhon-spares` helper topping up the spare pool
+/// (`Registry::top_up_spares`, the loop the helper runs): the claim gets a ring
 /// either way (a spare, or its own when the pool is empty at that moment), the pool ends full,
 /// and no ring is handed out twice (each side's records come back from its own ring only).
 #[test]
@@ -103,17 +104,17 @@ fn first_claim_against_spare_top_up() {
     builder().check(|| {
         let reg = Arc::new(Registry::with_spares(4096, 1));
         let r = reg.clone();
-        let flusher = thread::spawn(move || r.top_up_spares());
+        let helper = thread::spawn(move || r.top_up_spares());
         let r = reg.clone();
         let claimer = thread::spawn(move || {
             let (slot, mut parked) = r.claim().unwrap().unwrap();
             assert!(put(&mut parked.producer, 100, 5));
             (slot, parked)
         });
-        let made = flusher.join().unwrap();
+        let made = helper.join().unwrap();
         let (slot, _parked) = claimer.join().unwrap();
         assert_eq!(slot, 1);
-        // The flusher made one ring, or a second one if the claim took the first meanwhile.
+        // The helper made one ring, or a second one if the claim took the first meanwhile.
         assert!((1..=2).contains(&made));
         reg.top_up_spares();
         assert_eq!(reg.spare_count(), 1, "the pool ends full");
