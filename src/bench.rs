@@ -68,7 +68,8 @@
 //!    producer that falls behind its schedule (the machine did not run it) catches up at once,
 //!    as a real workload with queued work would; `late_ms_at_5m` reports the worst lag, since
 //!    a lag of more than the ring holds (about 38 ms at 2.5 M records/s) drops records in the
-//!    catch-up burst whatever the flusher does.
+//!    catch-up burst whatever the flusher does. `drain_gap_ms_at_5m` is the other side: the
+//!    longest time between two drains of the rings, over 38 ms when the flusher was held up.
 //!
 //! ```no_run
 //! use typhon_recorder::bench::{run, BenchOptions};
@@ -286,6 +287,10 @@ pub struct BenchReport {
     /// machine did not run for a while catches up in a burst, and a burst of more than the ring
     /// holds (about 38 ms of this rate per thread) drops records however fast the flusher is.
     pub late_ms_at_5m: f64,
+    /// The longest gap between two drains of the rings in that phase, ms
+    /// ([`Stats::longest_drain_gap_ns`](crate::recorder::Stats::longest_drain_gap_ns)): a gap
+    /// longer than a ring holds means the flusher was held up.
+    pub drain_gap_ms_at_5m: f64,
     /// Targets, checked.
     pub targets: Vec<TargetCheck>,
     /// Wall time of the whole run, seconds.
@@ -1421,6 +1426,7 @@ fn drops_at_5m(r: &mut BenchReport, dur: Duration) {
     r.drops_at_5m = stats.total_missed();
     r.attempted_at_5m = sent;
     r.late_ms_at_5m = late.as_secs_f64() * 1e3;
+    r.drain_gap_ms_at_5m = stats.longest_drain_gap_ns as f64 / 1e6;
 }
 
 fn targets(r: &BenchReport) -> Vec<TargetCheck> {
@@ -1653,6 +1659,7 @@ impl BenchReport {
             ("latency_mean_ns", self.latency.mean),
             ("resolution_ns", self.latency.resolution_ns),
             ("late_ms_at_5m", self.late_ms_at_5m),
+            ("drain_gap_ms_at_5m", self.drain_gap_ms_at_5m),
             ("register_thread_ns", self.latency.register),
             ("disabled_loop_ns", self.disabled_loop.median),
             ("first_call_no_spare_ns", self.latency.first_call_no_spare),
@@ -1842,8 +1849,8 @@ impl fmt::Display for BenchReport {
         }
         writeln!(
             f,
-            "drops at 5 M records/s from 2 threads (default ring): {} of {} (producers at worst {:.1} ms behind schedule)",
-            self.drops_at_5m, self.attempted_at_5m, self.late_ms_at_5m
+            "drops at 5 M records/s from 2 threads (default ring): {} of {} (producers at worst {:.1} ms behind schedule, {:.1} ms at most between two drains)",
+            self.drops_at_5m, self.attempted_at_5m, self.late_ms_at_5m, self.drain_gap_ms_at_5m
         )?;
         writeln!(f, "targets:")?;
         for t in &self.targets {
@@ -1889,6 +1896,7 @@ mod tests {
             "latency_mean_ns",
             "resolution_ns",
             "late_ms_at_5m",
+            "drain_gap_ms_at_5m",
             "register_thread_ns",
             "first_call_registered_ns",
             "first_call_no_spare_ns",

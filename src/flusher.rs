@@ -39,6 +39,8 @@ pub(crate) struct Progress {
     bytes: AtomicU64,
     pages_lost: AtomicU64,
     sink_errors: AtomicU64,
+    /// The longest time between the starts of two consecutive cycles, ns.
+    longest_gap_ns: AtomicU64,
     first_error: Mutex<Option<String>>,
     slots: Mutex<Vec<SlotSummary>>,
 }
@@ -60,6 +62,7 @@ impl Progress {
             bytes: self.bytes.load(Ordering::Relaxed),
             pages_lost: self.pages_lost.load(Ordering::Relaxed),
             sink_errors: self.sink_errors.load(Ordering::Relaxed),
+            longest_drain_gap_ns: self.longest_gap_ns.load(Ordering::Relaxed),
             first_sink_error: self.first_error.lock().clone(),
         }
     }
@@ -264,11 +267,21 @@ impl Flusher {
     }
 
     fn run(mut self) -> io::Result<SessionSummary> {
+        let mut last_start: Option<Instant> = None;
         loop {
             // `is_finishing` is an Acquire load paired with `finish`'s Release store: the final
             // cycle starts after the recorder was uninstalled, so every write that completed
             // before `finish()` was called is published in its ring by now.
             let finishing = self.core.wakeup.is_finishing();
+            let now = Instant::now();
+            if let Some(prev) = last_start.replace(now) {
+                let gap = u64::try_from(now.duration_since(prev).as_nanos()).unwrap_or(u64::MAX);
+                // Relaxed: a statistic, read by `stats()` snapshots; only this thread writes it.
+                self.core
+                    .progress
+                    .longest_gap_ns
+                    .fetch_max(gap, Ordering::Relaxed);
+            }
             self.cycle(finishing);
             if finishing {
                 break;

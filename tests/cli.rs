@@ -64,6 +64,11 @@ fn demo_json_report_stats_and_pages() {
         "slot 0 is counted too"
     );
     assert_eq!(slots.len(), 4, "recorder + game loop + 2 workers");
+    // A 0.5 s run has many flusher cycles; no gap between two of them is longer than the run.
+    let gap = v["longest_drain_gap_ms"]
+        .as_f64()
+        .expect("longest_drain_gap_ms");
+    assert!(gap > 0.0 && gap < 500.0, "{gap} ms");
     let sum: u64 = slots.iter().map(|s| s["written"].as_u64().unwrap()).sum();
     assert_eq!(sum, written);
     assert_eq!(

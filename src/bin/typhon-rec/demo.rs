@@ -305,6 +305,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             "filtered": stats.total_filtered(),
             "no_slot": stats.no_slot,
             "pages": stats.pages,
+            "longest_drain_gap_ms": stats.longest_drain_gap_ns as f64 / 1e6,
             "bytes": bytes,
             "page_size": a.page_size,
             "kinds": kinds,
@@ -333,6 +334,10 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         stats.pages,
         a.page_size,
         stats.slots.len()
+    );
+    println!(
+        "  flusher   at most {:.1} ms between two drains of the rings",
+        stats.longest_drain_gap_ns as f64 / 1e6
     );
     println!(
         "  latency   per write (sampled 1/32, bracket cost removed): p50 {} ns, p99 {} ns, p99.9 {} ns, p99.99 {} ns, max {} ns",
