@@ -2037,17 +2037,22 @@ mod tests {
         }
     }
 
+    /// A recorder into a NullSink with `spares` spare rings and an hour's flush interval: only
+    /// a thread's exit (which wakes the flusher) and `drain` make it cycle, so the counts a
+    /// test takes between drains are not racing its timer.
+    fn drain_driven(spares: usize) -> Recorder {
+        RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .spare_rings(spares)
+            .flush_interval(Duration::from_secs(3600))
+            .start()
+            .unwrap()
+    }
+
     #[test]
     fn first_claims_take_spare_rings_and_a_helper_makes_new_ones() {
         let _g = doc_lock();
-        // An hour's interval: only a thread's exit (which wakes it) and `drain` make the flusher
-        // cycle, so the counts below are not racing its timer.
-        let rec = RecorderBuilder::new()
-            .sink(crate::sink::NullSink)
-            .spare_rings(2)
-            .flush_interval(Duration::from_secs(3600))
-            .start()
-            .unwrap();
+        let rec = drain_driven(2);
         assert_eq!(
             spares(&rec),
             2,
@@ -2076,12 +2081,7 @@ mod tests {
     fn stats_give_the_longest_gap_between_two_drains() {
         let _g = doc_lock();
         let t0 = std::time::Instant::now();
-        // Only `drain` makes the flusher cycle after its first one.
-        let rec = RecorderBuilder::new()
-            .sink(crate::sink::NullSink)
-            .flush_interval(Duration::from_secs(3600))
-            .start()
-            .unwrap();
+        let rec = drain_driven(DEFAULT_SPARE_RINGS);
         rec.drain();
         std::thread::sleep(Duration::from_millis(30));
         rec.drain();
@@ -2095,12 +2095,7 @@ mod tests {
     #[test]
     fn the_rings_are_drained_while_a_spare_ring_is_being_made() {
         let _g = doc_lock();
-        let rec = RecorderBuilder::new()
-            .sink(crate::sink::NullSink)
-            .spare_rings(1)
-            .flush_interval(Duration::from_secs(3600))
-            .start()
-            .unwrap();
+        let rec = drain_driven(1);
         // The next ring to be made waits until `kernel` is dropped: a kernel compacting memory.
         let (kernel, stall) = std::sync::mpsc::channel::<()>();
         *rec.core.registry.stall.lock().unwrap() = Some(stall);
