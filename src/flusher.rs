@@ -19,7 +19,7 @@
 use crate::codec::{self, kinds::Shape, records, TraceEventKind};
 use crate::page::{PageWriter, PushError};
 use crate::recorder::{Core, Stats};
-use crate::registry::{ACTIVE, FREE, RETIRING, SLOTS};
+use crate::registry::{SpareOutcome, ACTIVE, FREE, RETIRING, SLOTS};
 use crate::ring::{Consumer, Entry};
 use crate::sink::{SessionSummary, Sink, SlotSummary};
 use parking_lot::Mutex;
@@ -129,7 +129,7 @@ struct Flusher {
 }
 
 /// How long after the kernel refused a spare ring the next one is tried.
-const SPARE_RETRY: Duration = Duration::from_secs(1);
+pub(crate) const SPARE_RETRY: Duration = Duration::from_secs(1);
 
 /// Keeps the pool of spare rings full from a helper thread, so that the flusher never waits
 /// for the kernel.
@@ -138,17 +138,18 @@ const SPARE_RETRY: Duration = Duration::from_secs(1);
 /// machines, more on a fragmented one (see [`Registry::make_spare`]). Made by the flusher, that
 /// stall would hold up the drain of every ring, and a thread writing 2.5 M records/s fills its
 /// 2 MiB ring in about 38 ms. So the flusher, after a cycle that finds the pool short, starts a
-/// helper thread (`typhon-spares`) that makes rings until the pool is full and then ends; the
-/// flusher looks at it after each cycle and joins it at shutdown. There is at most one helper,
-/// and none while the pool is full, so a program whose threads have all started carries no
-/// extra thread. If the kernel refuses a ring, the next attempt waits [`SPARE_RETRY`] (a
-/// thread that finds no spare meanwhile makes its own ring, as without a pool). Only if no
-/// thread can be started does the flusher make a ring itself, one per cycle.
+/// helper thread (`typhon-spares`) that makes rings until the pool is full (or the recorder is
+/// finishing) and then ends; the flusher looks at it after each cycle and joins it at
+/// shutdown. There is at most one helper, and none while the pool is full, so a program whose
+/// threads have all started carries no extra thread. If the kernel refuses a ring, the next
+/// helper starts after the first cycle at least [`SPARE_RETRY`] later (a thread that finds no
+/// spare meanwhile makes its own ring, as without a pool). Only if no thread can be started
+/// does the flusher make a ring itself, one per cycle.
 ///
 /// [`Registry::make_spare`]: crate::registry::Registry::make_spare
 #[derive(Default)]
 struct SpareMaker {
-    /// The helper while it runs; it returns whether it left the pool full.
+    /// The helper until the flusher joins it; it returns false if the kernel refused a ring.
     helper: Option<JoinHandle<bool>>,
     /// No helper before this time: the last one could not make a ring.
     retry_at: Option<Instant>,
@@ -163,11 +164,11 @@ impl SpareMaker {
                 return;
             }
             // A helper that panicked made no ring worth waiting for: treat it as refused.
-            let filled = self
+            let given = self
                 .helper
                 .take()
                 .is_some_and(|h| h.join().unwrap_or(false));
-            if !filled {
+            if !given {
                 self.retry_at = Some(Instant::now() + SPARE_RETRY);
             }
         }
@@ -179,9 +180,15 @@ impl SpareMaker {
         let spawned = std::thread::Builder::new()
             .name("typhon-spares".into())
             .spawn(move || {
-                // `make_spare` is false when the pool is full or the kernel refused the ring.
-                while c.registry.make_spare() {}
-                !c.registry.needs_spares()
+                // A finishing recorder would unmap the rings at once: stop making them.
+                while !c.wakeup.is_finishing() {
+                    match c.registry.try_make_spare() {
+                        SpareOutcome::Made => {}
+                        SpareOutcome::Full => break,
+                        SpareOutcome::Refused => return false,
+                    }
+                }
+                true
             });
         match spawned {
             Ok(h) => self.helper = Some(h),
@@ -196,6 +203,14 @@ impl SpareMaker {
         if let Some(h) = self.helper.take() {
             let _ = h.join();
         }
+    }
+}
+
+impl Drop for SpareMaker {
+    /// A flusher that unwinds (a panic in a cycle) still waits for its helper, which holds the
+    /// recorder's state, instead of leaving it running after `finish()` returned.
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -315,8 +315,9 @@ impl RecorderBuilder {
     /// microseconds (the rest is the slot claim and the thread's ThreadInfo record). Spares are
     /// huge-page backed from 2 MiB up where the kernel allows (see
     /// [`Backing`](crate::ring::Backing)); each may take milliseconds when the kernel must
-    /// compact memory, in `start()` or on that helper, never on a writing thread or the
-    /// flusher, so the drain of the rings never waits for the kernel. A slot keeps
+    /// compact memory, in `start()` or on that helper, never on a writing thread, and on the
+    /// flusher only if no thread can be started, so the drain of the rings does not wait for
+    /// the kernel. A slot keeps
     /// its ring for later threads, so spares matter only while the number of threads grows, and
     /// a ring a thread had to make itself (4 KiB pages) stays with its slot: give at least as
     /// many spares as threads that start at once. The cost is `n × ring_bytes` of memory held
@@ -720,12 +721,12 @@ pub struct Stats {
     /// Errors the sink returned.
     pub sink_errors: u64,
     /// The longest time, in ns, between the starts of two consecutive drains of the rings (the
-    /// flusher's cycles); 0 before the second. It is about the flush interval, or less while
-    /// busy rings wake the flusher early. A ring fills in its size divided by its thread's
-    /// write rate (about 38 ms for the default 2 MiB at 2.5 M records/s), so a gap longer
-    /// than that is where records were dropped: the flusher was not scheduled, or the sink
-    /// blocked it. Records dropped with gaps well under that came from bursts larger than the
-    /// ring.
+    /// flusher's cycles); 0 before the second. It is about the flush interval (10 ms by
+    /// default), or less while busy rings wake the flusher early. A ring fills in its size
+    /// divided by its thread's write rate (about 38 ms for the default 2 MiB at 2.5 M
+    /// records/s), so a gap longer than that can drop the records of a thread writing at that
+    /// rate: the flusher was not scheduled, or the sink held it up. Drops with every gap well
+    /// under that came from bursts larger than the ring.
     pub longest_drain_gap_ns: u64,
     /// The first sink error, as text.
     pub first_sink_error: Option<String>,
@@ -2078,6 +2079,37 @@ mod tests {
     }
 
     #[test]
+    fn after_a_refused_spare_ring_the_next_try_waits_a_second() {
+        let _g = doc_lock();
+        let rec = drain_driven(1);
+        {
+            let mut hook = rec.core.registry.hook.lock().unwrap();
+            hook.refuse = 1;
+            hook.attempts.clear(); // `start()` made the first spare
+        }
+        std::thread::spawn(|| crate::ingress_received(1, 2, 3, 4))
+            .join()
+            .unwrap();
+        // Each drain's cycle lets the flusher look at its helper; the pool is refilled by the
+        // second try, which the refusal puts off by a second.
+        let t0 = std::time::Instant::now();
+        while spares(&rec) < 1 {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no spare ring made");
+            rec.drain();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let attempts = rec.core.registry.hook.lock().unwrap().attempts.clone();
+        assert_eq!(attempts.len(), 2, "one refused try, one that made the ring");
+        let wait = attempts[1] - attempts[0];
+        assert!(
+            wait >= crate::flusher::SPARE_RETRY,
+            "retried after {wait:?}"
+        );
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.user_written(), 2, "ThreadInfo and the event");
+    }
+
+    #[test]
     fn stats_give_the_longest_gap_between_two_drains() {
         let _g = doc_lock();
         let t0 = std::time::Instant::now();
@@ -2098,7 +2130,7 @@ mod tests {
         let rec = drain_driven(1);
         // The next ring to be made waits until `kernel` is dropped: a kernel compacting memory.
         let (kernel, stall) = std::sync::mpsc::channel::<()>();
-        *rec.core.registry.stall.lock().unwrap() = Some(stall);
+        rec.core.registry.hook.lock().unwrap().stall = Some(stall);
         std::thread::spawn(|| crate::ingress_received(1, 2, 3, 4))
             .join()
             .unwrap();

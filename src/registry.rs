@@ -96,10 +96,40 @@ pub struct Registry {
     spares: Mutex<Vec<(Producer, Consumer)>>,
     /// How many spares [`Registry::top_up_spares`] keeps.
     spare_target: usize,
-    /// Tests: the next `make_spare` first waits on this (a message or the sender's drop), to
-    /// stand for a kernel that is slow to give the ring.
+    /// Tests: stands for a kernel that is slow to give a ring, or refuses it.
     #[cfg(test)]
-    pub(crate) stall: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+    pub(crate) hook: std::sync::Mutex<SpareHook>,
+}
+
+/// What [`Registry::try_make_spare`] did.
+///
+/// ```
+/// use typhon_recorder::registry::{Registry, SpareOutcome};
+/// let r = Registry::with_spares(4096, 1);
+/// assert_eq!(r.try_make_spare(), SpareOutcome::Made);
+/// assert_eq!(r.try_make_spare(), SpareOutcome::Full);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpareOutcome {
+    /// A ring was made and put in the pool.
+    Made,
+    /// The pool already held its target; nothing was made.
+    Full,
+    /// The pool is short, but the ring could not be made ([`crate::ring::ring`] failed: the
+    /// kernel refused the memory, or the ring size is invalid).
+    Refused,
+}
+
+/// Tests: what the next attempts to make a spare ring meet.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct SpareHook {
+    /// The next attempt first waits on this (a message or the sender's drop).
+    pub(crate) stall: Option<std::sync::mpsc::Receiver<()>>,
+    /// This many attempts are refused.
+    pub(crate) refuse: usize,
+    /// When each attempt began.
+    pub(crate) attempts: Vec<std::time::Instant>,
 }
 
 impl Registry {
@@ -130,16 +160,15 @@ impl Registry {
             spares: Mutex::new(Vec::with_capacity(spares)),
             spare_target: spares,
             #[cfg(test)]
-            stall: std::sync::Mutex::new(None),
+            hook: std::sync::Mutex::new(SpareHook::default()),
         }
     }
 
     /// Allocates (and faults in) rings until the pool holds its target number of spares; returns
-    /// how many it made. Called by `start()` and by the flusher's `typhon-spares` helper, never
-    /// by a writing thread or the flusher itself (see [`make_spare`](Self::make_spare)). A ring
-    /// size that
-    /// [`ring`](crate::ring::ring) refuses makes no spare (the claim then reports the error, as
-    /// without a pool).
+    /// how many it made. Called by `start()`, never by a writing thread; later the flusher's
+    /// `typhon-spares` helper makes them (see [`try_make_spare`](Self::try_make_spare)). A
+    /// ring size that [`ring`](crate::ring::ring) refuses makes no spare (the claim then
+    /// reports the error, as without a pool).
     ///
     /// ```
     /// let r = typhon_recorder::registry::Registry::with_spares(4096, 1);
@@ -156,13 +185,8 @@ impl Registry {
         made
     }
 
-    /// Makes one spare ring if the pool is below its target; returns whether it made one.
-    ///
-    /// Spares are huge-page backed ([`crate::ring::ring`]): fewer TLB misses on every write, but
-    /// making one may wait milliseconds for the kernel to compact memory. So after `start()`
-    /// only a helper thread makes them, which the flusher starts while the pool is short: the
-    /// flusher goes on draining the rings meanwhile. The ring is made outside the pool's lock,
-    /// so a claim that takes a spare meanwhile waits for no allocation.
+    /// Makes one spare ring if the pool is below its target; returns whether it made one
+    /// ([`try_make_spare`](Self::try_make_spare) tells a full pool from a refused ring).
     ///
     /// ```
     /// let r = typhon_recorder::registry::Registry::with_spares(4096, 2);
@@ -172,21 +196,51 @@ impl Registry {
     /// assert!(!r.make_spare()); // the pool is full
     /// ```
     pub fn make_spare(&self) -> bool {
+        self.try_make_spare() == SpareOutcome::Made
+    }
+
+    /// Makes one spare ring if the pool is below its target, and says what happened.
+    ///
+    /// Spares are huge-page backed ([`crate::ring::ring`]): fewer TLB misses on every write, but
+    /// making one may wait milliseconds for the kernel to compact memory. So after `start()`
+    /// a helper thread makes them, which the flusher starts while the pool is short, and the
+    /// flusher goes on draining the rings meanwhile (only when no thread can be started does
+    /// the flusher make one itself). The ring is made outside the pool's lock, so a claim that
+    /// takes a spare meanwhile waits for no allocation.
+    ///
+    /// ```
+    /// use typhon_recorder::registry::{Registry, SpareOutcome};
+    /// let r = Registry::with_spares(4096, 1);
+    /// assert_eq!(r.try_make_spare(), SpareOutcome::Made);
+    /// assert_eq!(r.try_make_spare(), SpareOutcome::Full);
+    /// // A ring size the ring module refuses (not a power of two):
+    /// assert_eq!(Registry::with_spares(5000, 1).try_make_spare(), SpareOutcome::Refused);
+    /// ```
+    pub fn try_make_spare(&self) -> SpareOutcome {
         if !self.needs_spares() {
-            return false;
+            return SpareOutcome::Full;
         }
         #[cfg(test)]
         {
-            let stall = self.stall.lock().map(|mut s| s.take()).ok().flatten();
+            let (stall, refuse) = {
+                let mut h = self.hook.lock().unwrap_or_else(|e| e.into_inner());
+                h.attempts.push(std::time::Instant::now());
+                let refuse = h.refuse > 0;
+                h.refuse = h.refuse.saturating_sub(1);
+                (h.stall.take(), refuse)
+            };
             if let Some(rx) = stall {
                 let _ = rx.recv();
             }
+            if refuse {
+                return SpareOutcome::Refused;
+            }
         }
         let Ok(pc) = crate::ring::ring(self.ring_bytes) else {
-            return false;
+            return SpareOutcome::Refused;
         };
         self.spares.lock().push(pc);
-        true
+        SpareOutcome::Made
     }
 
     /// Whether the pool holds fewer spares than its target (a claim took one).

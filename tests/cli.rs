@@ -29,6 +29,7 @@ fn assert_clean_failure(o: &Output) {
 fn demo_json_report_stats_and_pages() {
     let d = scratch("demo");
     let out = d.join("demo.dat");
+    let t0 = std::time::Instant::now();
     let o = rec(&[
         "demo",
         "--out",
@@ -41,6 +42,7 @@ fn demo_json_report_stats_and_pages() {
         "20000",
         "--json",
     ]);
+    let ran_ms = t0.elapsed().as_secs_f64() * 1e3;
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON on stdout");
     for k in [
@@ -64,11 +66,15 @@ fn demo_json_report_stats_and_pages() {
         "slot 0 is counted too"
     );
     assert_eq!(slots.len(), 4, "recorder + game loop + 2 workers");
-    // A 0.5 s run has many flusher cycles; no gap between two of them is longer than the run.
+    // A 0.5 s run has many flusher cycles, and no gap between two of them is longer than the
+    // whole command.
     let gap = v["longest_drain_gap_ms"]
         .as_f64()
         .expect("longest_drain_gap_ms");
-    assert!(gap > 0.0 && gap < 500.0, "{gap} ms");
+    assert!(
+        gap > 0.0 && gap <= ran_ms,
+        "{gap} ms in a command of {ran_ms} ms"
+    );
     let sum: u64 = slots.iter().map(|s| s["written"].as_u64().unwrap()).sum();
     assert_eq!(sum, written);
     assert_eq!(
