@@ -181,7 +181,9 @@ const char *typhon_version(void);
 const char *typhon_error_name(int32_t code);
 
 // Starts a recorder writing to `config->output_path` and installs it process-wide; every
-// thread of the process then records through the write functions.
+// thread of the process then records through the write functions. The recorder runs one
+// thread of its own, `typhon-flusher`, and while threads are taking the spare rings a
+// short-lived second one, `typhon-spares`, that makes new ones; `typhon_finish` joins both.
 //
 // Returns `TYPHON_ERR_NULL` (config or path NULL), `TYPHON_ERR_UTF8`,
 // `TYPHON_ERR_CONFIG`, `TYPHON_ERR_ALREADY_STARTED` or `TYPHON_ERR_IO` on failure.
@@ -226,7 +228,7 @@ uint64_t typhon_ns_to_ticks(uint64_t ns);
 
 // Claims the calling thread's slot now and writes its ThreadInfo record, so that its first
 // event costs what every later one does (the claim takes one of the spare rings in a few
-// microseconds, or, once they are used up, allocates a ring and faults its pages in: 0.5–0.9 ms
+// microseconds, or, once they are used up, allocates a ring and faults its pages in: 0.8–1.5 ms
 // for the default ring on a small VM). Call it at thread start, after
 // `typhon_set_thread_info`. Returns `TYPHON_OK`, `TYPHON_ERR_NOT_STARTED` without a recorder,
 // or `TYPHON_ERR_NO_SLOT` when all 255 slots are taken.

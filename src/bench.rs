@@ -1339,10 +1339,12 @@ fn thread_cpu_ns(name: &str) -> Option<u64> {
 
 fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
     let path = std::env::temp_dir().join(format!("typhon-bench-flush-{}.dat", std::process::id()));
-    // No spare rings: the flusher would top the pool up with a 64 MiB ring inside the timed
-    // window, and its CPU time would count making that ring as draining: about 29 ms in 4 KiB
-    // pages, and 32 huge pages at 5.6–7.5 ms each (180–240 ms) when each needs compaction
-    // (one run with spares read 31.7 M records/s). The producer makes its ring itself.
+    // No spare rings: the pool would be topped up with a 64 MiB ring inside the timed window,
+    // about 29 ms in 4 KiB pages and 32 huge pages at 5.6–7.5 ms each (180–240 ms) when each
+    // needs compaction. When the flusher made spares, its CPU time counted that as draining
+    // (one run read 31.7 M records/s); the helper thread that makes them now would still take
+    // one of the two cores from the producer or the flusher. The producer makes its ring
+    // itself, before the timed window.
     let b = RecorderBuilder::new()
         .ring_bytes(BIG_RING)
         .spare_rings(0)

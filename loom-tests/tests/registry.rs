@@ -96,7 +96,8 @@ fn claim_retire_reuse_against_flusher() {
 }
 
 /// A thread's first claim races the flusher's `typhon-spares` helper topping up the spare pool
-/// (`Registry::top_up_spares`, the loop the helper runs): the claim gets a ring
+/// (`Registry::top_up_spares`: the same `try_make_spare` steps as the helper's loop, which also
+/// stops at a refused ring or a finishing recorder): the claim gets a ring
 /// either way (a spare, or its own when the pool is empty at that moment), the pool ends full,
 /// and no ring is handed out twice (each side's records come back from its own ring only).
 #[test]
