@@ -79,8 +79,8 @@
 // `typhon_start`: a recorder is already running in this process.
 #define TYPHON_ERR_ALREADY_STARTED -4
 
-// `typhon_finish`, `typhon_stats`, `typhon_drain`, `typhon_register_thread`: no recorder was
-// started with `typhon_start`.
+// `typhon_finish`, `typhon_stats`, `typhon_longest_drain_gap`, `typhon_drain`,
+// `typhon_register_thread`: no recorder was started with `typhon_start`.
 #define TYPHON_ERR_NOT_STARTED -5
 
 // An I/O error creating or writing the output file.
@@ -211,6 +211,17 @@ int32_t typhon_finish(struct TyphonStats *out);
 // # Safety
 // `out` must be NULL or point to writable storage for a `TyphonStats`.
 int32_t typhon_stats(struct TyphonStats *out);
+
+// The longest time so far, in ns, between two drains of the rings (the flusher's cycles),
+// into `*out_ns`; 0 before the second. A ring fills in its size divided by its thread's write
+// rate (about 38 ms for the default 2 MiB at 2.5 M records/s): a longer gap can drop that
+// thread's records, because the flusher was not scheduled or its output held it up. It is a
+// call of its own rather than a field of `TyphonStats`, whose layout hosts have compiled in.
+// Returns `TYPHON_ERR_NULL` or `TYPHON_ERR_NOT_STARTED`.
+//
+// # Safety
+// `out_ns` must be NULL or point to a writable `uint64_t`.
+int32_t typhon_longest_drain_gap(uint64_t *out_ns);
 
 // Waits until the flusher has drained every record written before this call (on this thread,
 // or on threads joined before it) and freed the slots of threads that have exited, so that

@@ -63,8 +63,8 @@ pub const TYPHON_ERR_UTF8: i32 = -2;
 pub const TYPHON_ERR_CONFIG: i32 = -3;
 /// `typhon_start`: a recorder is already running in this process.
 pub const TYPHON_ERR_ALREADY_STARTED: i32 = -4;
-/// `typhon_finish`, `typhon_stats`, `typhon_drain`, `typhon_register_thread`: no recorder was
-/// started with `typhon_start`.
+/// `typhon_finish`, `typhon_stats`, `typhon_longest_drain_gap`, `typhon_drain`,
+/// `typhon_register_thread`: no recorder was started with `typhon_start`.
 pub const TYPHON_ERR_NOT_STARTED: i32 = -5;
 /// An I/O error creating or writing the output file.
 pub const TYPHON_ERR_IO: i32 = -6;
@@ -441,6 +441,38 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
         };
         // SAFETY: non-null; the caller guarantees writable, aligned TyphonStats.
         unsafe { store(out, TyphonStats::from(&s)) }
+    })
+}
+
+/// The longest time so far, in ns, between two drains of the rings (the flusher's cycles),
+/// into `*out_ns`; 0 before the second. A ring fills in its size divided by its thread's write
+/// rate (about 38 ms for the default 2 MiB at 2.5 M records/s): a longer gap can drop that
+/// thread's records, because the flusher was not scheduled or its output held it up. It is a
+/// call of its own rather than a field of `TyphonStats`, whose layout hosts have compiled in.
+/// Returns [`TYPHON_ERR_NULL`] or [`TYPHON_ERR_NOT_STARTED`].
+///
+/// # Safety
+/// `out_ns` must be NULL or point to a writable `uint64_t`.
+///
+/// ```
+/// use typhon_recorder::ffi::*;
+/// # let _g = typhon_recorder::recorder::doc_lock();
+/// let mut gap = 0u64;
+/// assert_eq!(unsafe { typhon_longest_drain_gap(&mut gap) }, TYPHON_ERR_NOT_STARTED);
+/// assert_eq!(unsafe { typhon_longest_drain_gap(std::ptr::null_mut()) }, TYPHON_ERR_NULL);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_longest_drain_gap(out_ns: *mut u64) -> i32 {
+    guarded(|| {
+        if out_ns.is_null() {
+            return TYPHON_ERR_NULL;
+        }
+        let gap = match RECORDER.lock().as_ref() {
+            Some(r) => r.stats().longest_drain_gap_ns,
+            None => return TYPHON_ERR_NOT_STARTED,
+        };
+        // SAFETY: non-null; the caller guarantees a writable, aligned uint64_t.
+        unsafe { store(out_ns, gap) }
     })
 }
 

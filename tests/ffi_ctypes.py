@@ -37,6 +37,7 @@ SIGS = {
     "typhon_start": ([C.POINTER(TyphonConfig)], i32),
     "typhon_finish": ([C.POINTER(TyphonStats)], i32),
     "typhon_stats": ([C.POINTER(TyphonStats)], i32),
+    "typhon_longest_drain_gap": ([P64], i32),
     "typhon_drain": ([], i32),
     "typhon_register_thread": ([], i32),
     "typhon_now": ([], u64),
@@ -101,6 +102,8 @@ def main():
     print("VERSION", lib.typhon_version().decode())
     check(lib.typhon_start(None), ERR_NULL, "start(NULL)")
     check(lib.typhon_drain(), ERR_NOT_STARTED, "drain before start")
+    gap = C.c_uint64(0)
+    check(lib.typhon_longest_drain_gap(C.byref(gap)), ERR_NOT_STARTED, "drain gap before start")
     check(lib.typhon_register_thread(), ERR_NOT_STARTED, "register_thread before start")
     cfg = TyphonConfig(out, 0, 1 << 20, 1000)
     check(lib.typhon_start(C.byref(cfg)), OK, "start")
@@ -116,6 +119,9 @@ def main():
     check(lib.typhon_tick_end(0, 1), OK, "tick_end")
     st = TyphonStats()
     check(lib.typhon_stats(C.byref(st)), OK, "stats")
+    check(lib.typhon_longest_drain_gap(C.byref(gap)), OK, "drain gap")
+    if gap.value == 0:
+        failures.append("drain gap 0 after a drain per round")
     check(lib.typhon_finish(C.byref(st)), OK, "finish")
     check(lib.typhon_finish(None), ERR_NOT_STARTED, "finish twice")
     print("STATS " + " ".join(f"{f}={getattr(st, f)}" for f in STATS_FIELDS))

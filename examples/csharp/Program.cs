@@ -45,6 +45,7 @@ static class Program
             TyphonRecorder.TickEnd(overloadLevel: 0, tickMultiplier: 1);
         }
 
+        Console.WriteLine($"at most {TyphonRecorder.LongestDrainGap().TotalMilliseconds:F1} ms between two drains of the rings");
         TyphonStats s = TyphonRecorder.Finish();
         Console.WriteLine($"attempted {s.Attempted} = written {s.Written} + missed {s.Missed} + lost {s.SinkLost}");
     }

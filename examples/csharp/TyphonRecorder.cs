@@ -51,6 +51,7 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_start(TyphonConfig* config);
         [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* stats);
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* stats);
+        [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* ns);
         [DllImport(Lib)] public static extern int typhon_drain();
         [DllImport(Lib)] public static extern ulong typhon_now();
         [DllImport(Lib)] public static extern ulong typhon_ns_to_ticks(ulong ns);
@@ -119,6 +120,12 @@ namespace Typhon.Recorder
 
         public static TyphonStats Finish() { TyphonStats s; Check(Native.typhon_finish(&s)); return s; }
         public static TyphonStats Stats() { TyphonStats s; Check(Native.typhon_stats(&s)); return s; }
+
+        /// <summary>Longest time between two drains of the rings so far (a gap longer than a ring holds drops records).</summary>
+        public static TimeSpan LongestDrainGap()
+        {
+            ulong ns; Check(Native.typhon_longest_drain_gap(&ns)); return TimeSpan.FromTicks((long)(ns / 100));
+        }
 
         /// <summary>Call once per thread before its first event (pool threads: ThreadKind.Pool).</summary>
         public static void SetThreadInfo(ReadOnlySpan<byte> utf8Name, ThreadKind kind)

@@ -86,6 +86,8 @@ int main(int argc, char **argv) {
     CHECK(typhon_start(NULL), TYPHON_ERR_NULL);
     TyphonStats st;
     CHECK(typhon_stats(&st), TYPHON_ERR_NOT_STARTED);
+    uint64_t gap = 0;
+    CHECK(typhon_longest_drain_gap(&gap), TYPHON_ERR_NOT_STARTED);
     CHECK(typhon_drain(), TYPHON_ERR_NOT_STARTED);
     CHECK(typhon_register_thread(), TYPHON_ERR_NOT_STARTED);
     if (strcmp(typhon_error_name(TYPHON_ERR_NO_SLOT), "TYPHON_ERR_NO_SLOT") != 0) failures++;
@@ -121,6 +123,10 @@ int main(int argc, char **argv) {
     CHECK(typhon_stats(&st), TYPHON_OK);
     /* Every record of the joined workers is counted by now. */
     if (st.written < (unsigned long long)ROUNDS * THREADS * EVENTS) failures++;
+    /* One drain per round: at least two cycles, so some time passed between two of them. */
+    CHECK(typhon_longest_drain_gap(NULL), TYPHON_ERR_NULL);
+    CHECK(typhon_longest_drain_gap(&gap), TYPHON_OK);
+    if (gap == 0) failures++;
     CHECK(typhon_phase_end(1), TYPHON_OK);
     CHECK(typhon_tick_end(0, 1), TYPHON_OK);
     CHECK(typhon_finish(&st), TYPHON_OK);
