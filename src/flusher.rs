@@ -131,13 +131,13 @@ struct Flusher {
 /// How long after the kernel refused a spare ring the next one is tried.
 pub(crate) const SPARE_RETRY: Duration = Duration::from_secs(1);
 
-/// Keeps the pool of spare rings full from a helper thread, so that the flusher never waits
+/// Keeps the pool of spare rings full from a helper thread, so that the flusher does not wait
 /// for the kernel.
 ///
 /// Making a huge-page ring may stall for memory compaction: 5–9 ms measured on this project's
-/// machines, more on a fragmented one (see [`Registry::make_spare`]). Made by the flusher, that
-/// stall would hold up the drain of every ring, and a thread writing 2.5 M records/s fills its
-/// 2 MiB ring in about 38 ms. So the flusher, after a cycle that finds the pool short, starts a
+/// machines, more on a fragmented one (see [`Registry::try_make_spare`]). Made by the flusher,
+/// that stall would hold up the drain of every ring, and a thread writing 2.5 M records/s fills
+/// its 2 MiB ring in about 38 ms. So the flusher, after a cycle that finds the pool short, starts a
 /// helper thread (`typhon-spares`) that makes rings until the pool is full (or the recorder is
 /// finishing) and then ends; the flusher looks at it after each cycle and joins it at
 /// shutdown. There is at most one helper, and none while the pool is full, so a program whose
@@ -146,7 +146,7 @@ pub(crate) const SPARE_RETRY: Duration = Duration::from_secs(1);
 /// spare meanwhile makes its own ring, as without a pool). Only if no thread can be started
 /// does the flusher make a ring itself, one per cycle.
 ///
-/// [`Registry::make_spare`]: crate::registry::Registry::make_spare
+/// [`Registry::try_make_spare`]: crate::registry::Registry::try_make_spare
 #[derive(Default)]
 struct SpareMaker {
     /// The helper until the flusher joins it; it returns false if the kernel refused a ring.
