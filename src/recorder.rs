@@ -308,20 +308,20 @@ impl RecorderBuilder {
     /// Rings to keep allocated and faulted in for threads that have none yet (0 to 255).
     ///
     /// A thread's first event claims a slot and needs a ring of [`ring_bytes`](Self::ring_bytes);
-    /// faulting in a fresh 2 MiB in 4 KiB pages takes 0.8–1.5 ms on a small VM, a hitch in a
-    /// frame. `start()` makes this many rings before it returns and a helper thread of the
-    /// flusher's (`typhon-spares`, alive only while the pool is short) makes new ones as threads
-    /// take them, so the first event of a thread that finds a spare costs a few
-    /// microseconds (the rest is the slot claim and the thread's ThreadInfo record). Spares are
-    /// huge-page backed from 2 MiB up where the kernel allows (see
-    /// [`Backing`](crate::ring::Backing)); each may take milliseconds when the kernel must
-    /// compact memory, in `start()` or on that helper, never on a writing thread, and on the
-    /// flusher only if no thread can be started, so the drain of the rings does not wait for
-    /// the kernel. A slot keeps
-    /// its ring for later threads, so spares matter only while the number of threads grows, and
-    /// a ring a thread had to make itself (4 KiB pages) stays with its slot: give at least as
-    /// many spares as threads that start at once. The cost is `n × ring_bytes` of memory held
-    /// from the start; 0 turns the pool off (each new slot's first event then allocates its
+    /// faulting in a fresh 2 MiB in 4 KiB pages takes 0.8–1.5 ms on a small VM, a hitch in a frame.
+    /// `start()` makes this many rings before it returns and a helper thread of the flusher's
+    /// (`typhon-spares`, alive only while the pool is short) makes new ones as threads take them:
+    /// after the flusher's next cycle, or at once when a claim takes the last spare (that claim
+    /// wakes the flusher, some 20–30 µs more on its first event), so the first event of a thread
+    /// that finds a spare costs a few microseconds (the rest is the slot claim and the thread's
+    /// ThreadInfo record). Spares are huge-page backed from 2 MiB up where the kernel allows (see
+    /// [`Backing`](crate::ring::Backing)); each may take milliseconds when the kernel must compact
+    /// memory, in `start()` or on that helper, never on a writing thread, and on the flusher only
+    /// if no thread can be started, so the drain of the rings does not wait for the kernel. A slot
+    /// keeps its ring for later threads, so spares matter only while the number of threads grows,
+    /// and a ring a thread had to make itself (4 KiB pages) stays with its slot: give at least as
+    /// many spares as threads that start at once. The cost is `n × ring_bytes` of memory held from
+    /// the start; 0 turns the pool off (each new slot's first event then allocates its
     /// ring). [`crate::register_thread`] moves what remains of the
     /// claim to thread start.
     ///
@@ -921,6 +921,13 @@ fn claim(h: &mut Hot, gen: u64) {
         let Ok(Some((slot, parked))) = core.registry.claim() else {
             return gen; // no slot: this thread's events count as no-slot
         };
+        // The claim took the last spare: wake the flusher, whose next cycle starts the helper
+        // that makes new ones, rather than leave the pool empty until its timer, when the next
+        // thread would make its own ring (about 1 ms). Only the claim that empties the pool
+        // pays for the wake-up (a futex call, some 20-30 µs here).
+        if core.registry.spare_count() == 0 && core.registry.needs_spares() {
+            core.wake();
+        }
         let mut w = Box::new(Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,
@@ -2076,6 +2083,27 @@ mod tests {
         assert_eq!(spares(&rec), 2, "the helper made one ring, no more");
         let stats = rec.finish().unwrap();
         assert_eq!(stats.total_missed(), 0);
+    }
+
+    #[test]
+    fn taking_the_last_spare_has_it_replaced_without_waiting_for_the_timer() {
+        let _g = doc_lock();
+        let rec = drain_driven(1);
+        let (claimed_tx, claimed) = std::sync::mpsc::channel();
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            crate::ingress_received(1, 2, 3, 4);
+            claimed_tx.send(()).unwrap();
+            let _ = hold.recv();
+        });
+        claimed.recv().unwrap();
+        // No drain, and the thread has not exited (which would wake the flusher too): only the
+        // claim's wake-up can have started the helper before the hour-long timer.
+        wait_for_spares(&rec, 1);
+        drop(release);
+        t.join().unwrap();
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.user_written(), 2, "ThreadInfo and the event");
     }
 
     #[test]
