@@ -431,6 +431,17 @@ pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
+    // SAFETY: the caller's guarantee on `out`, as this function's contract states.
+    unsafe { store_stats(out, |s| TyphonStats::from(s)) }
+}
+
+/// Stores `pick` of a snapshot of the running recorder's stats into `*out`:
+/// [`TYPHON_ERR_NULL`] for a NULL `out` (checked first), [`TYPHON_ERR_NOT_STARTED`] without a
+/// recorder.
+///
+/// # Safety
+/// `out` must be NULL or point to writable storage, aligned for `T`.
+unsafe fn store_stats<T>(out: *mut T, pick: impl FnOnce(&Stats) -> T) -> i32 {
     guarded(|| {
         if out.is_null() {
             return TYPHON_ERR_NULL;
@@ -439,8 +450,8 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
             Some(r) => r.stats(),
             None => return TYPHON_ERR_NOT_STARTED,
         };
-        // SAFETY: non-null; the caller guarantees writable, aligned TyphonStats.
-        unsafe { store(out, TyphonStats::from(&s)) }
+        // SAFETY: non-null; the caller guarantees it is writable and aligned for T.
+        unsafe { store(out, pick(&s)) }
     })
 }
 
@@ -463,17 +474,8 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn typhon_longest_drain_gap(out_ns: *mut u64) -> i32 {
-    guarded(|| {
-        if out_ns.is_null() {
-            return TYPHON_ERR_NULL;
-        }
-        let gap = match RECORDER.lock().as_ref() {
-            Some(r) => r.stats().longest_drain_gap_ns,
-            None => return TYPHON_ERR_NOT_STARTED,
-        };
-        // SAFETY: non-null; the caller guarantees a writable, aligned uint64_t.
-        unsafe { store(out_ns, gap) }
-    })
+    // SAFETY: the caller's guarantee on `out_ns`, as this function's contract states.
+    unsafe { store_stats(out_ns, |s| s.longest_drain_gap_ns) }
 }
 
 /// Waits until the flusher has drained every record written before this call (on this thread,

@@ -137,14 +137,14 @@ pub(crate) const SPARE_RETRY: Duration = Duration::from_secs(1);
 /// Making a huge-page ring may stall for memory compaction: 5–9 ms measured on this project's
 /// machines, more on a fragmented one (see [`Registry::try_make_spare`]). Made by the flusher,
 /// that stall would hold up the drain of every ring, and a thread writing 2.5 M records/s fills
-/// its 2 MiB ring in about 38 ms. So the flusher, after a cycle that finds the pool short (a
-/// claim that takes the last spare wakes it for one), starts a helper thread (`typhon-spares`)
-/// that makes rings until the pool is full (or the recorder is finishing) and then ends; the
-/// flusher looks at it after each cycle and joins it at shutdown. There is at most one helper, and none while the pool is full, so a program whose
-/// threads have all started carries no extra thread. If the kernel refuses a ring, the next
-/// helper starts after the first cycle at least [`SPARE_RETRY`] later (a thread that finds no
-/// spare meanwhile makes its own ring, as without a pool). Only if no thread can be started
-/// does the flusher make a ring itself, one per cycle.
+/// its 2 MiB ring in about 38 ms. So the flusher, after a cycle that finds the pool short (a claim
+/// that takes the last spare wakes it for one), starts a helper thread (`typhon-spares`) that
+/// makes rings until the pool is full (or the recorder is finishing) and then ends; the flusher
+/// looks at it after each cycle and joins it at shutdown. There is at most one helper, and none
+/// while the pool is full, so a program whose threads have all started carries no extra thread. If
+/// the kernel refuses a ring, the next helper starts after the first cycle at least
+/// [`SPARE_RETRY`] later (a thread that finds no spare meanwhile makes its own ring, as without a
+/// pool). Only if no thread can be started does the flusher make a ring itself, one per cycle.
 ///
 /// [`Registry::try_make_spare`]: crate::registry::Registry::try_make_spare
 #[derive(Default)]

@@ -107,14 +107,13 @@ struct Shared {
 ///   first writes).
 /// - **From [`HUGE_PAGE`] up, [`Backing::Huge`]** (the default ring, made ahead of need) the
 ///   mapping is aligned to 2 MiB and advised `MADV_HUGEPAGE` before it is faulted in, so where
-///   transparent huge pages are enabled (`always` or `madvise`) one TLB entry covers 2 MiB of
-///   ring. A producer reaches a new 4 KiB
-///   page every ~190 records of 22 bytes, and under nested paging a TLB miss there is a
-///   two-level page walk: on a 2-vCPU KVM guest, 42% of our writes slower than 110 ns were the
-///   first on a new 4 KiB page (14 235 slow writes, 76 expected by chance), and huge pages took
-///   our p99.9 from 251–301 ns to 150–171 ns, side by side in 6 alternating sets
-///   (BENCHMARKS.md, round 9). Where the kernel gives no huge page the advice is ignored and
-///   the ring is 4 KiB pages, as below.
+///   transparent huge pages are enabled (`always` or `madvise`) one TLB entry covers 2 MiB of ring.
+///   A producer reaches a new 4 KiB page every ~190 records of 22 bytes, and under nested paging a
+///   TLB miss there is a two-level page walk: on a 2-vCPU KVM guest, 42% of our writes slower than
+///   110 ns were the first on a new 4 KiB page (14 235 slow writes, 76 expected by chance), and huge
+///   pages took our p99.9 from 251–301 ns to 150–171 ns, side by side in 6 alternating sets
+///   (BENCHMARKS.md, round 9). Where the kernel gives no huge page the advice is ignored and the
+///   ring is 4 KiB pages, as below.
 ///
 /// Elsewhere (and under Miri and loom) they are a page-aligned zeroed heap allocation with every
 /// page touched.
