@@ -5,6 +5,9 @@
 //! - `ring`: the same 22-byte record with a TSC read, written by our ring's `Producer` alone
 //!   into a ring of the default size that another thread drains every 10 ms (no recorder,
 //!   gate or thread-local around it);
+//! - `floor`: the latency floor of `typhon-rec bench`: a TSC read, three stores and a Release
+//!   store of the position into a private ring as large as ours that nobody reads
+//!   (`bench::FloorRing`);
 //! - `tsc+store`: a TSC read and three 8-byte stores into a private 16 KiB buffer (always in L1);
 //! - `tsc`: one TSC read;
 //! - `empty`: nothing (its median is the bracket cost subtracted from the others).
@@ -54,7 +57,7 @@ mod probe {
         }
     }
 
-    const NAMES: [&str; 5] = ["ours", "ring", "tsc+store", "tsc", "empty"];
+    const NAMES: [&str; 6] = ["ours", "ring", "floor", "tsc+store", "tsc", "empty"];
 
     /// One body's figures in one run: p50 and p99.9 (ns, less the empty bracket's median) and
     /// how many samples lay above 4 x that p50.
@@ -64,11 +67,15 @@ mod probe {
         over: u64,
     }
 
-    /// One run: `samples` rounds of the five bodies, one body every 120 ns.
+    /// One run: `samples` rounds of the six bodies, one body every 120 ns.
     fn run(samples: u64, ticks_per_ns: f64) -> Vec<Figures> {
         let new = || Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("valid bounds");
         let mut h: Vec<Histogram<u64>> = NAMES.iter().map(|_| new()).collect();
         let mut a = Buf::new();
+        let mut floor = typhon_recorder::bench::FloorRing::new(
+            typhon_recorder::recorder::DEFAULT_RING_BYTES / 8,
+        )
+        .expect("a floor ring of the default size");
         let (mut ring, mut drain) =
             typhon_recorder::ring::ring(typhon_recorder::recorder::DEFAULT_RING_BYTES)
                 .expect("a ring of the default size");
@@ -108,8 +115,9 @@ mod probe {
                             d[20..22].copy_from_slice(&64u16.to_le_bytes());
                         });
                     }
-                    2 => a.write(tsc(), i),
-                    3 => {
+                    2 => floor.write(tsc(), i, 9),
+                    3 => a.write(tsc(), i),
+                    4 => {
                         black_box(tsc());
                     }
                     _ => {}
@@ -120,14 +128,15 @@ mod probe {
             }
         }
         black_box(&a.words);
+        black_box(&mut floor);
         stop.store(true, Ordering::Relaxed);
         let _ = drainer.join();
-        let bracket = h[4].value_at_quantile(0.5);
+        let bracket = h[5].value_at_quantile(0.5);
         let ns = |t: u64| t as f64 / ticks_per_ns;
         h.iter()
             .enumerate()
             .map(|(k, x)| {
-                let sub = if k == 4 { 0 } else { bracket };
+                let sub = if k == 5 { 0 } else { bracket };
                 let p50 = x.value_at_quantile(0.5).saturating_sub(sub);
                 Figures {
                     p50: ns(p50),
@@ -162,7 +171,7 @@ mod probe {
         typhon_recorder::register_thread();
         println!("p50 / p99.9 in ns (empty: raw, others less its median); * = p99.9 <= 4 x p50");
         println!("{}", NAMES.map(|n| format!("{n:>16}")).join(""));
-        let mut passes = [0u32; 5];
+        let mut passes = [0u32; 6];
         let mut overs = Vec::new();
         for _ in 0..runs {
             let r = run(samples, ticks_per_ns);
@@ -188,6 +197,22 @@ mod probe {
                 o.iter().map(|c| format!("{c:>16}")).collect::<String>()
             );
         }
+        // Summed over the runs, and as a multiple of the floor's sum: how much more often each
+        // body crossed its bound than the least a clocked write into ring memory does.
+        let sums: Vec<u64> = (0..NAMES.len())
+            .map(|k| overs.iter().map(|o| o[k]).sum())
+            .collect();
+        let floor = sums[2].max(1) as f64;
+        println!(
+            "{}   (sum)",
+            sums.iter().map(|c| format!("{c:>16}")).collect::<String>()
+        );
+        println!(
+            "{}   (x the floor's sum)",
+            sums.iter()
+                .map(|&c| format!("{:>16.2}", c as f64 / floor))
+                .collect::<String>()
+        );
         match rec.finish() {
             // A flusher starved on a busy host can let the ring fill: said, not hidden.
             Ok(s) if s.total_missed() > 0 => {

@@ -483,7 +483,13 @@ impl Timer {
 /// Its bytes are the same kind of memory as a slot ring's ([`crate::ring::Pages`]: mapped,
 /// faulted in, and on huge pages from 2 MiB up where the kernel gives them), so a floor as
 /// large as our ring differs from it in the code that writes, not in the pages written.
-struct FloorRing {
+/// Shared with `examples/stall_probe.rs`.
+///
+/// ```
+/// let mut f = typhon_recorder::bench::FloorRing::new(1 << 18).expect("2 MiB of memory");
+/// f.write(1, 2, 3); // 24 bytes and a Release store of the position
+/// ```
+pub struct FloorRing {
     buf: crate::ring::Pages,
     mask: usize,
     head: AtomicU64,
@@ -491,10 +497,18 @@ struct FloorRing {
 }
 
 impl FloorRing {
-    /// A ring of `words` u64 (a power of two, at least 512: whole pages), or `None` without
-    /// memory for it.
-    fn new(words: usize) -> Option<Self> {
-        debug_assert!(words.is_power_of_two() && words >= 512);
+    /// A ring of `words` u64, or `None` without memory for it or when `words` is not a power
+    /// of two of at least 512 (whole 4 KiB pages).
+    ///
+    /// ```
+    /// use typhon_recorder::bench::FloorRing;
+    /// assert!(FloorRing::new(512).is_some());
+    /// assert!(FloorRing::new(1000).is_none());
+    /// ```
+    pub fn new(words: usize) -> Option<Self> {
+        if !words.is_power_of_two() || words < 512 {
+            return None;
+        }
         let buf = crate::ring::Pages::new(words * 8, crate::ring::Backing::Huge)?;
         Some(Self {
             buf,
@@ -504,8 +518,16 @@ impl FloorRing {
         })
     }
 
+    /// Stores `a`, `b` and `c` at the next three positions and publishes the new position.
+    ///
+    /// ```
+    /// let mut f = typhon_recorder::bench::FloorRing::new(512).expect("4 KiB of memory");
+    /// for i in 0..1000 {
+    ///     f.write(i, i, i); // wraps after 170 records; nobody reads them
+    /// }
+    /// ```
     #[inline(always)]
-    fn write(&mut self, a: u64, b: u64, c: u64) {
+    pub fn write(&mut self, a: u64, b: u64, c: u64) {
         let (words, mask, p) = (self.buf.as_ptr().cast::<u64>(), self.mask, self.pos);
         // SAFETY: every index is masked to below `mask + 1` words, the length of `buf`, which
         // `self` owns and nothing else writes or reads while `&mut self` is held; `buf` is page
