@@ -818,13 +818,20 @@ impl Drop for Writer {
     }
 }
 
-/// The per-event state of a thread: plain data, no destructor, so every access is a plain
-/// thread-local address computation (no lazy-registration or liveness check).
+/// The per-event state of a thread: no destructor, so every access is a plain thread-local
+/// address computation (no lazy-registration or liveness check).
+///
+/// The writer lives here, not behind a pointer: a write finds its ring's fields at a fixed
+/// offset from the thread pointer, one load away, where a boxed writer was two (the pointer,
+/// then the fields). After the host or an interrupt has evicted the thread's lines, each
+/// level of loads is a miss the write waits for.
 struct Hot {
     /// Generation of the recorder `writer` belongs to ([`DEAD`] once the thread is exiting).
     gen: u64,
-    /// This thread's writer, owned by [`OWNER`]; null when the thread has none.
-    writer: *mut Writer,
+    /// This thread's writer, `None` when the thread has none. `ManuallyDrop` keeps `Hot` free
+    /// of drop glue; the writer is dropped (its slot retired) by [`claim`] when the thread
+    /// moves to a new recorder and by [`Owner::drop`] when the thread exits.
+    writer: std::mem::ManuallyDrop<Option<Writer>>,
     /// Innermost open span of this thread (0 = none).
     current_span: u64,
 }
@@ -832,35 +839,38 @@ struct Hot {
 /// `Hot::gen` of a thread whose thread-locals are being destroyed: never claims again.
 const DEAD: u64 = u64::MAX;
 
-/// What the thread owns: its writer (dropping it retires the slot) and its ThreadInfo settings.
+/// The thread's ThreadInfo settings, and the destructor that retires its slot at thread exit
+/// (`Hot` has none). A thread's first claim registers it.
 struct Owner {
-    writer: Option<Box<Writer>>,
     name: Option<String>,
     kind: Option<ThreadKind>,
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        // Thread exit: detach the writer from the hot state first, so writes from later
-        // thread-local destructors find no writer (and count as no-slot) instead of using it.
-        let _ = HOT.try_with(|h| {
+        // Thread exit: take the writer out of the hot state before it is dropped, so writes
+        // from later thread-local destructors find no writer (and count as no-slot) instead of
+        // using it, and `DEAD` keeps them from claiming again.
+        let writer = HOT.try_with(|h| {
             // SAFETY: no `with_writer` call is running on this thread (a thread-local destructor
             // runs outside them), so this is the only reference to `Hot`.
             let h = unsafe { &mut *h.get() };
-            h.writer = std::ptr::null_mut();
             h.gen = DEAD;
+            h.writer.take()
         });
-        self.writer = None; // retires the slot
+        drop(writer); // retires the slot
     }
 }
 
 thread_local! {
     static HOT: std::cell::UnsafeCell<Hot> = const {
-        std::cell::UnsafeCell::new(Hot { gen: 0, writer: std::ptr::null_mut(), current_span: 0 })
+        std::cell::UnsafeCell::new(Hot {
+            gen: 0,
+            writer: std::mem::ManuallyDrop::new(None),
+            current_span: 0,
+        })
     };
-    static OWNER: RefCell<Owner> = const {
-        RefCell::new(Owner { writer: None, name: None, kind: None })
-    };
+    static OWNER: RefCell<Owner> = const { RefCell::new(Owner { name: None, kind: None }) };
 }
 
 fn os_tid() -> i32 {
@@ -909,11 +919,10 @@ fn claim(h: &mut Hot, gen: u64) {
     if h.gen == DEAD {
         return;
     }
-    h.writer = std::ptr::null_mut();
     h.gen = gen;
+    drop(h.writer.take()); // retires a slot of a previous recorder
     let claimed = OWNER.try_with(|o| {
-        let mut o = o.borrow_mut();
-        o.writer = None; // retires a slot of a previous recorder
+        let o = o.borrow();
         let Some(core) = ACTIVE.read().clone() else {
             return 0;
         };
@@ -928,7 +937,7 @@ fn claim(h: &mut Hot, gen: u64) {
         if core.registry.spare_count() == 0 && core.registry.needs_spares() {
             core.wake();
         }
-        let mut w = Box::new(Writer {
+        let w = h.writer.insert(Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,
             core,
@@ -943,7 +952,7 @@ fn claim(h: &mut Hot, gen: u64) {
         } else {
             ThreadKind::Worker
         });
-        // The name is borrowed, not copied: a claim allocates only the writer's Box.
+        // The name is borrowed, not copied: a claim allocates nothing.
         let current = std::thread::current();
         let mut digits = [0u8; DEFAULT_NAME_MAX];
         let name = match (&o.name, current.name()) {
@@ -958,9 +967,6 @@ fn claim(h: &mut Hot, gen: u64) {
         w.producer.write(size, |d| {
             let _ = records::write_thread_info(d, slot, ts as i64, tid, name, kind);
         });
-        // The Box's heap address stays put while `o.writer` holds it; `Owner::drop` and the next
-        // claim null `h.writer` before the Box goes away.
-        h.writer = &mut **o.writer.insert(w);
         gen
     });
     h.gen = match claimed {
@@ -988,7 +994,7 @@ fn count_no_slot() {
 ///
 /// Not reentrant and not async-signal-safe: `f` must not call back into the recorder (it only
 /// ever runs the crate's own encoders), a signal handler must not record, and neither may a
-/// global allocator (a thread's first event allocates while it holds the thread's state).
+/// global allocator (a thread's first event may allocate while it holds the thread's state).
 #[inline(always)]
 fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
     // Only the address is taken inside `with` (a thread-pointer offset, since `HOT` is a
@@ -1001,15 +1007,12 @@ fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
     // other users, never run inside it.
     let h = unsafe { &mut *h };
     let gen = refresh(h);
-    if h.writer.is_null() {
+    let Some(w) = h.writer.as_mut() else {
         if gen != 0 {
             count_no_slot();
         }
         return None;
-    }
-    // SAFETY: a non-null `writer` points to the Box owned by this thread's OWNER, which
-    // nulls the pointer before dropping the Box (`claim`, `Owner::drop`).
-    let w = unsafe { &mut *h.writer };
+    };
     Some(f(w, &mut h.current_span))
 }
 
@@ -1051,9 +1054,8 @@ fn count_filtered() {
         .try_with(|h| {
             // SAFETY: as in `with_writer`: this thread's own, no other reference live.
             let h = unsafe { &*h.get() };
-            if h.gen == GEN.load(Ordering::Relaxed) && !h.writer.is_null() {
-                // SAFETY: as in `with_writer`: the Box behind a non-null pointer is alive.
-                let w = unsafe { &*h.writer };
+            let live = h.gen == GEN.load(Ordering::Relaxed);
+            if let (true, Some(w)) = (live, h.writer.as_ref()) {
                 w.core
                     .registry
                     .slot(w.slot)
@@ -1380,7 +1382,7 @@ pub fn register_thread() -> bool {
         let h = unsafe { &mut *h.get() };
         // Unlike a write, a thread without a slot counts nothing here: no event was lost.
         refresh(h);
-        !h.writer.is_null()
+        h.writer.is_some()
     })
 }
 
@@ -2199,6 +2201,72 @@ mod tests {
         assert_eq!(spares(&rec), 0);
         assert_eq!(rec.stats().user_written(), 2, "ThreadInfo and the event");
         rec.finish().unwrap();
+    }
+
+    #[test]
+    fn a_thread_moves_from_a_finished_recorder_to_the_next() {
+        let _g = doc_lock();
+        // One thread, two recorders in turn: its writer (kept in the thread-local since the
+        // boxed writer went) is retired from the first and a new one claimed in the second.
+        let (a, b) = std::thread::spawn(|| {
+            let rec = RecorderBuilder::new()
+                .sink(crate::sink::NullSink)
+                .start()
+                .unwrap();
+            for i in 0..3 {
+                crate::ingress_received(i, 1, 2, 3);
+            }
+            let a = rec.finish().unwrap();
+            crate::ingress_received(9, 9, 9, 9); // between the two: nothing installed
+            let rec = RecorderBuilder::new()
+                .sink(crate::sink::NullSink)
+                .start()
+                .unwrap();
+            crate::ingress_received(4, 1, 2, 3);
+            crate::ingress_received(5, 1, 2, 3);
+            let b = rec.finish().unwrap();
+            (a, b)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(a.user_written(), 4, "ThreadInfo and three events");
+        assert_eq!(b.user_written(), 3, "ThreadInfo and two events");
+        for s in [&a, &b] {
+            assert_eq!((s.no_slot, s.total_missed()), (0, 0));
+        }
+    }
+
+    #[test]
+    fn a_write_from_a_later_thread_local_destructor_counts_as_no_slot() {
+        let _g = doc_lock();
+        struct WritesOnDrop;
+        impl Drop for WritesOnDrop {
+            fn drop(&mut self) {
+                crate::ingress_received(7, 7, 7, 7);
+            }
+        }
+        thread_local! {
+            static LATE: RefCell<Option<WritesOnDrop>> = const { RefCell::new(None) };
+        }
+        let rec = RecorderBuilder::new()
+            .sink(crate::sink::NullSink)
+            .start()
+            .unwrap();
+        std::thread::spawn(|| {
+            // Registered before the thread's first event registers its owner, so destroyed
+            // after it (reverse order): the write finds the writer gone and the thread done.
+            LATE.with(|l| *l.borrow_mut() = Some(WritesOnDrop));
+            crate::ingress_received(1, 2, 3, 4);
+        })
+        .join()
+        .unwrap();
+        let stats = rec.finish().unwrap();
+        assert_eq!(stats.user_written(), 2, "ThreadInfo and the event");
+        assert_eq!(
+            stats.no_slot, 1,
+            "the destructor's write, counted, not written"
+        );
+        assert_eq!(stats.total_missed(), 0);
     }
 
     #[test]
