@@ -480,7 +480,7 @@ impl Timer {
 /// A 24-byte record stored into a ring buffer followed by a Release store of the head, the
 /// least any SPSC ring can do per record. Nobody consumes: the position wraps.
 ///
-/// Its bytes are the same kind of memory as a slot ring's ([`crate::ring::Pages`]: mapped,
+/// Its bytes are the same kind of memory as a slot ring's (`ring::Pages`: mapped,
 /// faulted in, and on huge pages from 2 MiB up where the kernel gives them), so a floor as
 /// large as our ring differs from it in the code that writes, not in the pages written.
 /// Shared with `examples/stall_probe.rs`.
