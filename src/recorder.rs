@@ -829,8 +829,9 @@ struct Hot {
     /// Generation of the recorder `writer` belongs to ([`DEAD`] once the thread is exiting).
     gen: u64,
     /// This thread's writer, `None` when the thread has none. `ManuallyDrop` keeps `Hot` free
-    /// of drop glue; the writer is dropped (its slot retired) by [`claim`] when the thread
-    /// moves to a new recorder and by [`Owner::drop`] when the thread exits.
+    /// of drop glue; the writer is dropped (its slot retired) by [`claim`] at the thread's
+    /// first event after its recorder finished (under the next recorder, or with none
+    /// installed) and by [`Owner::drop`] when the thread exits.
     writer: std::mem::ManuallyDrop<Option<Writer>>,
     /// Innermost open span of this thread (0 = none).
     current_span: u64,
@@ -840,7 +841,7 @@ struct Hot {
 const DEAD: u64 = u64::MAX;
 
 /// The thread's ThreadInfo settings, and the destructor that retires its slot at thread exit
-/// (`Hot` has none). A thread's first claim registers it.
+/// (`Hot` has none). Registered by its first use: a claim, or `set_thread_info` before it.
 struct Owner {
     name: Option<String>,
     kind: Option<ThreadKind>,
@@ -937,7 +938,10 @@ fn claim(h: &mut Hot, gen: u64) {
         if core.registry.spare_count() == 0 && core.registry.needs_spares() {
             core.wake();
         }
-        let w = h.writer.insert(Writer {
+        // Built here and put in `Hot` once its ThreadInfo is written: if anything below
+        // unwound, the writer would be dropped (its slot retired) rather than left in place
+        // without the record that names its thread.
+        let mut w = Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,
             core,
@@ -945,14 +949,14 @@ fn claim(h: &mut Hot, gen: u64) {
             producer: std::mem::ManuallyDrop::new(parked.producer),
             span_counter: parked.span_counter,
             last_raw: 0,
-        });
+        };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {
             ThreadKind::Main
         } else {
             ThreadKind::Worker
         });
-        // The name is borrowed, not copied: a claim allocates nothing.
+        // The name is borrowed, not copied.
         let current = std::thread::current();
         let mut digits = [0u8; DEFAULT_NAME_MAX];
         let name = match (&o.name, current.name()) {
@@ -967,6 +971,7 @@ fn claim(h: &mut Hot, gen: u64) {
         w.producer.write(size, |d| {
             let _ = records::write_thread_info(d, slot, ts as i64, tid, name, kind);
         });
+        *h.writer = Some(w);
         gen
     });
     h.gen = match claimed {
@@ -1003,8 +1008,11 @@ fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
     let h: *mut Hot = HOT.with(|h| h.get());
     // SAFETY: `HOT` has no destructor, so its storage lives as long as this thread and the
     // pointer is valid for this call. It is this thread's own and no other reference to it is
-    // live: `with_writer` is not reentered (see above), and `claim`/`Owner::drop`, the only
-    // other users, never run inside it.
+    // live: `with_writer` is not reentered (see above), and the other users (`claim`, reached
+    // through `refresh` below on this same borrow and done before `f` runs; `count_filtered`,
+    // `register_thread`, `Owner::drop`) all run outside `f`. So the `&mut Writer` handed to
+    // `f` is the only reference to the writer, and nothing moves it out of `Hot` (only `claim`
+    // and `Owner::drop` do) while `f` runs.
     let h = unsafe { &mut *h };
     let gen = refresh(h);
     let Some(w) = h.writer.as_mut() else {
