@@ -1063,7 +1063,7 @@ fn count_filtered() {
             // SAFETY: as in `with_writer`: this thread's own, no other reference live.
             let h = unsafe { &*h.get() };
             let live = h.gen == GEN.load(Ordering::Relaxed);
-            if let (true, Some(w)) = (live, h.writer.as_ref()) {
+            if let Some(w) = h.writer.as_ref().filter(|_| live) {
                 w.core
                     .registry
                     .slot(w.slot)

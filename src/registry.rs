@@ -10,9 +10,9 @@
 //! is parked in the slot when a thread retires and handed to the next claimer, the consumer end is
 //! taken once by the flusher. The first claim takes a ring from a small pool of spares that were
 //! allocated and faulted in off the writing threads (by `start()`, then topped up by a helper
-//! thread the flusher starts while the pool is short),
-//! so a thread's first event does not pay for faulting in megabytes; only when the pool is empty
-//! does the claiming thread allocate the ring itself. From 2 MiB up (the default) spares are
+//! thread the flusher starts while the pool is short), so a thread's first event does not pay
+//! for faulting in megabytes; only when the pool is empty does the claiming thread allocate the
+//! ring itself. From 2 MiB up (the default) spares are
 //! huge-page backed ([`Backing::Huge`](crate::ring::Backing::Huge): fewer TLB misses on every
 //! write, but making one may wait milliseconds for the kernel to compact memory); a ring a
 //! claiming thread makes itself is not advised ([`Backing::Base`](crate::ring::Backing::Base),

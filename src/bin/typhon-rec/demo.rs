@@ -293,6 +293,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         ));
     }
     let q = |p: f64| hist.value_at_quantile(p);
+    let drain_gap_ms = stats.longest_drain_gap_ns as f64 / 1e6;
     let out = a.out.display().to_string();
     if a.json {
         let v = serde_json::json!({
@@ -305,7 +306,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             "filtered": stats.total_filtered(),
             "no_slot": stats.no_slot,
             "pages": stats.pages,
-            "longest_drain_gap_ms": stats.longest_drain_gap_ns as f64 / 1e6,
+            "longest_drain_gap_ms": drain_gap_ms,
             "bytes": bytes,
             "page_size": a.page_size,
             "kinds": kinds,
@@ -337,7 +338,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     );
     println!(
         "  flusher   at most {:.1} ms between two drains of the rings",
-        stats.longest_drain_gap_ns as f64 / 1e6
+        drain_gap_ms
     );
     println!(
         "  latency   per write (sampled 1/32, bracket cost removed): p50 {} ns, p99 {} ns, p99.9 {} ns, p99.99 {} ns, max {} ns",
