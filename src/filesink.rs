@@ -708,6 +708,22 @@ impl Sink for FileSink {
     }
 }
 
+/// A kill at any step of assembling or cleaning up, for tests: when the environment variable
+/// `TYPHON_FAILPOINT_FINISH` is `k`, the process aborts (as SIGKILL would stop it: no clean-up)
+/// at the k-th step. Steps are counted from the start of the process.
+fn failpoint() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static STEP: AtomicU32 = AtomicU32::new(0);
+    let Some(k) = std::env::var_os("TYPHON_FAILPOINT_FINISH") else {
+        return;
+    };
+    // Relaxed: only the flusher (or `recover`'s caller) assembles, one step at a time.
+    let step = STEP.fetch_add(1, Ordering::Relaxed) + 1;
+    if k.to_str().and_then(|k| k.parse().ok()) == Some(step) {
+        std::process::abort();
+    }
+}
+
 /// One slot's pages: `len` bytes at `offset` in `file` (a part file, or an earlier assembly).
 struct Source {
     slot: u8,
@@ -725,7 +741,12 @@ type Unreadable = (u8, u64, String);
 /// Reads a source page by page. Strict: a read error fails the copy. Otherwise the page is
 /// written as zeros (an empty page) and the error noted, so the rest is still copied.
 struct PageSource {
-    src: Source,
+    /// Closed once the pages are read: a deleted part file frees its space only when closed.
+    file: Option<File>,
+    path: PathBuf,
+    slot: u8,
+    offset: u64,
+    len: u64,
     pos: u64,
     page: u64,
     strict: bool,
@@ -734,38 +755,50 @@ struct PageSource {
 
 impl Read for PageSource {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let s = &self.src;
-        if self.pos >= s.len || buf.is_empty() {
+        if self.pos >= self.len || buf.is_empty() {
             return Ok(0);
         }
-        let page_end = ((self.pos / self.page + 1) * self.page).min(s.len);
+        let Some(file) = &self.file else {
+            return Ok(0);
+        };
+        let page_end = ((self.pos / self.page + 1) * self.page).min(self.len);
         let n = buf.len().min((page_end - self.pos) as usize);
         let e = loop {
-            match s.file.read_at(&mut buf[..n], s.offset + self.pos) {
+            match file.read_at(&mut buf[..n], self.offset + self.pos) {
                 Ok(0) => {
                     break io::Error::new(
                         io::ErrorKind::UnexpectedEof,
-                        format!("ends before byte {}", s.offset + s.len),
+                        format!("ends before byte {}", self.offset + self.len),
                     )
                 }
                 Ok(k) => {
                     self.pos += k as u64;
+                    self.close_at_end();
                     return Ok(k);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => break e,
             }
         };
-        let e = at(&s.path, "reading", e);
+        let e = at(&self.path, "reading", e);
         if self.strict {
             return Err(e);
         }
         self.bad
             .borrow_mut()
-            .push((s.slot, self.pos / self.page, e.to_string()));
+            .push((self.slot, self.pos / self.page, e.to_string()));
         buf[..n].fill(0);
         self.pos += n as u64;
+        self.close_at_end();
         Ok(n)
+    }
+}
+
+impl PageSource {
+    fn close_at_end(&mut self) {
+        if self.pos >= self.len {
+            self.file = None;
+        }
     }
 }
 
@@ -801,7 +834,9 @@ fn assemble(
         }
         n += 1;
     };
+    failpoint();
     let mut jf = create_new(&journal)?;
+    failpoint();
     let bad = Rc::new(RefCell::new(Vec::new()));
     let mut paths = BTreeMap::new();
     let mut slots: Vec<SlotPages<'_>> = sources
@@ -812,7 +847,11 @@ fn assemble(
             let len = s.len;
             let slot = s.slot;
             let src = PageSource {
-                src: s,
+                file: Some(s.file),
+                path: s.path,
+                slot,
+                offset: s.offset,
+                len,
                 pos: 0,
                 page,
                 strict,
@@ -828,13 +867,16 @@ fn assemble(
         w.get_ref()
             .sync_data()
             .map_err(|e| at(&dat, "syncing", e))?;
+        failpoint();
         writeln!(jf, "slot {slot} {offset} {len}").map_err(|e| at(&journal, "writing", e))?;
         jf.sync_data().map_err(|e| at(&journal, "syncing", e))?;
+        failpoint();
         if let Some((path, true)) = paths.get(&slot) {
             if bad.borrow().iter().any(|b| b.0 == slot) {
                 kept.insert(path.clone());
             } else {
                 fs::remove_file(path).map_err(|e| at(path, "removing", e))?;
+                failpoint();
             }
         }
         Ok(())
@@ -851,12 +893,14 @@ fn assemble(
         .into_inner()
         .map_err(|e| at(&dat, "writing", e.into_error()))?;
     file.sync_all().map_err(|e| at(&dat, "syncing", e))?;
+    failpoint();
     fs::rename(&dat, out).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!("renaming {} to {}: {e}", dat.display(), out.display()),
         )
     })?;
+    failpoint();
     // The rename must reach the disk before the parts that held the pages are gone.
     if let Some(parent) = out.parent() {
         if let Ok(d) = File::open(parent) {
@@ -893,13 +937,16 @@ fn cleanup(
             if k.is_none() || !regular || keep.contains(&path) || fs::remove_file(&path).is_err() {
                 left.push(path);
             }
+            failpoint();
         }
     }
     // While anything is left, the journal stays: it tells a later `recover` that `out` is
     // complete, so what is left can never make it overwrite `out` with less.
     if left.is_empty() {
         let _ = fs::remove_file(last);
+        failpoint();
         let _ = fs::remove_file(dir.join(LOCK));
+        failpoint();
     }
     drop(lock.take());
     let _ = fs::remove_dir(dir);
@@ -1133,6 +1180,18 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             entries[&Known::AssemblyJournal(n)].display(),
             out.display()
         ));
+    }
+    // Only the lock (or nothing) is left: a finish was killed at the very end of its clean-up.
+    let holds_nothing = entries
+        .keys()
+        .all(|k| matches!(k, Known::Lock | Known::Losses));
+    if holds_nothing
+        && rec.left.is_empty()
+        && fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file())
+    {
+        rec.left = cleanup(&dir, &dir.join(LOCK), &keep, &mut lock);
+        rec.already_complete = true;
+        return Ok(rec);
     }
     let session_path = dir.join(SESSION);
     let session: serde_json::Value = serde_json::from_slice(&read_small(&session_path, 64 * 1024)?)
