@@ -202,7 +202,7 @@ fn read_small(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 fn check_dir(dir: &Path) -> io::Result<()> {
     let not_dir = |p: &Path| {
         io::Error::new(
-            io::ErrorKind::NotADirectory,
+            io::Error::from_raw_os_error(libc::ENOTDIR).kind(),
             format!("{} is not a directory", p.display()),
         )
     };
@@ -227,6 +227,16 @@ fn check_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// `path` against the working directory now, if it is relative.
+fn absolute(path: &Path) -> io::Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| at(path, "resolving (the working directory is unusable)", e))?;
+    Ok(cwd.join(path))
+}
+
 /// Checks an output path and makes it absolute against the working directory now, so a later
 /// `chdir` (a daemon's `chdir("/")`) changes nothing. The output must be absent or a regular
 /// file, in a directory that exists; errors name the path and what is wrong with it.
@@ -245,7 +255,7 @@ pub fn output_path(out: &Path) -> io::Result<PathBuf> {
     if out.as_os_str().is_empty() {
         return Err(invalid("the output path is empty".into()));
     }
-    let abs = std::path::absolute(out).map_err(|e| at(out, "resolving", e))?;
+    let abs = absolute(out)?;
     let (Some(parent), Some(_)) = (abs.parent(), abs.file_name()) else {
         return Err(invalid(format!(
             "output {} names no file; give a file path",
@@ -1061,7 +1071,10 @@ fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
 }
 
 /// The slots an assembly's journal says it holds, checked against the assembly's length.
-fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Vec<(u8, u64, u64)>)> {
+/// (slot, offset, len) of the pages an assembly holds.
+type Journaled = Vec<(u8, u64, u64)>;
+
+fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Journaled)> {
     let text = read_small(journal, 64 * 1024)?;
     let f = open_regular(dat, false)?;
     let size = f.metadata().map_err(|e| at(dat, "reading", e))?.len();
@@ -1095,7 +1108,7 @@ fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Vec<(u8
 /// assert!(r.is_err());
 /// ```
 pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
-    let out = std::path::absolute(out.as_ref()).map_err(|e| at(out.as_ref(), "resolving", e))?;
+    let out = absolute(out.as_ref())?;
     let dir = parts_dir(&out);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {}
@@ -1212,7 +1225,8 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     if let Some(p) = entries.get(&Known::Losses) {
         match read_small(p, LOSSES_LEN as u64) {
             Ok(b) => {
-                if let Ok(j) = serde_json::from_slice::<serde_json::Value>(b.trim_ascii()) {
+                let text = String::from_utf8_lossy(&b);
+                if let Ok(j) = serde_json::from_str::<serde_json::Value>(text.trim()) {
                     rec.pages_lost = j["pages_lost"].as_u64().unwrap_or(0);
                     rec.sink_errors = j["sink_errors"].as_u64().unwrap_or(0);
                     rec.first_sink_error = j["first_sink_error"].as_str().map(str::to_owned);

@@ -461,7 +461,8 @@ fn recover_counts_pages_the_disk_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Peak memory of a child, from wait4(2).
+/// Peak memory of a child, from wait4(2) (which also reaps it).
+#[allow(clippy::zombie_processes)]
 fn max_rss_kib(mut c: Command) -> i64 {
     let child = c
         .stdout(Stdio::null())
@@ -695,8 +696,7 @@ fn fill(dir: &Path, leave: u64) -> PathBuf {
     filler
 }
 
-/// Records four threads of ~1 MiB each to `out` and waits until every full page is on disk.
-
+/// Records four threads of ~1 MiB each and waits until every full page is on disk.
 fn record_four_slots(drain: impl Fn()) {
     let hs: Vec<_> = (0..4)
         .map(|t| {
