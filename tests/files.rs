@@ -103,6 +103,17 @@ fn recover_and_a_second_recorder_refuse_a_live_recording() {
         !e.contains("recover"),
         "a live recording is not recoverable: {e}"
     );
+    // The demo's refusal says the same.
+    let (ok, _, stderr) = cli(&[
+        "demo".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--duration".as_ref(),
+        "0.1".as_ref(),
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains(&live), "{stderr}");
+    assert!(!stderr.contains("recover"), "{stderr}");
     assert!(parts_dir(&out).join("slot-001.pages").exists());
     std::thread::spawn(|| (0..5000).for_each(|i| typhon_recorder::instant(1, i)))
         .join()
