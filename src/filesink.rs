@@ -1108,7 +1108,9 @@ fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Journal
 /// assert!(r.is_err());
 /// ```
 pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
-    let out = absolute(out.as_ref())?;
+    // OUT must be absent or a regular file: checked before anything in the directory is
+    // touched (the rename at the end would fail only after the parts were moved).
+    let out = output_path(out.as_ref())?;
     let dir = parts_dir(&out);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {}

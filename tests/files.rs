@@ -435,6 +435,17 @@ fn recover_errors_name_their_path() {
         e.contains(&parts.join("session.json").display().to_string()),
         "{e}"
     );
+    // An output that is a directory is refused before the parts are touched.
+    std::fs::remove_dir(parts.join("session.json")).unwrap();
+    std::fs::write(parts.join("slot-001.pages"), page(1, 0, 5)).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    let e = recover(&out).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("{} is a directory", out.display())),
+        "{e}"
+    );
+    assert!(parts.join("slot-001.pages").exists());
+    std::fs::remove_dir(&out).unwrap();
     std::fs::remove_dir_all(&parts).unwrap();
     std::fs::write(&parts, b"").unwrap();
     let e = recover(&out).unwrap_err().to_string();
