@@ -494,28 +494,32 @@ impl FileSink {
             }
             Err(e) => return Err(at(&dir, "creating", e)),
         }
-        let made = (|| {
+        let mut made = Vec::new();
+        let r = (|| {
             let lock = create_lock(&dir)?;
+            made.push(LOCK);
             let session = dir.join(SESSION);
-            create_new(&session)?
-                .write_all(
-                    serde_json::json!({ "page_size": page_size })
-                        .to_string()
-                        .as_bytes(),
-                )
-                .map_err(|e| at(&session, "writing", e))?;
+            let mut f = create_new(&session)?;
+            made.push(SESSION);
+            f.write_all(
+                serde_json::json!({ "page_size": page_size })
+                    .to_string()
+                    .as_bytes(),
+            )
+            .map_err(|e| at(&session, "writing", e))?;
             let lpath = dir.join(LOSSES);
             let mut losses = create_new(&lpath)?;
+            made.push(LOSSES);
             losses
                 .write_all(&losses_bytes(0, 0, None))
                 .map_err(|e| at(&lpath, "writing", e))?;
             Ok::<_, io::Error>((lock, losses))
         })();
-        let (lock, losses) = match made {
+        let (lock, losses) = match r {
             Ok(v) => v,
             Err(e) => {
-                // Only this call's files are in the fresh directory.
-                for f in [SESSION, LOSSES, LOCK] {
+                // Only the files this call made (a `recover` racing with it may own the lock).
+                for f in made {
                     let _ = fs::remove_file(dir.join(f));
                 }
                 let _ = fs::remove_dir(&dir);
