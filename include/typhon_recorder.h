@@ -197,7 +197,8 @@ int32_t typhon_start(const struct TyphonConfig *config);
 // call, assembles the trace.dat and stores the final counters in `*out` (when `out` is not
 // NULL). Returns `TYPHON_ERR_NOT_STARTED` when none runs, `TYPHON_ERR_IO` or
 // `TYPHON_ERR_FLUSHER` when the recording could not be completed (the recorder is stopped
-// either way). A write still running on another thread when the recorder is uninstalled may
+// either way). On `TYPHON_ERR_IO` from a full disk the final counters are still stored in
+// `*out`, and the pages are kept in `OUT.parts/` for `typhon-rec recover OUT`. A write still running on another thread when the recorder is uninstalled may
 // be in neither the file nor a counter: join or stop the writing threads first when every
 // record must be accounted for.
 //

@@ -206,7 +206,7 @@ fn recorder_error(e: &RecorderError) -> i32 {
     match e {
         RecorderError::Config(_) => TYPHON_ERR_CONFIG,
         RecorderError::AlreadyInstalled => TYPHON_ERR_ALREADY_STARTED,
-        RecorderError::Io(_) => TYPHON_ERR_IO,
+        RecorderError::Io(_) | RecorderError::Unfinished(_) => TYPHON_ERR_IO,
         RecorderError::FlusherPanicked => TYPHON_ERR_FLUSHER,
     }
 }
@@ -374,7 +374,8 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
 /// call, assembles the trace.dat and stores the final counters in `*out` (when `out` is not
 /// NULL). Returns [`TYPHON_ERR_NOT_STARTED`] when none runs, [`TYPHON_ERR_IO`] or
 /// [`TYPHON_ERR_FLUSHER`] when the recording could not be completed (the recorder is stopped
-/// either way). A write still running on another thread when the recorder is uninstalled may
+/// either way). On [`TYPHON_ERR_IO`] from a full disk the final counters are still stored in
+/// `*out`, and the pages are kept in `OUT.parts/` for `typhon-rec recover OUT`. A write still running on another thread when the recorder is uninstalled may
 /// be in neither the file nor a counter: join or stop the writing threads first when every
 /// record must be accounted for.
 ///
@@ -412,7 +413,14 @@ pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
                     unsafe { store(out, TyphonStats::from(&s)) }
                 }
             }
-            Err(e) => recorder_error(&e),
+            Err(e) => {
+                // The session ended even so: its final counters still go to the caller.
+                if let (Some(s), false) = (e.stats(), out.is_null()) {
+                    // SAFETY: non-null; the caller guarantees writable, aligned TyphonStats.
+                    unsafe { store(out, TyphonStats::from(s)) };
+                }
+                recorder_error(&e)
+            }
         }
     })
 }

@@ -663,6 +663,10 @@ impl Flusher {
             no_slot: self.core.no_slot(),
             filtered_no_slot: self.core.filtered_no_slot(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            // Relaxed: only this thread writes them.
+            pages_lost: self.core.progress.pages_lost.load(Ordering::Relaxed),
+            sink_errors: self.core.progress.sink_errors.load(Ordering::Relaxed),
+            first_sink_error: self.core.progress.first_error.lock().clone(),
         }
     }
 }

@@ -114,6 +114,43 @@ pub enum RecorderError {
     Io(std::io::Error),
     /// The flusher thread panicked.
     FlusherPanicked,
+    /// The recording ended but its output could not be completed (a full disk at finish):
+    /// the final counters are still here, and the error says where the pages are kept and
+    /// how to recover them.
+    Unfinished(Box<Unfinished>),
+}
+
+/// What a [`RecorderError::Unfinished`] carries.
+///
+/// ```
+/// use typhon_recorder::recorder::{RecorderError, Unfinished, Stats};
+/// let e = RecorderError::Unfinished(Box::new(Unfinished {
+///     error: std::io::Error::other("finishing /tmp/x.dat: no space; run `typhon-rec recover /tmp/x.dat`"),
+///     stats: Stats::default(),
+/// }));
+/// assert!(e.to_string().contains("typhon-rec recover /tmp/x.dat"));
+/// assert!(e.stats().is_some());
+/// ```
+#[derive(Debug)]
+pub struct Unfinished {
+    /// Why, naming the output and its parts directory and saying how to recover.
+    pub error: std::io::Error,
+    /// The session's final counters, as `finish()` would have returned them.
+    pub stats: Stats,
+}
+
+impl RecorderError {
+    /// The final counters, when the session ended but its output could not be completed.
+    ///
+    /// ```
+    /// assert!(typhon_recorder::recorder::RecorderError::AlreadyInstalled.stats().is_none());
+    /// ```
+    pub fn stats(&self) -> Option<&Stats> {
+        match self {
+            RecorderError::Unfinished(u) => Some(&u.stats),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for RecorderError {
@@ -125,6 +162,7 @@ impl fmt::Display for RecorderError {
             }
             RecorderError::Io(e) => write!(f, "recorder I/O error: {e}"),
             RecorderError::FlusherPanicked => f.write_str("the flusher thread panicked"),
+            RecorderError::Unfinished(u) => write!(f, "recorder I/O error: {}", u.error),
         }
     }
 }
@@ -133,6 +171,7 @@ impl std::error::Error for RecorderError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RecorderError::Io(e) => Some(e),
+            RecorderError::Unfinished(u) => Some(&u.error),
             _ => None,
         }
     }
@@ -430,6 +469,10 @@ impl RecorderBuilder {
         }
         let sink: Box<dyn Sink> = match (self.sink, &self.output) {
             (Some(s), None) => s,
+            (None, Some(path)) if path.as_os_str().is_empty() => {
+                return Err(RecorderError::Config("the output path is empty".into()))
+            }
+            // `create` makes the path absolute now: a later `chdir` changes nothing.
             (None, Some(path)) => {
                 Box::new(crate::filesink::FileSink::create(path, self.page_size)?)
             }
@@ -685,7 +728,11 @@ impl Recorder {
         self.core.wakeup.finish();
         match handle.join() {
             Ok(Ok(_summary)) => Ok(self.core.stats()),
-            Ok(Err(e)) => Err(RecorderError::Io(e)),
+            // The last cycle published the final counters before the sink's `finish`.
+            Ok(Err(e)) => Err(RecorderError::Unfinished(Box::new(Unfinished {
+                error: e,
+                stats: self.core.stats(),
+            }))),
             Err(_) => Err(RecorderError::FlusherPanicked),
         }
     }

@@ -69,6 +69,12 @@ pub struct SessionSummary {
     pub filtered_no_slot: u64,
     /// The recorder's version.
     pub version: String,
+    /// Pages the sink failed to store (their records are in the slots' `sink_lost`).
+    pub pages_lost: u64,
+    /// Errors the sink returned (failed pages and failed flushes).
+    pub sink_errors: u64,
+    /// The first sink error, as text.
+    pub first_sink_error: Option<String>,
 }
 
 /// The destination of finished pages. Called only from the flusher thread.

@@ -25,6 +25,6 @@ pub use reader::{
     TraceOption,
 };
 pub use writer::{
-    write_tracedat, FileMeta, SlotMeta, SlotPages, META_FORMAT, OPTION_TRACECLOCK,
-    OPTION_TYPHON_META, OPTION_VERSION,
+    write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, META_FORMAT,
+    OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION,
 };

@@ -433,9 +433,32 @@ fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<
 /// assert!(write_tracedat(&mut out, &meta, &mut twice).is_err());
 /// ```
 pub fn write_tracedat<W: Write + Seek>(
+    out: W,
+    meta: &FileMeta,
+    slot_data: &mut [SlotPages<'_>],
+) -> io::Result<()> {
+    write_tracedat_with(out, meta, slot_data, |_, _, _, _| Ok(()))
+}
+
+/// [`write_tracedat`], calling `copied(out, slot, offset, len)` once each slot's pages are
+/// written (at `offset` in the file, `len` bytes), before the next slot's: the file sink makes
+/// them durable there and then deletes the slot's part file, so assembling a recording needs
+/// no more free space than its largest slot.
+///
+/// ```
+/// use typhon_recorder::tracedat::{write_tracedat_with, FileMeta, SlotPages};
+/// let pages = vec![0u8; 2 * 4096];
+/// let mut seen = Vec::new();
+/// let mut out = std::io::Cursor::new(Vec::new());
+/// write_tracedat_with(&mut out, &FileMeta::new(4096), &mut [SlotPages::from_bytes(3, &pages)],
+///     |_, slot, off, len| { seen.push((slot, off % 4096, len)); Ok(()) }).unwrap();
+/// assert_eq!(seen, vec![(3, 0, 8192)]);
+/// ```
+pub fn write_tracedat_with<W: Write + Seek>(
     mut out: W,
     meta: &FileMeta,
     slot_data: &mut [SlotPages<'_>],
+    mut copied: impl FnMut(&mut W, u8, u64, u64) -> io::Result<()>,
 ) -> io::Result<()> {
     let start = out.stream_position()?;
     if start != 0 {
@@ -450,6 +473,7 @@ pub fn write_tracedat<W: Write + Seek>(
     out.write_all(&vec![0u8; pad as usize])?;
     slot_data.sort_by_key(|s| s.slot);
     let mut buf = vec![0u8; 64 * 1024];
+    let mut offset = out.stream_position()?;
     for sp in slot_data.iter_mut() {
         let mut left = sp.len;
         while left > 0 {
@@ -474,6 +498,8 @@ pub fn write_tracedat<W: Write + Seek>(
                 format!("slot {}: source has more than {} bytes", sp.slot, sp.len),
             ));
         }
+        copied(&mut out, sp.slot, offset, sp.len)?;
+        offset += sp.len;
     }
     out.flush()
 }

@@ -352,27 +352,74 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
 /// Recovers a killed recording.
 pub fn recover(out: &Path) -> Res {
     let r = typhon_recorder::filesink::recover(out).map_err(|e| e.to_string())?;
-    println!(
-        "recovered {}: {} slots, {} records, {} missed",
-        out.display(),
-        r.slots.len(),
-        r.records,
-        r.missed
-    );
-    for (slot, pages, records) in &r.slots {
-        println!("  slot {slot:>3}: {pages} pages, {records} records");
-    }
-    if r.torn_bytes > 0 {
+    let parts = typhon_recorder::filesink::parts_dir(out);
+    if r.already_complete {
         println!(
-            "  left out: {} bytes of pages the kill cut short",
-            r.torn_bytes
+            "{} is complete (its finish was interrupted while removing {}): left as it is, leftovers removed",
+            out.display(),
+            parts.display()
+        );
+    } else {
+        println!(
+            "recovered {}: {} slots, {} records, {} missed, {} pages lost",
+            out.display(),
+            r.slots.len(),
+            r.records,
+            r.missed,
+            r.lost_pages()
+        );
+        for (slot, pages, records) in &r.slots {
+            println!("  slot {slot:>3}: {pages} pages, {records} records");
+        }
+        if r.pages_lost > 0 {
+            println!(
+                "  lost: {} pages the disk refused while recording ({} sink errors; first: {})",
+                r.pages_lost,
+                r.sink_errors,
+                r.first_sink_error.as_deref().unwrap_or("?")
+            );
+        }
+        if r.damaged_pages > 0 {
+            println!(
+                "  damaged: {} pages (kept as they are; their records from the damage on are lost)",
+                r.damaged_pages
+            );
+        }
+        if r.unreadable_pages > 0 {
+            println!(
+                "  unreadable: {} pages (written as empty pages; their records are lost)",
+                r.unreadable_pages
+            );
+        }
+        if r.torn_bytes > 0 {
+            println!(
+                "  left out: {} bytes of pages the kill cut short",
+                r.torn_bytes
+            );
+        }
+    }
+    for e in &r.errors {
+        eprintln!("typhon-rec: {e}");
+    }
+    for p in &r.left {
+        println!(
+            "  left in place (not made by the recorder, or not read whole): {}",
+            p.display()
         );
     }
-    if r.damaged_pages > 0 {
-        println!(
-            "  damaged: {} pages (kept as they are; their records from the damage on are not counted)",
-            r.damaged_pages
-        );
+    if !r.errors.is_empty() {
+        return Err(format!(
+            "{} problem(s) reading {}; what could be read is in {}",
+            r.errors.len(),
+            parts.display(),
+            out.display()
+        ));
+    }
+    if !r.left.is_empty() {
+        return Err(format!(
+            "{} was not removed: it still holds the files above; look at them, then remove it",
+            parts.display()
+        ));
     }
     Ok(())
 }
