@@ -72,11 +72,14 @@ pub fn page(data: &[u8]) -> usize {
     seen
 }
 
-/// The trace.dat reader: parse, then read every accessor and iterate every record of every CPU
-/// and the merged stream; each record's payload also goes through the record decoders. Returns
+/// The trace.dat reader (v6 and v7): parse, check that what it copied out stays within the
+/// file's size, then read every accessor, the metadata and names as `stats` and `report` show
+/// them, and iterate every record of every CPU and the merged stream; each record's payload
+/// also goes through the record decoders (and the field printing of `report`). Returns
 /// the number of records read, or `None` when parsing failed.
 pub fn tracedat(data: Vec<u8>) -> Option<usize> {
     let bound = data.len() / 4 + 2;
+    let tf_len = data.len();
     let tf = TraceFile::parse(data).ok()?;
     let _ = (
         tf.version(),
@@ -91,7 +94,22 @@ pub fn tracedat(data: Vec<u8>) -> Option<usize> {
         tf.options().len(),
         tf.clock(),
     );
-    if let Some(Ok(_meta)) = tf.typhon_meta() {}
+    // What reading copied out of the file stays within its size (no allocation sized by a
+    // declared length, no section parsed twice): the options' bytes, formats, cmdlines.
+    let len = tf_len;
+    let option_bytes: usize = tf.options().iter().map(|o| o.data.len()).sum();
+    assert!(
+        option_bytes <= len,
+        "{option_bytes} option bytes from {len}"
+    );
+    assert!(tf.formats().len() <= len && tf.cmdlines().len() <= len);
+    // What `stats` and `report` print: the metadata, names escaped, fields written out.
+    if let Some(Ok(meta)) = tf.typhon_meta() {
+        let _ = meta.to_json();
+    }
+    for name in tf.cmdlines().values() {
+        let _ = crate::printable::printable(name).to_string();
+    }
     let mut n = 0;
     for cpu in 0..tf.cpus().min(1024) {
         let _ = tf.cpu_data(cpu);

@@ -5,6 +5,9 @@
 //!
 //! Every length and offset read from the file is checked against the file: corrupt or
 //! truncated input gives a [`TraceDatError`], never a panic or an allocation sized by the file.
+//! Version 7 sections may not share a byte and the options chain must move past each section
+//! it leaves (one that nests, repeats or points back is refused), so what parsing copies out
+//! adds up to at most the file's size; a declared CPU count costs nothing per CPU.
 //! Pages are walked with the [`crate::kbuffer`] port (libtraceevent kbuffer semantics).
 
 use super::writer::{FileMeta, MAGIC, OPTION_TRACECLOCK, OPTION_TYPHON_META};
