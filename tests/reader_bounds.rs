@@ -132,6 +132,8 @@ fn many_cpus(v7: &[u8], cpus: u32) -> Vec<u8> {
 }
 
 /// Peak RSS in KiB of `typhon-rec ARGS` (its own, through `wait4`), and whether it succeeded.
+// The child is reaped with wait4, which (unlike `Child::wait`) reports its peak RSS.
+#[allow(clippy::zombie_processes)]
 fn peak_rss_kib(args: &[&std::ffi::OsStr]) -> (i64, bool, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
         .args(args)

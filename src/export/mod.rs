@@ -264,6 +264,9 @@ struct Slice<'a> {
     rec: &'a [u8],
 }
 
+/// An open phase: (order of arrival, start time, start record).
+type OpenPhase<'a> = (u64, u64, &'a [u8]);
+
 /// Per-thread collection while reading.
 #[derive(Default)]
 struct Collect<'a> {
@@ -275,7 +278,7 @@ struct Collect<'a> {
     /// Per phase number, its open starts' (order of arrival, time, record), innermost last:
     /// a PhaseEnd finds its start in O(1) whatever else is open (one list for all phases made
     /// ends without a start, or with other phases' starts open, cost a search each).
-    open_phases: FnvMap<u8, Vec<(u64, u64, &'a [u8])>>,
+    open_phases: FnvMap<u8, Vec<OpenPhase<'a>>>,
     /// PhaseStarts seen (the order of arrival above).
     phase_starts: u64,
     /// The page time of its latest record.
