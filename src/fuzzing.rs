@@ -72,11 +72,14 @@ pub fn page(data: &[u8]) -> usize {
     seen
 }
 
-/// The trace.dat reader: parse, then read every accessor and iterate every record of every CPU
-/// and the merged stream; each record's payload also goes through the record decoders. Returns
+/// The trace.dat reader (v6 and v7): parse, check that what it copied out stays within the
+/// file's size, then read every accessor, the metadata and names as `stats` and `report` show
+/// them, and iterate every record of every CPU and the merged stream; each record's payload
+/// also goes through the record decoders (and the field printing of `report`). Returns
 /// the number of records read, or `None` when parsing failed.
 pub fn tracedat(data: Vec<u8>) -> Option<usize> {
     let bound = data.len() / 4 + 2;
+    let tf_len = data.len();
     let tf = TraceFile::parse(data).ok()?;
     let _ = (
         tf.version(),
@@ -91,7 +94,22 @@ pub fn tracedat(data: Vec<u8>) -> Option<usize> {
         tf.options().len(),
         tf.clock(),
     );
-    if let Some(Ok(_meta)) = tf.typhon_meta() {}
+    // What reading copied out of the file stays within its size (no allocation sized by a
+    // declared length, no section parsed twice): the options' bytes, formats, cmdlines.
+    let len = tf_len;
+    let option_bytes: usize = tf.options().iter().map(|o| o.data.len()).sum();
+    assert!(
+        option_bytes <= len,
+        "{option_bytes} option bytes from {len}"
+    );
+    assert!(tf.formats().len() <= len && tf.cmdlines().len() <= len);
+    // What `stats` and `report` print: the metadata, names escaped, fields written out.
+    if let Some(Ok(meta)) = tf.typhon_meta() {
+        let _ = meta.to_json();
+    }
+    for name in tf.cmdlines().values() {
+        let _ = crate::printable::printable(name).to_string();
+    }
     let mut n = 0;
     for cpu in 0..tf.cpus().min(1024) {
         let _ = tf.cpu_data(cpu);
@@ -161,4 +179,138 @@ pub fn record(data: &[u8]) {
     if let Ok((_, used)) = celog::decode_event(payload) {
         assert!(used <= payload.len());
     }
+}
+
+/// A version 7 (sectioned, uncompressed) copy of a little-endian version 6 trace.dat: the same
+/// header, formats, cmdlines, options and page data, laid out as trace-cmd ≥ 3.0 writes them
+/// (metadata sections, the flyrecord section with page-aligned CPU data, then one options
+/// section that points at them all, with CPUCOUNT and a BUFFER option for the top instance).
+/// `None` if `v6` is not such a file. The fuzzers mutate these too, so the v7 reader is covered
+/// as well as the v6 one.
+///
+/// ```
+/// use typhon_recorder::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages, TraceFile};
+/// let mut meta = FileMeta::new(4096);
+/// meta.slots.push(SlotMeta { slot: 1, name: "w".into(), ..Default::default() });
+/// let mut out = std::io::Cursor::new(Vec::new());
+/// write_tracedat(&mut out, &meta, &mut [SlotPages::from_bytes(1, &[0u8; 4096])]).unwrap();
+/// let v7 = typhon_recorder::fuzzing::v6_to_v7(&out.into_inner()).unwrap();
+/// let f = TraceFile::parse(v7).unwrap();
+/// assert_eq!((f.version(), f.cpus(), f.cmdline(1)), (7, 2, Some("w")));
+/// assert_eq!(f.typhon_meta().unwrap().unwrap(), meta);
+/// ```
+pub fn v6_to_v7(v6: &[u8]) -> Option<Vec<u8>> {
+    let tf = TraceFile::parse(v6.to_vec()).ok()?;
+    if tf.version() != 6 || tf.big_endian() {
+        return None;
+    }
+    // Where each metadata part lies in the v6 file: the v7 section bodies are the same bytes.
+    let u32_at = |p: usize| Some(u32::from_le_bytes(v6.get(p..p + 4)?.try_into().ok()?) as usize);
+    let u64_at = |p: usize| Some(u64::from_le_bytes(v6.get(p..p + 8)?.try_into().ok()?) as usize);
+    let mut p = 18;
+    let start = p;
+    p += 12;
+    p += 8 + u64_at(p)?;
+    p += 13;
+    p += 8 + u64_at(p)?;
+    let header_info = start..p;
+    let start = p;
+    let n = u32_at(p)?;
+    p += 4;
+    for _ in 0..n {
+        p += 8 + u64_at(p)?;
+    }
+    let ftrace = start..p;
+    let start = p;
+    let nsys = u32_at(p)?;
+    p += 4;
+    for _ in 0..nsys {
+        p += v6.get(p..)?.iter().position(|&b| b == 0)? + 1;
+        let n = u32_at(p)?;
+        p += 4;
+        for _ in 0..n {
+            p += 8 + u64_at(p)?;
+        }
+    }
+    let events = start..p;
+    let kallsyms = p..p + 4 + u32_at(p)?;
+    p = kallsyms.end;
+    let printk = p..p + 4 + u32_at(p)?;
+    p = printk.end;
+    let cmdlines = p..p + 8 + u64_at(p)?;
+    let parts = [
+        (16u16, header_info),
+        (17, ftrace),
+        (18, events),
+        (19, kallsyms),
+        (20, printk),
+        (21, cmdlines),
+    ];
+
+    let mut out = v6[..12].to_vec();
+    out[10] = b'7';
+    out.extend_from_slice(&v6[12..18]);
+    out.extend_from_slice(b"none\0\0");
+    let options_at = out.len();
+    out.extend_from_slice(&0u64.to_le_bytes());
+    let section = |out: &mut Vec<u8>, id: u16, body: &[u8]| {
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes()); // not compressed
+        out.extend_from_slice(&0u32.to_le_bytes()); // no description string
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(body);
+    };
+    let mut offsets = Vec::new();
+    for (id, r) in parts {
+        offsets.push((id, out.len() as u64));
+        section(&mut out, id, v6.get(r)?);
+    }
+    // The flyrecord section: padding to a page boundary, then each CPU's pages.
+    let page = tf.page_size() as usize;
+    let fly_at = out.len();
+    let body_at = fly_at + 16;
+    let data_at = body_at.div_ceil(page) * page;
+    let mut body = vec![0u8; data_at - body_at];
+    let mut table = Vec::new();
+    for cpu in 0..tf.cpus() {
+        let (off, size) = tf.cpu_data(cpu)?;
+        if size == 0 {
+            continue;
+        }
+        let bytes = v6.get(off as usize..(off + size) as usize)?;
+        table.push((cpu, (body_at + body.len()) as u64, size));
+        body.extend_from_slice(bytes);
+    }
+    section(&mut out, 3, &body);
+    // The options section, last, pointing back at everything.
+    let opts_at = out.len() as u64;
+    out[options_at..options_at + 8].copy_from_slice(&opts_at.to_le_bytes());
+    let mut o = Vec::new();
+    let option = |o: &mut Vec<u8>, id: u16, data: &[u8]| {
+        o.extend_from_slice(&id.to_le_bytes());
+        o.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        o.extend_from_slice(data);
+    };
+    for (id, off) in offsets {
+        option(&mut o, id, &off.to_le_bytes());
+    }
+    option(&mut o, 8, &tf.cpus().to_le_bytes());
+    for opt in tf.options() {
+        option(&mut o, opt.id, &opt.data);
+    }
+    let mut b = (fly_at as u64).to_le_bytes().to_vec();
+    b.push(0); // the top instance: no name
+    b.extend_from_slice(tf.clock().unwrap_or("").as_bytes());
+    b.push(0);
+    b.extend_from_slice(&tf.page_size().to_le_bytes());
+    b.extend_from_slice(&(table.len() as u32).to_le_bytes());
+    for (cpu, off, size) in table {
+        b.extend_from_slice(&cpu.to_le_bytes());
+        b.extend_from_slice(&off.to_le_bytes());
+        b.extend_from_slice(&size.to_le_bytes());
+    }
+    option(&mut o, 3, &b);
+    option(&mut o, 0, &0u64.to_le_bytes()); // DONE: no next options section
+    section(&mut out, 0, &o);
+    Some(out)
 }

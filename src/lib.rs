@@ -23,6 +23,7 @@
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
 //! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
 //! - [`export`]: a recording as Perfetto protobuf or Chrome JSON, for the usual trace viewers;
+//! - [`printable`]: text from a file made safe for a terminal;
 //! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts;
 //! - `bench` (default feature `bench`): the write-cost benchmark behind `typhon-rec bench`.
 
@@ -41,6 +42,7 @@ pub mod flusher;
 pub mod fuzzing;
 pub mod kbuffer;
 pub mod page;
+pub mod printable;
 pub mod recorder;
 pub mod registry;
 pub mod ring;

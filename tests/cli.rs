@@ -82,13 +82,16 @@ fn demo_json_report_stats_and_pages() {
         std::fs::metadata(&out).unwrap().len()
     );
 
-    // report: one line per record (plus drop lines).
+    // report: one line per record (plus drop lines), then the line naming the losses.
     let o = rec(&["report", out.to_str().unwrap()]);
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("[LOSSES: "), "{last}");
+    assert_eq!(last.starts_with("[LOSSES: none"), missed == 0, "{last}");
     let lines = text
         .lines()
-        .filter(|l| !l.contains("EVENTS DROPPED]"))
+        .filter(|l| !l.contains("EVENTS DROPPED]") && !l.starts_with("[LOSSES: "))
         .count() as u64;
     assert_eq!(lines, written);
     for kind in [

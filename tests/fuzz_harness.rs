@@ -5,6 +5,8 @@
 //!
 //! - mutation loop with a fixed seed over a valid recording made by the recorder (the file, its
 //!   pages and its records): bit flips, interesting values, truncation, splices, duplication;
+//! - the same on version 7 copies of it (`fuzzing::v6_to_v7`, and `trace-cmd convert`'s when
+//!   trace-cmd is installed), so the sectioned reader is mutated too;
 //! - truncations of the valid file at every header boundary region: errors, never a panic, and
 //!   never more records than the intact file;
 //! - the exporter on mutants of the valid file;
@@ -91,6 +93,42 @@ fn iters() -> usize {
 
 /// (the trace.dat bytes, its pages, its records)
 type Corpus = (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// Version 7 copies of the corpus file: ours, and trace-cmd's own when it is installed.
+fn v7_corpus() -> &'static Vec<Vec<u8>> {
+    static C: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    C.get_or_init(|| {
+        let (file, _, _) = corpus();
+        let mut v = vec![fuzzing::v6_to_v7(file).expect("a v7 copy")];
+        let dir = std::env::temp_dir().join(format!("typhon-fuzz-v7-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let (i, o) = (dir.join("v6.dat"), dir.join("v7.dat"));
+        std::fs::write(&i, file).unwrap();
+        let converted = std::process::Command::new("trace-cmd")
+            .args([
+                "convert",
+                "--file-version",
+                "7",
+                "--compression",
+                "none",
+                "-i",
+            ])
+            .arg(&i)
+            .arg("-o")
+            .arg(&o)
+            .output()
+            .is_ok_and(|r| r.status.success());
+        match std::fs::read(&o) {
+            Ok(b) if converted => v.push(b),
+            _ => eprintln!("note: no trace-cmd convert; the v7 corpus is our own copy only"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        for f in &v {
+            assert_eq!(TraceFile::parse(f.clone()).unwrap().version(), 7);
+        }
+        v
+    })
+}
 
 /// A valid recording of every record family, made once by the recorder itself.
 fn corpus() -> &'static Corpus {
@@ -209,6 +247,66 @@ fn mutated_trace_files_export_cleanly() {
 }
 
 #[test]
+fn mutated_v7_trace_files_never_panic() {
+    let (file, _, _) = corpus();
+    let full = fuzzing::tracedat(file.clone()).unwrap();
+    let mut rng = Rng(0x7637_7637_0001);
+    for (k, seed) in v7_corpus().iter().enumerate() {
+        // The v7 copy holds the same records.
+        assert_eq!(fuzzing::tracedat(seed.clone()), Some(full), "v7 seed {k}");
+        for i in 0..iters() / 3 {
+            let m = mutate(&mut rng, seed);
+            let r = std::panic::catch_unwind(|| fuzzing::tracedat(m.clone()));
+            if r.is_err() {
+                let p = std::env::temp_dir().join(format!("typhon-fuzz-v7-crash-{k}-{i}.dat"));
+                std::fs::write(&p, &m).unwrap();
+                panic!(
+                    "v7 seed {k}, iteration {i}: the reader panicked; input saved to {}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn mutated_v7_trace_files_export_cleanly() {
+    let mut rng = Rng(0x7637_6578_7001);
+    for (k, seed) in v7_corpus().iter().enumerate() {
+        assert!(fuzzing::export(seed.clone()).unwrap() > 300);
+        let mut exported = 0;
+        for i in 0..iters() / 30 {
+            let m = mutate(&mut rng, seed);
+            match std::panic::catch_unwind(|| fuzzing::export(m.clone())) {
+                Ok(r) => exported += usize::from(r.is_some()),
+                Err(_) => {
+                    let p = std::env::temp_dir().join(format!("typhon-fuzz-v7-export-{k}-{i}.dat"));
+                    std::fs::write(&p, &m).unwrap();
+                    panic!(
+                        "v7 seed {k}, iteration {i}: the exporter panicked; input saved to {}",
+                        p.display()
+                    );
+                }
+            }
+        }
+        assert!(exported > 0, "some v7 mutants still parse and export");
+    }
+}
+
+#[test]
+fn truncated_v7_trace_files_yield_errors_not_panics() {
+    for seed in v7_corpus() {
+        let full = fuzzing::tracedat(seed.clone()).unwrap();
+        let mut cut = 0;
+        while cut < seed.len() {
+            let r = fuzzing::tracedat(seed[..cut].to_vec());
+            assert!(r.map_or(true, |n| n <= full), "cut at {cut}");
+            cut += if cut < 64 * 1024 { 7 } else { 4093 };
+        }
+    }
+}
+
+#[test]
 fn truncated_trace_files_yield_errors_not_panics() {
     let (file, _, _) = corpus();
     let full = fuzzing::tracedat(file.clone()).unwrap();
@@ -273,8 +371,11 @@ proptest! {
     fn arbitrary_trace_files(data in proptest::collection::vec(any::<u8>(), 0..2048)) {
         // Mostly rejected at the magic; prefix the magic to get further in.
         fuzzing::tracedat(data.clone());
-        let mut v = b"\x17\x08\x44tracing6\0".to_vec();
-        v.extend_from_slice(&data);
-        fuzzing::tracedat(v);
+        for version in [&b"6\0"[..], b"7\0"] {
+            let mut v = b"\x17\x08\x44tracing".to_vec();
+            v.extend_from_slice(version);
+            v.extend_from_slice(&data);
+            fuzzing::tracedat(v);
+        }
     }
 }

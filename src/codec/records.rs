@@ -1022,7 +1022,8 @@ pub fn write_fields(rec: &DecodedRecord<'_>, out: &mut impl fmt::Write) -> fmt::
             FieldValue::Unsigned(u) if is_hex_field(fd) => write!(out, "{}={:#018x}", fd.name, u)?,
             FieldValue::Unsigned(u) => write!(out, "{}={}", fd.name, u)?,
             FieldValue::Signed(s) => write!(out, "{}={}", fd.name, s)?,
-            FieldValue::Str(s) => write!(out, "{}={}", fd.name, s)?,
+            // Text from the file: escaped, so it cannot drive the terminal it is printed on.
+            FieldValue::Str(s) => write!(out, "{}={}", fd.name, crate::printable::printable(s))?,
             FieldValue::Bytes(b) => {
                 write!(out, "{}=", fd.name)?;
                 for x in b {

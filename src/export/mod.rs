@@ -264,15 +264,23 @@ struct Slice<'a> {
     rec: &'a [u8],
 }
 
+/// An open phase: (order of arrival, start time, start record).
+type OpenPhase<'a> = (u64, u64, &'a [u8]);
+
 /// Per-thread collection while reading.
 #[derive(Default)]
 struct Collect<'a> {
     slices: Vec<Slice<'a>>,
     /// Instants and loss marks, already final except for the track (lane 0).
     points: Vec<Event<'a>>,
-    /// The open tick's start time and record, and the open phases' (phase, time, record).
+    /// The open tick's start time and record.
     open_tick: Option<(u64, &'a [u8])>,
-    open_phases: Vec<(u8, u64, &'a [u8])>,
+    /// Per phase number, its open starts' (order of arrival, time, record), innermost last:
+    /// a PhaseEnd finds its start in O(1) whatever else is open (one list for all phases made
+    /// ends without a start, or with other phases' starts open, cost a search each).
+    open_phases: FnvMap<u8, Vec<OpenPhase<'a>>>,
+    /// PhaseStarts seen (the order of arrival above).
+    phase_starts: u64,
     /// The page time of its latest record.
     last: u64,
 }
@@ -435,12 +443,16 @@ impl<'a> Timeline<'a> {
                     None => c.points.push(instant(ts, r.data)),
                 },
                 Some((_, Body::PhaseStart { phase })) => {
-                    c.open_phases.push((phase, ts, r.data));
+                    let n = c.phase_starts;
+                    c.phase_starts += 1;
+                    c.open_phases
+                        .entry(phase)
+                        .or_default()
+                        .push((n, ts, r.data));
                 }
                 Some((_, Body::PhaseEnd { phase })) => {
-                    match c.open_phases.iter().rposition(|&(p, ..)| p == phase) {
-                        Some(i) => {
-                            let (_, start, _) = c.open_phases.remove(i);
+                    match c.open_phases.get_mut(&phase).and_then(Vec::pop) {
+                        Some((_, start, _)) => {
                             c.slices.push(Slice {
                                 start,
                                 end: ts.max(start),
@@ -494,8 +506,12 @@ impl<'a> Timeline<'a> {
             .map(|thread| Track { thread, lane: 0 })
             .collect();
         for (th, mut c) in per.into_iter().enumerate() {
-            // Ticks and phases still open at the end stay marks.
-            let phases = c.open_phases.iter().map(|&(_, ts, rec)| (ts, rec));
+            // Ticks and phases still open at the end stay marks (phases in the order they
+            // started).
+            let mut phases: Vec<(u64, u64, &[u8])> =
+                c.open_phases.into_values().flatten().collect();
+            phases.sort_unstable_by_key(|p| p.0);
+            let phases = phases.into_iter().map(|(_, ts, rec)| (ts, rec));
             for (ts, rec) in c.open_tick.into_iter().chain(phases) {
                 c.points.push(instant(ts, rec));
             }
@@ -514,50 +530,60 @@ impl<'a> Timeline<'a> {
     }
 
     /// Assigns `slices` of thread `th` to lanes and appends their Begin and End events.
+    ///
+    /// First fit: a slice goes to the lowest lane where it nests inside the innermost slice
+    /// still open at its start (or that has none open), else to a new lane. Done in
+    /// O(n log n) whatever the slices: a heap of the open slices' ends closes what ended
+    /// (the smallest open end is always the innermost of its lane), and a max-tree over the
+    /// lanes' innermost ends finds the first lane that takes the slice, where scanning every
+    /// lane cost O(n²) for spans that overlap without nesting (one lane each).
     fn lay_out(&mut self, th: usize, mut slices: Vec<Slice<'a>>) {
+        use std::cmp::Reverse;
         // Outer slices first: start ascending, end descending (stable for equal ones).
         slices.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-        // Per lane: its track index and its open slices' ends.
+        // Per lane: its track index and its open slices' ends (innermost last).
         let mut lanes: Vec<(u32, Vec<u64>)> = vec![(th as u32, Vec::new())];
+        let mut ending: std::collections::BinaryHeap<Reverse<(u64, usize)>> =
+            std::collections::BinaryHeap::new();
+        // Lanes never outnumber the slices (plus lane 0).
+        let mut tops = MaxTree::new(slices.len() + 1);
+        tops.set(0, u64::MAX);
         for s in slices {
-            let mut placed = false;
-            for (track, open) in lanes.iter_mut() {
-                // Close what ended by the time this one starts.
-                while let Some(&end) = open.last() {
-                    if end > s.start {
-                        break;
-                    }
-                    open.pop();
-                    self.events.push(end_event(end, *track));
-                }
-                if open.last().map_or(true, |&end| s.end <= end) {
-                    open.push(s.end);
-                    self.events.push(Event {
-                        ts: s.start,
-                        track: *track,
-                        phase: Phase::Begin,
-                        rec: Some(s.rec),
-                        flow: 0,
-                    });
-                    placed = true;
+            // Close what ended by the time this one starts.
+            while let Some(&Reverse((end, lane))) = ending.peek() {
+                if end > s.start {
                     break;
                 }
+                ending.pop();
+                let (track, open) = &mut lanes[lane];
+                open.pop();
+                self.events.push(end_event(end, *track));
+                tops.set(lane, open.last().copied().unwrap_or(u64::MAX));
             }
-            if !placed {
-                let track = self.tracks.len() as u32;
-                self.tracks.push(Track {
-                    thread: th,
-                    lane: lanes.len() as u32,
-                });
-                lanes.push((track, vec![s.end]));
-                self.events.push(Event {
-                    ts: s.start,
-                    track,
-                    phase: Phase::Begin,
-                    rec: Some(s.rec),
-                    flow: 0,
-                });
-            }
+            // The first lane whose innermost open slice ends at or after this one's end.
+            let lane = match tops.first_at_least(s.end) {
+                Some(l) if l < lanes.len() => l,
+                _ => {
+                    let track = self.tracks.len() as u32;
+                    self.tracks.push(Track {
+                        thread: th,
+                        lane: lanes.len() as u32,
+                    });
+                    lanes.push((track, Vec::new()));
+                    lanes.len() - 1
+                }
+            };
+            let (track, open) = &mut lanes[lane];
+            open.push(s.end);
+            ending.push(Reverse((s.end, lane)));
+            tops.set(lane, s.end);
+            self.events.push(Event {
+                ts: s.start,
+                track: *track,
+                phase: Phase::Begin,
+                rec: Some(s.rec),
+                flow: 0,
+            });
         }
         for (track, open) in lanes {
             for &end in open.iter().rev() {
@@ -769,6 +795,41 @@ impl<'a> Timeline<'a> {
         } else {
             format!("{name} (overlap {})", t.lane)
         }
+    }
+}
+
+/// A max segment tree over lanes: set a lane's value, find the first lane whose value is at
+/// least a bound, both in O(log n).
+struct MaxTree {
+    size: usize,
+    t: Vec<u64>,
+}
+
+impl MaxTree {
+    fn new(n: usize) -> Self {
+        let size = n.next_power_of_two();
+        Self {
+            size,
+            t: vec![0; 2 * size],
+        }
+    }
+    fn set(&mut self, i: usize, v: u64) {
+        let mut i = i + self.size;
+        self.t[i] = v;
+        while i > 1 {
+            i /= 2;
+            self.t[i] = self.t[2 * i].max(self.t[2 * i + 1]);
+        }
+    }
+    fn first_at_least(&self, x: u64) -> Option<usize> {
+        if self.t[1] < x {
+            return None;
+        }
+        let mut i = 1;
+        while i < self.size {
+            i = if self.t[2 * i] >= x { 2 * i } else { 2 * i + 1 };
+        }
+        Some(i - self.size)
     }
 }
 

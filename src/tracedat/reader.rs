@@ -5,13 +5,16 @@
 //!
 //! Every length and offset read from the file is checked against the file: corrupt or
 //! truncated input gives a [`TraceDatError`], never a panic or an allocation sized by the file.
+//! Version 7 sections may not share a byte and the options chain must move past each section
+//! it leaves (one that nests, repeats or points back is refused), so what parsing copies out
+//! adds up to at most the file's size; a declared CPU count costs nothing per CPU.
 //! Pages are walked with the [`crate::kbuffer`] port (libtraceevent kbuffer semantics).
 
 use super::writer::{FileMeta, MAGIC, OPTION_TRACECLOCK, OPTION_TYPHON_META};
 use crate::kbuffer::{Endian, KBuffer, LongSize};
 use core::fmt;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 /// Why a trace.dat file could not be read.
 ///
@@ -466,8 +469,14 @@ pub struct TraceFile {
     cpus: u32,
     options: Vec<TraceOption>,
     clock: Option<String>,
-    /// Per CPU (file offset, size) of the top buffer's page data.
-    cpu_data: Vec<(u64, u64)>,
+    /// (cpu, file offset, size) of the top buffer's page data, sorted by cpu, for the CPUs the
+    /// file's table lists with a non-zero entry: a file may declare up to [`MAX_CPUS`] CPUs in
+    /// a few bytes (v7's CPUCOUNT option), so nothing is held per declared CPU.
+    cpu_data: Vec<(u32, u64, u64)>,
+    /// Format index by id (the first format with an id wins, as a linear search would find).
+    by_id: HashMap<u32, usize>,
+    /// The first format's `common_type` field, which says where a record's event id is.
+    common_type: Option<FieldFormat>,
 }
 
 fn text(b: &[u8]) -> String {
@@ -521,9 +530,19 @@ impl TraceFile {
             options: Vec::new(),
             clock: None,
             cpu_data: Vec::new(),
+            by_id: HashMap::new(),
+            common_type: None,
         };
         f.parse_inner(&data)?;
         f.check_cpu_data(data.len() as u64)?;
+        for (i, e) in f.formats.iter().enumerate() {
+            f.by_id.entry(e.id).or_insert(i);
+        }
+        f.common_type = f
+            .formats
+            .first()
+            .and_then(|e| e.field("common_type"))
+            .cloned();
         f.data = data;
         Ok(f)
     }
@@ -691,10 +710,12 @@ impl TraceFile {
         let table_len = u64::from(self.cpus) * 16;
         let table = c.bytes_u64(table_len, "flyrecord cpu table")?;
         let mut tc = Cur::at(table, 0, self.big_endian);
-        for _ in 0..self.cpus {
+        for cpu in 0..self.cpus {
             let off = tc.u64("cpu offset")?;
             let size = tc.u64("cpu size")?;
-            self.cpu_data.push((off, size));
+            if (off, size) != (0, 0) {
+                self.cpu_data.push((cpu, off, size));
+            }
         }
         if has_clock {
             let n = c.u64("trace_clock size")?;
@@ -747,16 +768,30 @@ impl TraceFile {
         }
         let mut next = c.u64("options offset")?;
         let mut sections: BTreeMap<u16, u64> = BTreeMap::new();
-        let mut buffers: Vec<(String, Vec<u8>)> = Vec::new();
-        // Follow the options chain; each hop must move forward, so it ends.
-        let mut last = 0u64;
+        // Indexes into `options` of the BUFFER options (their data is not copied twice).
+        let mut buffers: Vec<(String, usize)> = Vec::new();
+        // Every section read, as (header offset, body end): no two may share a byte, so the
+        // bytes parsed (and copied into options) add up to at most the file's size.
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        // Follow the options chain. Each options section must start after the end of the one
+        // before: a chain that points back, repeats or nests (a section inside an option of
+        // the one before, which would be parsed, and copied, once per level: memory growing
+        // with the square of the file) is refused, and the chain ends.
+        let mut min_next = c.off();
         while next != 0 {
-            if next <= last {
-                return corrupt("options chain does not move forward", next);
+            if next < min_next {
+                return corrupt(
+                    format!(
+                        "options chain points back, repeats or nests (section at {next}, \
+                         the previous one ends at {min_next})"
+                    ),
+                    next,
+                );
             }
-            last = next;
             let (body, size) = self.section_header(d, next, 0)?;
             let end = body + size as usize;
+            spans.push((next, end as u64));
+            min_next = end as u64;
             let mut oc = Cur::at(&d[..end], body, self.big_endian);
             next = 0;
             loop {
@@ -776,7 +811,7 @@ impl TraceFile {
                     3 => {
                         let mut bc = Cur::at(data, 8, self.big_endian);
                         let name = text(bc.cstr("buffer name")?);
-                        buffers.push((name, data.to_vec()));
+                        buffers.push((name, self.options.len()));
                     }
                     _ => {}
                 }
@@ -787,6 +822,7 @@ impl TraceFile {
             }
         }
         self.take_clock_option();
+        let mut bodies = Vec::new();
         for id in 16..=21u16 {
             let Some(&off) = sections.get(&id) else {
                 if id == 16 {
@@ -795,6 +831,22 @@ impl TraceFile {
                 continue;
             };
             let (body, size) = self.section_header(d, off, id)?;
+            spans.push((off, (body as u64) + size));
+            bodies.push((id, body, size));
+        }
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            if w[1].0 < w[0].1 {
+                return corrupt(
+                    format!(
+                        "section at {} overlaps the section at {} (ends at {})",
+                        w[1].0, w[0].0, w[0].1
+                    ),
+                    w[1].0,
+                );
+            }
+        }
+        for (id, body, size) in bodies {
             let mut sc = Cur::at(&d[..body + size as usize], body, self.big_endian);
             match id {
                 16 => self.parse_headers(&mut sc)?,
@@ -806,9 +858,17 @@ impl TraceFile {
             }
         }
         // The top buffer (name "") holds the records; other instances are left alone.
-        let Some((_, b)) = buffers.iter().find(|(n, _)| n.is_empty()) else {
+        let Some(&(_, bi)) = buffers.iter().find(|(n, _)| n.is_empty()) else {
             return Ok(());
         };
+        let b = std::mem::take(&mut self.options[bi].data);
+        let r = self.parse_buffer(&b);
+        self.options[bi].data = b;
+        r
+    }
+
+    /// The top buffer's BUFFER option: clock, page size and the per-CPU table.
+    fn parse_buffer(&mut self, b: &[u8]) -> Result<()> {
         let mut bc = Cur::at(b, 0, self.big_endian);
         let _sec = bc.u64("buffer section offset")?;
         let _name = bc.cstr("buffer name")?;
@@ -828,16 +888,18 @@ impl TraceFile {
             );
         }
         // The table lists only CPUs with data (`n` entries with their ids); the CPU count is the
-        // CPUCOUNT option's, or the highest id + 1.
+        // CPUCOUNT option's, or the highest id + 1. Entries are bounded by the option's bytes;
+        // the count is only a number (nothing is allocated per CPU it declares).
         let n = bc.u32("buffer cpu count")?;
         let table = bc.bytes_u64(u64::from(n) * 20, "buffer cpu table")?;
         let mut tc = Cur::at(table, 0, self.big_endian);
-        let mut entries = Vec::new();
+        // A CPU listed twice: the last entry wins.
+        let mut entries: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
         for _ in 0..n {
             let cpu = tc.u32("cpu id")?;
             let off = tc.u64("cpu offset")?;
             let size = tc.u64("cpu size")?;
-            entries.push((cpu, off, size));
+            entries.insert(cpu, (off, size));
         }
         let counted = self
             .options
@@ -845,10 +907,9 @@ impl TraceFile {
             .find(|o| o.id == OPTION_CPUCOUNT && o.data.len() >= 4)
             .map_or(0, |o| read_uint(&o.data[..4], self.big_endian) as u32);
         let top = entries
-            .iter()
-            .map(|e| e.0.saturating_add(1))
-            .max()
-            .unwrap_or(0);
+            .keys()
+            .next_back()
+            .map_or(0, |&c| c.saturating_add(1));
         self.cpus = counted.max(top);
         if self.cpus > MAX_CPUS {
             return corrupt(
@@ -856,19 +917,19 @@ impl TraceFile {
                 at,
             );
         }
-        let mut data = vec![(0u64, 0u64); self.cpus as usize];
-        for (cpu, off, size) in entries {
-            data[cpu as usize] = (off, size);
-        }
-        self.cpu_data = data;
+        self.cpu_data = entries
+            .into_iter()
+            .filter(|&(_, e)| e != (0, 0))
+            .map(|(cpu, (off, size))| (cpu, off, size))
+            .collect();
         Ok(())
     }
 
     fn check_cpu_data(&self, len: u64) -> Result<()> {
         // Each CPU's data is its own: overlapping regions (no writer makes them) would let a
         // small file hold any number of copies of its pages for the readers to walk.
-        let mut regions: Vec<(u64, u64, usize)> = Vec::new();
-        for (cpu, &(off, size)) in self.cpu_data.iter().enumerate() {
+        let mut regions: Vec<(u64, u64, u32)> = Vec::new();
+        for &(cpu, off, size) in &self.cpu_data {
             if size > 0 {
                 regions.push((off, off.saturating_add(size), cpu));
             }
@@ -882,7 +943,7 @@ impl TraceFile {
                 );
             }
         }
-        for (cpu, &(off, size)) in self.cpu_data.iter().enumerate() {
+        for &(cpu, off, size) in &self.cpu_data {
             if size == 0 {
                 continue;
             }
@@ -1019,7 +1080,8 @@ impl TraceFile {
     /// assert_eq!(f.event(255).unwrap().name, "CeLog");
     /// ```
     pub fn event(&self, id: u32) -> Option<&EventFormat> {
-        self.formats.iter().find(|e| e.id == id)
+        // By index: a hostile file's many formats must not cost a search per record.
+        self.by_id.get(&id).and_then(|&i| self.formats.get(i))
     }
 
     /// The event of a record: the `common_type` field of the first format (libtraceevent's
@@ -1033,7 +1095,7 @@ impl TraceFile {
     /// assert_eq!(f.event_of(&[12, 0, 77, 1]).unwrap().name, "ThreadInfo");
     /// ```
     pub fn event_of(&self, data: &[u8]) -> Option<&EventFormat> {
-        let ct = self.formats.first()?.field("common_type")?;
+        let ct = self.common_type.as_ref()?;
         let id = ct.read_endian(data, self.big_endian)?;
         self.event(u32::try_from(id).ok()?)
     }
@@ -1134,7 +1196,13 @@ impl TraceFile {
     /// assert_eq!(f.cpu_data(1), None);
     /// ```
     pub fn cpu_data(&self, cpu: u32) -> Option<(u64, u64)> {
-        self.cpu_data.get(cpu as usize).copied()
+        if cpu >= self.cpus {
+            return None;
+        }
+        match self.cpu_data.binary_search_by_key(&cpu, |e| e.0) {
+            Ok(i) => Some((self.cpu_data[i].1, self.cpu_data[i].2)),
+            Err(_) => Some((0, 0)),
+        }
     }
 
     /// The whole pages of a CPU, in order. A trailing partial page is not returned (reading the
@@ -1208,7 +1276,13 @@ impl TraceFile {
     /// assert!(f.records().all(|r| r.is_ok()));
     /// ```
     pub fn records(&self) -> MergedRecords<'_> {
-        let its: Vec<CpuRecords<'_>> = (0..self.cpus).map(|c| self.cpu_records(c)).collect();
+        // Only the CPUs with data: a CPU count declared by the file costs nothing per CPU.
+        let its: Vec<CpuRecords<'_>> = self
+            .cpu_data
+            .iter()
+            .filter(|e| e.0 < self.cpus && e.2 > 0)
+            .map(|e| self.cpu_records(e.0))
+            .collect();
         MergedRecords {
             heads: its.iter().map(|_| None).collect(),
             stalled: (0..its.len()).rev().collect(),

@@ -6,7 +6,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use typhon_recorder::codec::{records, TraceEventKind};
 use typhon_recorder::export;
-use typhon_recorder::tracedat::TraceFile;
+use typhon_recorder::printable::{json_printable, printable};
+use typhon_recorder::tracedat::{TraceFile, OPTION_TYPHON_META};
 
 pub type Res = Result<(), String>;
 
@@ -14,8 +15,163 @@ fn open(file: &Path) -> Result<TraceFile, String> {
     TraceFile::open(file).map_err(|e| format!("{}: {e}", file.display()))
 }
 
+/// The slot's thread name from the file, escaped for the terminal.
 fn comm(f: &TraceFile, cpu: u32) -> String {
-    f.cmdline(cpu as i64).unwrap_or("<...>").to_string()
+    printable(f.cmdline(cpu as i64).unwrap_or("<...>")).to_string()
+}
+
+/// One slot's counters from the file's metadata (absent keys: 0).
+#[derive(Default, Clone, Copy)]
+struct SlotCounters {
+    attempted: u64,
+    written: u64,
+    missed: u64,
+    refused: u64,
+    filtered: u64,
+    sink_lost: u64,
+    clamped: u64,
+}
+
+/// Every counter the session kept, from the file's metadata option (SPEC §9). Read leniently:
+/// a file made before a key existed has 0 for it, unknown keys are ignored, and metadata
+/// that is not JSON is reported, not fatal (the records can still be read).
+#[derive(Default)]
+struct Session {
+    /// Whether the file has Typhon metadata at all (kernel traces have none).
+    present: bool,
+    /// Why the metadata could not be read, if it could not.
+    unreadable: Option<String>,
+    slots: BTreeMap<u32, SlotCounters>,
+    no_slot: u64,
+    filtered_no_slot: u64,
+    pages_lost: u64,
+    sink_errors: u64,
+    first_sink_error: Option<String>,
+    recovered: bool,
+    damaged_pages: u64,
+    torn_bytes: u64,
+    unreadable_pages: u64,
+}
+
+impl Session {
+    fn read(f: &TraceFile) -> Self {
+        let mut s = Session::default();
+        let Some(o) = f.options().iter().find(|o| o.id == OPTION_TYPHON_META) else {
+            return s;
+        };
+        s.present = true;
+        let v: serde_json::Value = match serde_json::from_str(&o.text()) {
+            Ok(v) => v,
+            Err(e) => {
+                s.unreadable = Some(e.to_string());
+                return s;
+            }
+        };
+        let n = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+        for e in v["slots"].as_array().into_iter().flatten() {
+            let Some(slot) = e.get("slot").and_then(|x| x.as_u64()) else {
+                continue;
+            };
+            let c = s.slots.entry(slot as u32).or_default();
+            c.attempted = n(e, "attempted");
+            c.written = n(e, "written");
+            c.missed = n(e, "missed");
+        }
+        let ses = &v["session"];
+        for e in ses["slots"].as_array().into_iter().flatten() {
+            let Some(slot) = e.get("slot").and_then(|x| x.as_u64()) else {
+                continue;
+            };
+            let c = s.slots.entry(slot as u32).or_default();
+            c.refused = n(e, "refused");
+            c.filtered = n(e, "filtered");
+            c.sink_lost = n(e, "sink_lost");
+            c.clamped = n(e, "clamped");
+        }
+        s.no_slot = n(ses, "no_slot");
+        s.filtered_no_slot = n(ses, "filtered_no_slot");
+        s.pages_lost = n(ses, "pages_lost");
+        s.sink_errors = n(ses, "sink_errors");
+        s.first_sink_error = ses
+            .get("first_sink_error")
+            .and_then(|x| x.as_str())
+            .map(str::to_owned);
+        s.recovered = ses
+            .get("recovered")
+            .and_then(|x| x.as_bool())
+            .unwrap_or(false);
+        s.damaged_pages = n(ses, "damaged_pages");
+        s.torn_bytes = n(ses, "torn_bytes");
+        s.unreadable_pages = n(ses, "unreadable_pages");
+        s
+    }
+
+    fn total(&self, f: impl Fn(&SlotCounters) -> u64) -> u64 {
+        self.slots.values().map(f).sum()
+    }
+}
+
+/// What was lost and what was left out on request, for a recording: the metadata's counters
+/// with what reading the records found (missed counts on pages, damaged pages).
+struct Losses {
+    /// (name, count) of every loss, in a fixed order, zeros included.
+    lost: Vec<(&'static str, u64)>,
+    /// (name, count) of writes left out on request (disabled kinds or zones).
+    filtered: Vec<(&'static str, u64)>,
+    first_sink_error: Option<String>,
+}
+
+impl Losses {
+    /// `missed`: per slot, the larger of the metadata's and the pages' counts (pages the sink
+    /// failed to store take their counts with them); `damaged`: pages reading skipped.
+    fn new(s: &Session, missed: u64, damaged: u64) -> Self {
+        Losses {
+            lost: vec![
+                ("missed", missed),
+                ("refused", s.total(|c| c.refused)),
+                ("no_slot", s.no_slot),
+                ("sink_lost", s.total(|c| c.sink_lost)),
+                ("pages_lost", s.pages_lost),
+                ("sink_errors", s.sink_errors),
+                ("damaged_pages", damaged),
+                ("recovered_damaged_pages", s.damaged_pages),
+                ("unreadable_pages", s.unreadable_pages),
+                ("torn_bytes", s.torn_bytes),
+                ("clamped", s.total(|c| c.clamped)),
+            ],
+            filtered: vec![
+                ("filtered", s.total(|c| c.filtered)),
+                ("filtered_no_slot", s.filtered_no_slot),
+            ],
+            first_sink_error: s.first_sink_error.clone(),
+        }
+    }
+
+    /// "no_slot=4545 refused=3 ..." or "none", then what was filtered on request, if any.
+    fn line(&self) -> String {
+        let mut out = String::new();
+        for (k, v) in self.lost.iter().filter(|e| e.1 > 0) {
+            let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { " " });
+            if *k == "sink_errors" {
+                if let Some(e) = &self.first_sink_error {
+                    let _ = write!(out, " (first: {})", printable(e));
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push_str("none");
+        }
+        let filtered: Vec<String> = self
+            .filtered
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !filtered.is_empty() {
+            let _ = write!(out, "; left out on request: {}", filtered.join(" "));
+        }
+        out
+    }
 }
 
 /// A records counter on stderr for reads that can take more than a second: drawn only when
@@ -66,12 +222,13 @@ pub fn report(file: &Path) -> Res {
     let mut line = String::new();
     let pb = progress("report");
     let mut damaged_pages = 0u64;
+    let mut missed: BTreeMap<u32, u64> = BTreeMap::new();
     for (n, r) in f.records().enumerate() {
         let r = match r {
             Ok(r) => r,
             Err(e) => {
                 damaged_pages += 1;
-                if writeln!(out, "[DAMAGED PAGE: {e}]").is_err() {
+                if writeln!(out, "[DAMAGED PAGE: {}]", printable(&e.to_string())).is_err() {
                     return Ok(());
                 }
                 continue;
@@ -79,6 +236,9 @@ pub fn report(file: &Path) -> Res {
         };
         if n % 65536 == 0 {
             pb.set_position(n as u64);
+        }
+        if let Some(k) = r.missed_before.filter(|&k| k > 0) {
+            *missed.entry(r.cpu).or_default() += k as u64;
         }
         match r.missed_before {
             Some(k) if k > 0 => writeln!(out, "CPU:{} [{k} EVENTS DROPPED]", r.cpu),
@@ -107,9 +267,29 @@ pub fn report(file: &Path) -> Res {
             return Ok(()); // closed pipe (e.g. `| head`): not an error
         }
     }
+    // The last line names every loss (SPEC §9), so none stays hidden behind the records.
+    let session = Session::read(&f);
+    let missed = missed_total(&session, &missed);
+    let losses = Losses::new(&session, missed, damaged_pages);
+    if writeln!(out, "[LOSSES: {}]", losses.line()).is_err() {
+        return Ok(());
+    }
     out.flush().ok();
     pb.finish_and_clear();
     damaged(file, damaged_pages, "the report")
+}
+
+/// Missed records in all: per slot, the larger of the metadata's count and the pages'.
+fn missed_total(s: &Session, pages: &BTreeMap<u32, u64>) -> u64 {
+    let mut slots: std::collections::BTreeSet<u32> = s.slots.keys().copied().collect();
+    slots.extend(pages.keys());
+    slots
+        .iter()
+        .map(|c| {
+            let m = s.slots.get(c).map_or(0, |c| c.missed);
+            m.max(pages.get(c).copied().unwrap_or(0))
+        })
+        .sum()
 }
 
 /// Whether `a` and `b` are one file (the same inode, whatever the paths: links included).
@@ -156,7 +336,7 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     };
     println!(
         "{}: {} records -> {} slices, {} instants{flows} on {} tracks of {} threads",
-        out.display(),
+        printable(&out.display().to_string()),
         s.records,
         s.slices,
         s.instants,
@@ -223,7 +403,9 @@ impl Acc {
     }
 }
 
-/// Per slot and per kind counts, missed, time span and rates.
+/// Per slot and per kind counts, missed, time span and rates, and every counter the session
+/// kept (SPEC §9): attempted, written, missed, refused, filtered, no_slot, sink_lost, pages
+/// lost, sink errors, damaged pages, clamped times and what recovery found.
 pub fn stats(file: &Path, json: bool) -> Res {
     let f = open(file)?;
     let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
@@ -257,23 +439,64 @@ pub fn stats(file: &Path, json: bool) -> Res {
             .add(r.ts);
     }
     pb.finish_and_clear();
+    let session = Session::read(&f);
+    // Slots the metadata counts but that have no records (every write refused, say) too.
+    for &c in session.slots.keys() {
+        slots.entry(c).or_default();
+    }
+    let page_missed: BTreeMap<u32, u64> = slots.iter().map(|(c, a)| (*c, a.missed)).collect();
+    let missed = missed_total(&session, &page_missed);
+    let losses = Losses::new(&session, missed, all.damaged);
+    let counters = |c: u32| session.slots.get(&c).copied().unwrap_or_default();
     if json {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "file": file.display().to_string(),
             "records": all.count,
-            "missed": all.missed,
+            "missed": missed,
+            "missed_in_pages": all.missed,
             "damaged_pages": all.damaged,
             "span_s": all.span_s(),
-            "slots": slots.iter().map(|(c, a)| serde_json::json!({
-                "slot": c, "name": comm(&f, *c), "records": a.count, "missed": a.missed,
-                "damaged_pages": a.damaged, "span_s": a.span_s(), "records_per_s": a.rate(),
-            })).collect::<Vec<_>>(),
+            "metadata": session.present,
+            "metadata_error": session.unreadable,
+            "attempted": session.total(|c| c.attempted),
+            "written": session.total(|c| c.written),
+            "refused": session.total(|c| c.refused),
+            "filtered": session.total(|c| c.filtered),
+            "no_slot": session.no_slot,
+            "filtered_no_slot": session.filtered_no_slot,
+            "sink_lost": session.total(|c| c.sink_lost),
+            "pages_lost": session.pages_lost,
+            "sink_errors": session.sink_errors,
+            "first_sink_error": session.first_sink_error,
+            "clamped": session.total(|c| c.clamped),
+            "recovered": session.recovered,
+            "recovered_damaged_pages": session.damaged_pages,
+            "torn_bytes": session.torn_bytes,
+            "unreadable_pages": session.unreadable_pages,
+            "slots": slots.iter().map(|(c, a)| {
+                let m = counters(*c);
+                serde_json::json!({
+                    "slot": c, "name": f.cmdline(*c as i64).unwrap_or("<...>"),
+                    "records": a.count, "missed": m.missed.max(a.missed),
+                    "missed_in_pages": a.missed, "damaged_pages": a.damaged,
+                    "attempted": m.attempted, "written": m.written, "refused": m.refused,
+                    "filtered": m.filtered, "sink_lost": m.sink_lost, "clamped": m.clamped,
+                    "span_s": a.span_s(), "records_per_s": a.rate(),
+                })
+            }).collect::<Vec<_>>(),
             "kinds": kinds.iter().map(|(k, a)| serde_json::json!({
                 "kind": k, "name": TraceEventKind(*k).to_string(), "records": a.count,
                 "span_s": a.span_s(), "records_per_s": a.rate(),
             })).collect::<Vec<_>>(),
         });
-        println!("{v:#}");
+        v["losses"] = losses
+            .lost
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|(k, n)| ((*k).to_string(), serde_json::Value::from(*n)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        println!("{}", json_printable(&format!("{v:#}")));
         return damaged(file, all.damaged, "the counting");
     }
     let damage = |n: u64| {
@@ -285,23 +508,71 @@ pub fn stats(file: &Path, json: bool) -> Res {
     };
     println!(
         "{}: {} records, {} missed, {:.3} s{}",
-        file.display(),
+        printable(&file.display().to_string()),
         all.count,
-        all.missed,
+        missed,
         all.span_s(),
         damage(all.damaged)
     );
+    println!("losses: {}", losses.line());
+    if !session.present {
+        println!("(no Typhon metadata: only what the pages show is counted)");
+    } else if let Some(e) = &session.unreadable {
+        println!(
+            "(the Typhon metadata is unreadable: {}; only what the pages show is counted)",
+            printable(e)
+        );
+    }
+    if session.recovered {
+        println!(
+            "recovered file: {} damaged pages kept, {} torn bytes left out, {} unreadable pages",
+            session.damaged_pages, session.torn_bytes, session.unreadable_pages
+        );
+    }
     println!(
-        "\n{:>4}  {:<20} {:>12} {:>10} {:>10} {:>14}",
-        "slot", "thread", "records", "missed", "span s", "records/s"
+        "attempted {}, written {}, missed {}, refused {}, filtered {}, no_slot {}, \
+         filtered_no_slot {}, sink_lost {}, pages_lost {}, sink_errors {}, clamped {}",
+        session.total(|c| c.attempted),
+        session.total(|c| c.written),
+        missed,
+        session.total(|c| c.refused),
+        session.total(|c| c.filtered),
+        session.no_slot,
+        session.filtered_no_slot,
+        session.total(|c| c.sink_lost),
+        session.pages_lost,
+        session.sink_errors,
+        session.total(|c| c.clamped),
+    );
+    println!(
+        "\n{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10} {:>14}",
+        "slot",
+        "thread",
+        "records",
+        "missed",
+        "attempted",
+        "written",
+        "refused",
+        "filtered",
+        "sink_lost",
+        "clamped",
+        "span s",
+        "records/s"
     );
     for (c, a) in &slots {
+        let m = counters(*c);
         println!(
-            "{:>4}  {:<20} {:>12} {:>10} {:>10.3} {:>14.0}{}",
+            "{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10.3} {:>14.0}{}",
             c,
             comm(&f, *c),
             a.count,
-            a.missed,
+            m.missed.max(a.missed),
+            m.attempted,
+            m.written,
+            m.refused,
+            m.filtered,
+            m.sink_lost,
+            m.clamped,
             a.span_s(),
             a.rate(),
             damage(a.damaged)
@@ -344,7 +615,7 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
     println!(
         "wrote {n} pages of {} bytes to {} (read one with: cargo run --example kbuffer_dump -- FILE)",
         f.page_size(),
-        out.display()
+        printable(&out.display().to_string())
     );
     Ok(())
 }
@@ -356,13 +627,13 @@ pub fn recover(out: &Path) -> Res {
     if r.already_complete {
         println!(
             "{} is complete (its finish was interrupted while removing {}): left as it is, leftovers removed",
-            out.display(),
-            parts.display()
+            printable(&out.display().to_string()),
+            printable(&parts.display().to_string())
         );
     } else {
         println!(
             "recovered {}: {} slots, {} records, {} missed, {} pages lost",
-            out.display(),
+            printable(&out.display().to_string()),
             r.slots.len(),
             r.records,
             r.missed,
@@ -376,7 +647,7 @@ pub fn recover(out: &Path) -> Res {
                 "  lost: {} pages the disk refused while recording ({} sink errors; first: {})",
                 r.pages_lost,
                 r.sink_errors,
-                r.first_sink_error.as_deref().unwrap_or("?")
+                printable(r.first_sink_error.as_deref().unwrap_or("?"))
             );
         }
         if r.damaged_pages > 0 {
@@ -399,26 +670,26 @@ pub fn recover(out: &Path) -> Res {
         }
     }
     for e in &r.errors {
-        eprintln!("typhon-rec: {e}");
+        eprintln!("typhon-rec: {}", printable(e));
     }
     for p in &r.left {
         println!(
             "  left in place (not made by the recorder, or not read whole): {}",
-            p.display()
+            printable(&p.display().to_string())
         );
     }
     if !r.errors.is_empty() {
         return Err(format!(
             "{} problem(s) reading {}; what could be read is in {}",
             r.errors.len(),
-            parts.display(),
+            printable(&parts.display().to_string()),
             out.display()
         ));
     }
     if !r.left.is_empty() {
         return Err(format!(
             "{} was not removed: it still holds the files above; look at them, then remove it",
-            parts.display()
+            printable(&parts.display().to_string())
         ));
     }
     Ok(())

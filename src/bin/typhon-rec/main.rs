@@ -97,7 +97,8 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("typhon-rec: {e}");
+            // Messages quote files and their contents: nothing in them may drive the terminal.
+            eprintln!("typhon-rec: {}", typhon_recorder::printable::printable(&e));
             ExitCode::from(1)
         }
     }
