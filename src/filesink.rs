@@ -243,7 +243,7 @@ impl Sink for FileSink {
             "filtered_no_slot": summary.filtered_no_slot,
             "slots": summary.slots.iter().map(|s| serde_json::json!({
                 "slot": s.slot, "filtered": s.filtered, "refused": s.refused,
-                "sink_lost": s.sink_lost, "thread_ids": s.thread_ids, "threads": s.threads,
+                "sink_lost": s.sink_lost, "clamped": s.clamped, "thread_ids": s.thread_ids, "threads": s.threads,
             })).collect::<Vec<_>>(),
         });
         assemble(&self.dir, &self.out, &meta)
