@@ -1889,6 +1889,11 @@ fn refused(e: WriteError) -> WriteError {
     e
 }
 
+/// Counts a write the C ABI refused for its arguments (NULL, bad UTF-8), as [`refused`] does.
+pub(crate) fn count_refused() {
+    let _ = refused(WriteError::Invalid(String::new()));
+}
+
 #[inline(always)]
 fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard<'_> {
     // The disabled path stays here, inline: one load and a branch, as for instants.
