@@ -224,7 +224,7 @@ int32_t typhon_stats(struct TyphonStats *out);
 // `out_ns` must be NULL or point to a writable `uint64_t`.
 int32_t typhon_longest_drain_gap(uint64_t *out_ns);
 
-// How many records had a time more than 1 s ahead of the recorder's clock (a `*_at` time far
+// How many records had a time more than 10 s ahead of the recorder's clock (a `*_at` time far
 // in the future) and were written at their thread's previous record time instead, so that
 // they did not pin the thread's later records at that future time; all slots, into `*out`.
 // The running recorder's count, or, when none runs, the final count of the last one

@@ -624,7 +624,7 @@ pub unsafe extern "C" fn typhon_longest_drain_gap(out_ns: *mut u64) -> i32 {
 /// The last stats `typhon_finish` returned (for [`typhon_clamped`] after it).
 static LAST_FINAL: Mutex<Option<Stats>> = Mutex::new(None);
 
-/// How many records had a time more than 1 s ahead of the recorder's clock (a `*_at` time far
+/// How many records had a time more than 10 s ahead of the recorder's clock (a `*_at` time far
 /// in the future) and were written at their thread's previous record time instead, so that
 /// they did not pin the thread's later records at that future time; all slots, into `*out`.
 /// The running recorder's count, or, when none runs, the final count of the last one

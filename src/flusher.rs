@@ -33,21 +33,24 @@ use std::time::{Duration, Instant};
 pub const MAX_THREAD_IDS: usize = 64;
 
 /// How far ahead of the flusher's clock a record's time may lie, in ns, before it is clamped
-/// and counted in its slot's [`SlotSummary::clamped`]: 1 s. A clamped record takes the time of
+/// and counted in its slot's [`SlotSummary::clamped`]: 10 s. A clamped record takes the time of
 /// its slot's previous record (as a CeLog event without a timestamp does), so it moves no
 /// later record's page time (the flusher's own now would: it is later than the records written
 /// before the drain); a span whose end is clamped ends there, or at its start if that is later.
 ///
 /// Page time never goes backwards within a slot (SPEC §5), so one record stamped far in the
-/// future (a caller's `*_at` time from a bad conversion or an uninitialised variable) would
-/// otherwise stamp every later record of its slot at that time. A time the recorder's own clock
-/// gave is never ahead of the flusher's now, read after the record was written (a record that
-/// seems to be is checked again against a fresh reading before it is clamped), so the bound
-/// is there only for caller times: those taken a little ahead on purpose, or converted from
-/// CLOCK_MONOTONIC with [`Clock::ns_to_raw`](crate::clock::Clock::ns_to_raw), whose
-/// calibration drifts from the tick clock by parts per million of the session's length. One
-/// second covers both with a wide margin and bounds what a bad time can do to its slot's later
-/// page times to that second.
+/// future (a caller's `*_at` time from a bad conversion, ticks passed as nanoseconds, an
+/// uninitialised variable) would otherwise stamp every later record of its slot at that time.
+/// A time the recorder's own clock gave is never ahead of the flusher's now, read after the
+/// record was written (a record that seems to be is checked again against a fresh reading
+/// before it is clamped), so the bound is there only for caller times, and it is a trade: the
+/// most a bad time can do is hold its slot's later page times for that long, and the least a
+/// caller may run ahead of the clock on purpose. Ten seconds keeps the first short (a bad time
+/// costs at most 10 s of page times of one thread) while leaving room for the second: synthetic
+/// timelines a few seconds ahead (the test of time extends writes 2 s ahead), events stamped
+/// with a deadline, and times converted from CLOCK_MONOTONIC with
+/// [`Clock::ns_to_raw`](crate::clock::Clock::ns_to_raw), whose calibration drifts from the tick
+/// clock by parts per million of the session's length (100 ppm over a day is under 9 s).
 ///
 /// Times in the past (before the session started, or behind the slot's last record) are kept
 /// as they are: they cannot hold later records back, since such a record only takes the
@@ -55,9 +58,9 @@ pub const MAX_THREAD_IDS: usize = 64;
 /// time base, saturating at 0).
 ///
 /// ```
-/// assert_eq!(typhon_recorder::flusher::MAX_AHEAD_NS, 1_000_000_000);
+/// assert_eq!(typhon_recorder::flusher::MAX_AHEAD_NS, 10_000_000_000);
 /// ```
-pub const MAX_AHEAD_NS: u64 = 1_000_000_000;
+pub const MAX_AHEAD_NS: u64 = 10_000_000_000;
 
 /// Counters the flusher publishes for `stats()` snapshots.
 #[derive(Default)]

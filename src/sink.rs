@@ -43,7 +43,7 @@ pub struct SlotSummary {
     pub refused: u64,
     /// Records in pages the sink failed to store.
     pub sink_lost: u64,
-    /// Records whose time lay more than [`MAX_AHEAD_NS`](crate::flusher::MAX_AHEAD_NS) (1 s)
+    /// Records whose time lay more than [`MAX_AHEAD_NS`](crate::flusher::MAX_AHEAD_NS) (10 s)
     /// ahead of the recorder's clock when the flusher took them (a caller's `*_at` time far in
     /// the future, a span ending there): written with the flusher's time instead, so that they
     /// do not stamp the slot's later records at that future time. They are in `written`; this

@@ -138,7 +138,7 @@ namespace Typhon.Recorder
             ulong ns; Check(Native.typhon_longest_drain_gap(&ns)); return TimeSpan.FromTicks((long)(ns / 100));
         }
 
-        /// <summary>Records whose caller time lay more than 1 s ahead of the clock and were
+        /// <summary>Records whose caller time lay more than 10 s ahead of the clock and were
         /// clamped (the running recorder's count, or the last finished one's).</summary>
         public static ulong Clamped()
         {
