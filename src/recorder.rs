@@ -1684,6 +1684,10 @@ pub fn celog_data_at(
 /// A guard whose span the recorder refused (a name with a NUL byte, a record larger than a
 /// page) opens nothing and is counted as refused: [`try_span`] returns that error instead.
 ///
+/// Cost: the stack lives in the thread's writer, made with room for 64 open spans and 4 KiB of
+/// their names when the thread claims its slot; a thread that goes past either allocates once
+/// more for each new high mark (never on later spans that stay within it).
+///
 /// ```
 /// # let _g = typhon_recorder::recorder::doc_lock();
 /// use typhon_recorder::recorder::RecorderBuilder;
