@@ -86,8 +86,8 @@
 // An I/O error creating or writing the output file.
 #define TYPHON_ERR_IO -6
 
-// The record does not fit in one page (size > page size − 24; counted as refused, and a
-// larger page size records it), or is larger than any record can be (65534 bytes).
+// The record does not fit in one page (size > page size − 24; a larger page size records it),
+// or is larger than any record can be (65534 bytes). For a span, reported when it begins.
 #define TYPHON_ERR_TOO_LARGE -7
 
 // Malformed input: a NUL inside a span name, a CeLog id of 0x3FFF or above or of 90
@@ -150,8 +150,9 @@ typedef struct TyphonStats {
   // Writes not recorded because their kind or CeLog zone was disabled (those of threads
   // without a slot included).
   uint64_t filtered;
-  // Writes the running recorder refused: records too large for its pages, span names with
-  // a NUL byte. (Other malformed input returns its error code and is counted nowhere.)
+  // Writes refused while a recorder ran, each counted once: records too large for its pages
+  // or for any record, span names with a NUL byte, malformed payloads and arguments (NULL
+  // pointers, bad UTF-8). Each such call also returned its error code.
   uint64_t refused;
   // Events not recorded because all 255 user slots were taken.
   uint64_t no_slot;
@@ -223,6 +224,28 @@ int32_t typhon_stats(struct TyphonStats *out);
 // # Safety
 // `out_ns` must be NULL or point to a writable `uint64_t`.
 int32_t typhon_longest_drain_gap(uint64_t *out_ns);
+
+// How many records had a time more than 10 s ahead of the recorder's clock (a `*_at` time far
+// in the future) and were written at their thread's previous record time instead, so that
+// they did not pin the thread's later records at that future time; all slots, into `*out`.
+// The running recorder's count, or, when none runs, the final count of the last one
+// `typhon_finish` stopped. The file's metadata has it per slot (`clamped`). A call of its own,
+// like `typhon_longest_drain_gap`, because `TyphonStats`'s layout is compiled into hosts.
+// Returns `TYPHON_ERR_NULL`, or `TYPHON_ERR_NOT_STARTED` if no recorder ever ran.
+//
+// # Safety
+// `out` must be NULL or point to a writable `uint64_t`.
+int32_t typhon_clamped(uint64_t *out);
+
+// The calling thread's last error message: what went wrong in its most recent call into the
+// library that returned an error code, prefixed with the function's name (e.g.
+// `"typhon_start: invalid recorder configuration: page size 5000 ..."`); an empty string if
+// none of its calls has failed. A NUL-terminated UTF-8 string owned by the library, never NULL.
+//
+// Lifetime: the pointer is valid until the same thread's next call into the library (copy the
+// text first if you need it longer); other threads' calls do not touch it. Calls that succeed
+// leave the message as it was (like `errno`), so read it right after the failing call.
+const char *typhon_last_error_message(void);
 
 // Waits until the flusher has drained every record written before this call (on this thread,
 // or on threads joined before it) and freed the slots of threads that have exited, so that

@@ -107,7 +107,8 @@ impl Clock {
         self.read.clone()
     }
 
-    /// Converts raw ticks to nanoseconds on the CLOCK_MONOTONIC time base (saturating at 0).
+    /// Converts raw ticks to nanoseconds on the CLOCK_MONOTONIC time base (saturating at 0 and
+    /// at `u64::MAX`, so that no tick value, however far off, wraps around).
     ///
     /// ```
     /// let c = typhon_recorder::clock::Clock::new();
@@ -118,9 +119,11 @@ impl Clock {
     /// ```
     #[inline]
     pub fn to_ns(&self, raw: u64) -> u64 {
-        let scale = |d: u64| ((d as u128 * self.mult as u128) >> MULT_SHIFT) as u64;
+        let scale = |d: u64| {
+            u64::try_from((d as u128 * self.mult as u128) >> MULT_SHIFT).unwrap_or(u64::MAX)
+        };
         if raw >= self.raw0 {
-            self.mono0 + scale(raw - self.raw0)
+            self.mono0.saturating_add(scale(raw - self.raw0))
         } else {
             self.mono0.saturating_sub(scale(self.raw0 - raw))
         }

@@ -3,7 +3,9 @@
 //! Every function is `extern "C"`, unmangled, prefixed `typhon_`, and never unwinds into the
 //! caller: each body runs under [`std::panic::catch_unwind`] and a panic becomes
 //! [`TYPHON_ERR_PANIC`]. Errors are `int32_t` codes, 0 = [`TYPHON_OK`], negative = an error,
-//! named by [`typhon_error_name`]. The header `include/typhon_recorder.h` is generated from this
+//! named by [`typhon_error_name`] and explained by [`typhon_last_error_message`] (the calling
+//! thread's last failure, in words: the configuration value, the path, the sizes). A write
+//! that fails while a recorder runs is counted once as refused. The header `include/typhon_recorder.h` is generated from this
 //! module with cbindgen (`cbindgen.toml`; `TYPHON_BLESS=1 cargo test -p typhon-ffi-header`
 //! rewrites it, and that test fails while it is out of date).
 //!
@@ -47,7 +49,9 @@ use crate::recorder::{
     self, Recorder, RecorderBuilder, RecorderError, Stats, ThreadKind, TraceContext, WriteError,
 };
 use parking_lot::Mutex;
-use std::ffi::{c_char, c_void, CStr};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -68,8 +72,8 @@ pub const TYPHON_ERR_ALREADY_STARTED: i32 = -4;
 pub const TYPHON_ERR_NOT_STARTED: i32 = -5;
 /// An I/O error creating or writing the output file.
 pub const TYPHON_ERR_IO: i32 = -6;
-/// The record does not fit in one page (size > page size − 24; counted as refused, and a
-/// larger page size records it), or is larger than any record can be (65534 bytes).
+/// The record does not fit in one page (size > page size − 24; a larger page size records it),
+/// or is larger than any record can be (65534 bytes). For a span, reported when it begins.
 pub const TYPHON_ERR_TOO_LARGE: i32 = -7;
 /// Malformed input: a NUL inside a span name, a CeLog id of 0x3FFF or above or of 90
 /// (`CELID_FLAGGED`), CeLog data above 4095 bytes, a payload its kind's decoder rejects, a
@@ -128,8 +132,9 @@ pub struct TyphonStats {
     /// Writes not recorded because their kind or CeLog zone was disabled (those of threads
     /// without a slot included).
     pub filtered: u64,
-    /// Writes the running recorder refused: records too large for its pages, span names with
-    /// a NUL byte. (Other malformed input returns its error code and is counted nowhere.)
+    /// Writes refused while a recorder ran, each counted once: records too large for its pages
+    /// or for any record, span names with a NUL byte, malformed payloads and arguments (NULL
+    /// pointers, bad UTF-8). Each such call also returned its error code.
     pub refused: u64,
     /// Events not recorded because all 255 user slots were taken.
     pub no_slot: u64,
@@ -175,40 +180,154 @@ fn clock() -> &'static crate::clock::Clock {
     C.get_or_init(crate::clock::Clock::new)
 }
 
-/// Runs `f`, turning a panic into [`TYPHON_ERR_PANIC`].
+/// The calling thread's last error message, and whether the failing call now returning set it
+/// (see [`fail`] and [`guarded`]).
+struct LastError {
+    message: CString,
+    fresh: bool,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError {
+        message: CString::default(),
+        fresh: false,
+    });
+}
+
+/// Records `msg` as the calling thread's last error (what [`typhon_last_error_message`]
+/// returns) and returns `code`. Only failing calls come here: a success leaves the message as
+/// it was, so the hot path touches no thread-local for it.
+#[cold]
+#[inline(never)]
+fn fail(code: i32, msg: impl fmt::Display) -> i32 {
+    let mut text = msg.to_string().into_bytes();
+    // A NUL inside (a path or name quoted in the message) would cut the C string short.
+    text.retain(|&b| b != 0);
+    let message = CString::new(text).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| {
+        if let Ok(mut l) = l.try_borrow_mut() {
+            l.message = message;
+            l.fresh = true;
+        }
+    });
+    code
+}
+
+/// After a failed call: prefixes the message it set with the function's name, or, if the
+/// failure set none, writes the code's generic description.
+#[cold]
+#[inline(never)]
+fn name_failure(func: &str, code: i32) {
+    let _ = LAST_ERROR.try_with(|l| {
+        let Ok(mut l) = l.try_borrow_mut() else {
+            return;
+        };
+        let detail = if std::mem::take(&mut l.fresh) {
+            l.message.to_string_lossy().into_owned()
+        } else {
+            describe(code).to_string()
+        };
+        let mut text = format!("{func}: {detail}").into_bytes();
+        text.retain(|&b| b != 0);
+        l.message = CString::new(text).unwrap_or_default();
+    });
+}
+
+/// What a code means, for a failure that gave no message of its own.
+fn describe(code: i32) -> &'static str {
+    match code {
+        TYPHON_ERR_NULL => "a required pointer argument is NULL",
+        TYPHON_ERR_UTF8 => "a name or path is not valid UTF-8",
+        TYPHON_ERR_CONFIG => "a configuration value is out of range",
+        TYPHON_ERR_ALREADY_STARTED => "a recorder is already running in this process",
+        TYPHON_ERR_NOT_STARTED => {
+            "no recorder is running (typhon_start was not called, or \
+                                   typhon_finish already stopped it)"
+        }
+        TYPHON_ERR_IO => "an I/O error on the output",
+        TYPHON_ERR_TOO_LARGE => "the record is too large",
+        TYPHON_ERR_INVALID => "malformed input",
+        TYPHON_ERR_SPAN_MISMATCH => "the span is not this thread's innermost open span",
+        TYPHON_ERR_PANIC => "the recorder panicked inside the call",
+        TYPHON_ERR_FLUSHER => "the flusher thread panicked; the recording may be incomplete",
+        TYPHON_ERR_NO_SLOT => "all 255 thread slots are taken",
+        _ => "unknown error",
+    }
+}
+
+/// Runs `f` (the body of the C function `func`), turning a panic into [`TYPHON_ERR_PANIC`]; a
+/// failure leaves its message for [`typhon_last_error_message`].
 #[inline(always)]
-fn guarded(f: impl FnOnce() -> i32) -> i32 {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(TYPHON_ERR_PANIC)
+fn guarded(func: &'static str, f: impl FnOnce() -> i32) -> i32 {
+    let code = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(code) => code,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            fail(
+                TYPHON_ERR_PANIC,
+                format_args!("the recorder panicked inside the call (a bug): {what}"),
+            )
+        }
+    };
+    if code != TYPHON_OK {
+        name_failure(func, code);
+    }
+    code
+}
+
+/// A write whose arguments the ABI layer refused (NULL, bad UTF-8, a length above
+/// `PTRDIFF_MAX`): counted as refused while a recorder runs, as the Rust API counts its own.
+#[cold]
+#[inline(never)]
+fn refused_args(code: i32) -> i32 {
+    recorder::count_refused();
+    code
 }
 
 /// Runs a write that cannot fail.
 #[inline(always)]
-fn write(f: impl FnOnce()) -> i32 {
-    guarded(|| {
+fn write(func: &'static str, f: impl FnOnce()) -> i32 {
+    guarded(func, || {
         f();
         TYPHON_OK
     })
 }
 
+#[cold]
 fn write_error(e: WriteError) -> i32 {
-    match e {
+    let code = match e {
         WriteError::TooLarge { .. } => TYPHON_ERR_TOO_LARGE,
         WriteError::Invalid(_) => TYPHON_ERR_INVALID,
         WriteError::SpanMismatch { .. } => TYPHON_ERR_SPAN_MISMATCH,
+    };
+    fail(code, e)
+}
+
+#[inline(always)]
+fn result(r: Result<(), WriteError>) -> i32 {
+    match r {
+        Ok(()) => TYPHON_OK,
+        Err(e) => write_error(e),
     }
 }
 
-fn result(r: Result<(), WriteError>) -> i32 {
-    r.map_or_else(write_error, |()| TYPHON_OK)
-}
-
+#[cold]
 fn recorder_error(e: &RecorderError) -> i32 {
-    match e {
+    // The codes are matched on the variants this module knows; any other gets the I/O code
+    // (its message says what it is).
+    #[allow(unreachable_patterns)]
+    let code = match e {
         RecorderError::Config(_) => TYPHON_ERR_CONFIG,
         RecorderError::AlreadyInstalled => TYPHON_ERR_ALREADY_STARTED,
         RecorderError::Io(_) | RecorderError::Unfinished(_) => TYPHON_ERR_IO,
         RecorderError::FlusherPanicked => TYPHON_ERR_FLUSHER,
-    }
+        _ => TYPHON_ERR_IO,
+    };
+    fail(code, e)
 }
 
 /// Borrows `len` bytes at `ptr`. NULL is an error unless `null_if_empty` and `len == 0`.
@@ -221,11 +340,17 @@ unsafe fn bytes<'a>(ptr: *const u8, len: usize, null_if_empty: bool) -> Result<&
         return if null_if_empty && len == 0 {
             Ok(&[])
         } else {
-            Err(TYPHON_ERR_NULL)
+            Err(fail(
+                TYPHON_ERR_NULL,
+                format_args!("a NULL pointer with a length of {len} bytes"),
+            ))
         };
     }
     if len > isize::MAX as usize {
-        return Err(TYPHON_ERR_INVALID);
+        return Err(fail(
+            TYPHON_ERR_INVALID,
+            format_args!("a length of {len} bytes exceeds PTRDIFF_MAX"),
+        ));
     }
     // SAFETY: `ptr` is non-null; the caller guarantees `len` readable bytes valid for 'a, and
     // `len <= isize::MAX` was checked; u8 has alignment 1, so any non-null pointer is aligned.
@@ -240,7 +365,8 @@ unsafe fn bytes<'a>(ptr: *const u8, len: usize, null_if_empty: bool) -> Result<&
 unsafe fn name<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, i32> {
     // SAFETY: forwarded contract of this function (same pointer, same length).
     let b = unsafe { bytes(ptr.cast(), len, true) }?;
-    std::str::from_utf8(b).map_err(|_| TYPHON_ERR_UTF8)
+    std::str::from_utf8(b)
+        .map_err(|e| fail(TYPHON_ERR_UTF8, format_args!("the name is not UTF-8: {e}")))
 }
 
 /// Stores `v` through an out-pointer.
@@ -249,7 +375,7 @@ unsafe fn name<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, i32> {
 /// `out` must be NULL or point to writable, aligned storage for a `T`.
 unsafe fn store<T>(out: *mut T, v: T) -> i32 {
     if out.is_null() {
-        return TYPHON_ERR_NULL;
+        return fail(TYPHON_ERR_NULL, "the out-pointer is NULL");
     }
     // SAFETY: non-null, and the caller guarantees it is writable and aligned for T.
     unsafe { out.write(v) };
@@ -328,20 +454,29 @@ pub extern "C" fn typhon_error_name(code: i32) -> *const c_char {
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
-    guarded(|| {
+    guarded("typhon_start", || {
         if config.is_null() {
-            return TYPHON_ERR_NULL;
+            return fail(TYPHON_ERR_NULL, "config is NULL");
         }
         // SAFETY: non-null; the caller guarantees it points to a readable TyphonConfig (which
         // is Copy, so reading it by value is fine).
         let cfg = unsafe { config.read() };
         if cfg.output_path.is_null() {
-            return TYPHON_ERR_NULL;
+            return fail(TYPHON_ERR_NULL, "config->output_path is NULL");
         }
         // SAFETY: non-null; the caller guarantees a NUL-terminated string readable for the call.
         let path = unsafe { CStr::from_ptr(cfg.output_path) };
-        let Ok(path) = path.to_str() else {
-            return TYPHON_ERR_UTF8;
+        let path = match path.to_str() {
+            Ok(p) => p,
+            Err(e) => {
+                return fail(
+                    TYPHON_ERR_UTF8,
+                    format_args!(
+                        "config->output_path {:?} is not UTF-8: {e}",
+                        path.to_string_lossy()
+                    ),
+                )
+            }
         };
         let mut b = RecorderBuilder::new().output(path);
         if cfg.page_size != 0 {
@@ -355,7 +490,10 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
         }
         let mut slot = RECORDER.lock();
         if slot.is_some() {
-            return TYPHON_ERR_ALREADY_STARTED;
+            return fail(
+                TYPHON_ERR_ALREADY_STARTED,
+                "a recorder is already running (call typhon_finish first)",
+            );
         }
         if let Err(e) = b.validate() {
             return recorder_error(&e);
@@ -389,7 +527,7 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
-    guarded(|| {
+    guarded("typhon_finish", || {
         let Some(mut r) = RECORDER.lock().take() else {
             return TYPHON_ERR_NOT_STARTED;
         };
@@ -406,6 +544,7 @@ pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
         };
         match r.finish() {
             Ok(s) => {
+                *LAST_FINAL.lock() = Some(s.clone());
                 if out.is_null() {
                     TYPHON_OK
                 } else {
@@ -440,7 +579,7 @@ pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
     // SAFETY: the caller's guarantee on `out`, as this function's contract states.
-    unsafe { store_stats(out, |s| TyphonStats::from(s)) }
+    unsafe { store_stats("typhon_stats", out, |s| TyphonStats::from(s)) }
 }
 
 /// Stores `pick` of a snapshot of the running recorder's stats into `*out`:
@@ -449,10 +588,10 @@ pub unsafe extern "C" fn typhon_stats(out: *mut TyphonStats) -> i32 {
 ///
 /// # Safety
 /// `out` must be NULL or point to writable storage, aligned for `T`.
-unsafe fn store_stats<T>(out: *mut T, pick: impl FnOnce(&Stats) -> T) -> i32 {
-    guarded(|| {
+unsafe fn store_stats<T>(func: &'static str, out: *mut T, pick: impl FnOnce(&Stats) -> T) -> i32 {
+    guarded(func, || {
         if out.is_null() {
-            return TYPHON_ERR_NULL;
+            return fail(TYPHON_ERR_NULL, "the out-pointer is NULL");
         }
         let s = match RECORDER.lock().as_ref() {
             Some(r) => r.stats(),
@@ -483,7 +622,72 @@ unsafe fn store_stats<T>(out: *mut T, pick: impl FnOnce(&Stats) -> T) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn typhon_longest_drain_gap(out_ns: *mut u64) -> i32 {
     // SAFETY: the caller's guarantee on `out_ns`, as this function's contract states.
-    unsafe { store_stats(out_ns, |s| s.longest_drain_gap_ns) }
+    unsafe {
+        store_stats("typhon_longest_drain_gap", out_ns, |s| {
+            s.longest_drain_gap_ns
+        })
+    }
+}
+
+/// The last stats `typhon_finish` returned (for [`typhon_clamped`] after it).
+static LAST_FINAL: Mutex<Option<Stats>> = Mutex::new(None);
+
+/// How many records had a time more than 10 s ahead of the recorder's clock (a `*_at` time far
+/// in the future) and were written at their thread's previous record time instead, so that
+/// they did not pin the thread's later records at that future time; all slots, into `*out`.
+/// The running recorder's count, or, when none runs, the final count of the last one
+/// `typhon_finish` stopped. The file's metadata has it per slot (`clamped`). A call of its own,
+/// like `typhon_longest_drain_gap`, because `TyphonStats`'s layout is compiled into hosts.
+/// Returns [`TYPHON_ERR_NULL`], or [`TYPHON_ERR_NOT_STARTED`] if no recorder ever ran.
+///
+/// # Safety
+/// `out` must be NULL or point to a writable `uint64_t`.
+///
+/// ```
+/// use typhon_recorder::ffi::*;
+/// assert_eq!(unsafe { typhon_clamped(std::ptr::null_mut()) }, TYPHON_ERR_NULL);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_clamped(out: *mut u64) -> i32 {
+    let sum = |s: &Stats| s.slots.iter().map(|x| x.clamped).sum::<u64>();
+    if !out.is_null() && RECORDER.lock().is_none() {
+        if let Some(s) = LAST_FINAL.lock().as_ref() {
+            let n = sum(s);
+            // SAFETY: non-null; the caller guarantees a writable, aligned u64.
+            return unsafe { store(out, n) };
+        }
+    }
+    // SAFETY: the caller's guarantee on `out`, as this function's contract states.
+    unsafe { store_stats("typhon_clamped", out, sum) }
+}
+
+/// The calling thread's last error message: what went wrong in its most recent call into the
+/// library that returned an error code, prefixed with the function's name (e.g.
+/// `"typhon_start: invalid recorder configuration: page size 5000 ..."`); an empty string if
+/// none of its calls has failed. A NUL-terminated UTF-8 string owned by the library, never NULL.
+///
+/// Lifetime: the pointer is valid until the same thread's next call into the library (copy the
+/// text first if you need it longer); other threads' calls do not touch it. Calls that succeed
+/// leave the message as it was (like `errno`), so read it right after the failing call.
+///
+/// ```
+/// use typhon_recorder::ffi::*;
+/// assert_eq!(unsafe { typhon_start(std::ptr::null()) }, TYPHON_ERR_NULL);
+/// let m = unsafe { std::ffi::CStr::from_ptr(typhon_last_error_message()) };
+/// assert_eq!(m.to_str().unwrap(), "typhon_start: config is NULL");
+/// ```
+#[no_mangle]
+pub extern "C" fn typhon_last_error_message() -> *const c_char {
+    static EMPTY: &CStr = c"";
+    catch_unwind(|| {
+        LAST_ERROR
+            .try_with(|l| l.try_borrow().map(|l| l.message.as_ptr()).ok())
+            .ok()
+            .flatten()
+            // The thread's storage is being torn down: no message to give.
+            .unwrap_or(EMPTY.as_ptr())
+    })
+    .unwrap_or(EMPTY.as_ptr())
 }
 
 /// Waits until the flusher has drained every record written before this call (on this thread,
@@ -498,7 +702,7 @@ pub unsafe extern "C" fn typhon_longest_drain_gap(out_ns: *mut u64) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_drain() -> i32 {
-    guarded(|| {
+    guarded("typhon_drain", || {
         // Cloned out of the lock: the wait below does not hold up the other calls.
         let r = RECORDER.lock().clone();
         match r {
@@ -550,7 +754,7 @@ pub extern "C" fn typhon_ns_to_ticks(ns: u64) -> u64 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_register_thread() -> i32 {
-    guarded(|| {
+    guarded("typhon_register_thread", || {
         if RECORDER.lock().is_none() {
             TYPHON_ERR_NOT_STARTED
         } else if recorder::register_thread() {
@@ -580,7 +784,7 @@ pub unsafe extern "C" fn typhon_set_thread_info(
     name_len: usize,
     kind: u8,
 ) -> i32 {
-    guarded(|| {
+    guarded("typhon_set_thread_info", || {
         // SAFETY: the caller's contract for (name, name_len).
         let n = try_code!(unsafe { self::name(name, name_len) });
         recorder::set_thread_info(n, ThreadKind::from_u8(kind));
@@ -608,9 +812,9 @@ pub unsafe extern "C" fn typhon_command_causal_id(
     hi: *mut u64,
     lo: *mut u64,
 ) -> i32 {
-    guarded(|| {
+    guarded("typhon_command_causal_id", || {
         if hi.is_null() || lo.is_null() {
-            return TYPHON_ERR_NULL;
+            return fail(TYPHON_ERR_NULL, "hi or lo is NULL");
         }
         let (h, l) = crate::command_causal_id(session, drain_tick, seq);
         // SAFETY: both non-null; the caller guarantees writable, aligned u64s.
@@ -636,7 +840,9 @@ pub extern "C" fn typhon_ingress_received(
     wire_idx: u16,
     bytes: u16,
 ) -> i32 {
-    write(|| recorder::ingress_received(session, seq, wire_idx, bytes))
+    write("typhon_ingress_received", || {
+        recorder::ingress_received(session, seq, wire_idx, bytes)
+    })
 }
 
 /// `typhon_ingress_received` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -653,7 +859,9 @@ pub extern "C" fn typhon_ingress_received_at(
     wire_idx: u16,
     bytes: u16,
 ) -> i32 {
-    write(|| recorder::ingress_received_at(Some(ts), session, seq, wire_idx, bytes))
+    write("typhon_ingress_received_at", || {
+        recorder::ingress_received_at(Some(ts), session, seq, wire_idx, bytes)
+    })
 }
 
 /// Records IngressAdmitted: the message was admitted for drain tick `drain_tick`.
@@ -668,7 +876,9 @@ pub extern "C" fn typhon_ingress_admitted(
     wire_idx: u16,
     drain_tick: u32,
 ) -> i32 {
-    write(|| recorder::ingress_admitted(session, seq, wire_idx, drain_tick))
+    write("typhon_ingress_admitted", || {
+        recorder::ingress_admitted(session, seq, wire_idx, drain_tick)
+    })
 }
 
 /// `typhon_ingress_admitted` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -685,7 +895,9 @@ pub extern "C" fn typhon_ingress_admitted_at(
     wire_idx: u16,
     drain_tick: u32,
 ) -> i32 {
-    write(|| recorder::ingress_admitted_at(Some(ts), session, seq, wire_idx, drain_tick))
+    write("typhon_ingress_admitted_at", || {
+        recorder::ingress_admitted_at(Some(ts), session, seq, wire_idx, drain_tick)
+    })
 }
 
 /// Records IngressDropped: the message was dropped for `reason` (any byte; unknown values
@@ -696,7 +908,9 @@ pub extern "C" fn typhon_ingress_admitted_at(
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_ingress_dropped(session: u32, seq: u16, reason: u8) -> i32 {
-    write(|| recorder::ingress_dropped(session, seq, reason.into()))
+    write("typhon_ingress_dropped", || {
+        recorder::ingress_dropped(session, seq, reason.into())
+    })
 }
 
 /// `typhon_ingress_dropped` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -707,7 +921,9 @@ pub extern "C" fn typhon_ingress_dropped(session: u32, seq: u16, reason: u8) -> 
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_ingress_dropped_at(ts: u64, session: u32, seq: u16, reason: u8) -> i32 {
-    write(|| recorder::ingress_dropped_at(Some(ts), session, seq, reason.into()))
+    write("typhon_ingress_dropped_at", || {
+        recorder::ingress_dropped_at(Some(ts), session, seq, reason.into())
+    })
 }
 
 /// Records CommandConsumed: system `sys_idx` consumed the command.
@@ -717,7 +933,9 @@ pub extern "C" fn typhon_ingress_dropped_at(ts: u64, session: u32, seq: u16, rea
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_command_consumed(session: u32, seq: u16, sys_idx: u16) -> i32 {
-    write(|| recorder::command_consumed(session, seq, sys_idx))
+    write("typhon_command_consumed", || {
+        recorder::command_consumed(session, seq, sys_idx)
+    })
 }
 
 /// `typhon_command_consumed` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -728,7 +946,9 @@ pub extern "C" fn typhon_command_consumed(session: u32, seq: u16, sys_idx: u16) 
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_command_consumed_at(ts: u64, session: u32, seq: u16, sys_idx: u16) -> i32 {
-    write(|| recorder::command_consumed_at(Some(ts), session, seq, sys_idx))
+    write("typhon_command_consumed_at", || {
+        recorder::command_consumed_at(Some(ts), session, seq, sys_idx)
+    })
 }
 
 /// Records EgressSent: `bytes` bytes with `acks` acknowledgements went to `session` at
@@ -739,7 +959,9 @@ pub extern "C" fn typhon_command_consumed_at(ts: u64, session: u32, seq: u16, sy
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_egress_sent(session: u32, tick: u32, bytes: u32, acks: u16) -> i32 {
-    write(|| recorder::egress_sent(session, tick, bytes, acks))
+    write("typhon_egress_sent", || {
+        recorder::egress_sent(session, tick, bytes, acks)
+    })
 }
 
 /// `typhon_egress_sent` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -756,7 +978,9 @@ pub extern "C" fn typhon_egress_sent_at(
     bytes: u32,
     acks: u16,
 ) -> i32 {
-    write(|| recorder::egress_sent_at(Some(ts), session, tick, bytes, acks))
+    write("typhon_egress_sent_at", || {
+        recorder::egress_sent_at(Some(ts), session, tick, bytes, acks)
+    })
 }
 
 /// Records TickStart.
@@ -766,7 +990,7 @@ pub extern "C" fn typhon_egress_sent_at(
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_tick_start() -> i32 {
-    write(recorder::tick_start)
+    write("typhon_tick_start", recorder::tick_start)
 }
 
 /// `typhon_tick_start` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -777,7 +1001,7 @@ pub extern "C" fn typhon_tick_start() -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_tick_start_at(ts: u64) -> i32 {
-    write(|| recorder::tick_start_at(ts))
+    write("typhon_tick_start_at", || recorder::tick_start_at(ts))
 }
 
 /// Records TickEnd with the tick's overload level and multiplier.
@@ -787,7 +1011,9 @@ pub extern "C" fn typhon_tick_start_at(ts: u64) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_tick_end(overload_level: u8, tick_multiplier: u8) -> i32 {
-    write(|| recorder::tick_end(overload_level, tick_multiplier))
+    write("typhon_tick_end", || {
+        recorder::tick_end(overload_level, tick_multiplier)
+    })
 }
 
 /// `typhon_tick_end` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -798,7 +1024,9 @@ pub extern "C" fn typhon_tick_end(overload_level: u8, tick_multiplier: u8) -> i3
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_tick_end_at(ts: u64, overload_level: u8, tick_multiplier: u8) -> i32 {
-    write(|| recorder::tick_end_at(ts, overload_level, tick_multiplier))
+    write("typhon_tick_end_at", || {
+        recorder::tick_end_at(ts, overload_level, tick_multiplier)
+    })
 }
 
 /// Records PhaseStart.
@@ -808,7 +1036,7 @@ pub extern "C" fn typhon_tick_end_at(ts: u64, overload_level: u8, tick_multiplie
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_start(phase: u8) -> i32 {
-    write(|| recorder::phase_start(phase))
+    write("typhon_phase_start", || recorder::phase_start(phase))
 }
 
 /// `typhon_phase_start` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -819,7 +1047,9 @@ pub extern "C" fn typhon_phase_start(phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_start_at(ts: u64, phase: u8) -> i32 {
-    write(|| recorder::phase_start_at(ts, phase))
+    write("typhon_phase_start_at", || {
+        recorder::phase_start_at(ts, phase)
+    })
 }
 
 /// Records PhaseEnd.
@@ -829,7 +1059,7 @@ pub extern "C" fn typhon_phase_start_at(ts: u64, phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_end(phase: u8) -> i32 {
-    write(|| recorder::phase_end(phase))
+    write("typhon_phase_end", || recorder::phase_end(phase))
 }
 
 /// `typhon_phase_end` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -840,7 +1070,7 @@ pub extern "C" fn typhon_phase_end(phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_end_at(ts: u64, phase: u8) -> i32 {
-    write(|| recorder::phase_end_at(ts, phase))
+    write("typhon_phase_end_at", || recorder::phase_end_at(ts, phase))
 }
 
 /// Records a generic Instant (`name_id` an id of the caller's, `payload` any value).
@@ -850,7 +1080,7 @@ pub extern "C" fn typhon_phase_end_at(ts: u64, phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_instant(name_id: i32, payload: i32) -> i32 {
-    write(|| recorder::instant(name_id, payload))
+    write("typhon_instant", || recorder::instant(name_id, payload))
 }
 
 /// `typhon_instant` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -861,7 +1091,9 @@ pub extern "C" fn typhon_instant(name_id: i32, payload: i32) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_instant_at(ts: u64, name_id: i32, payload: i32) -> i32 {
-    write(|| recorder::instant_at(ts, name_id, payload))
+    write("typhon_instant_at", || {
+        recorder::instant_at(ts, name_id, payload)
+    })
 }
 
 /// CeLogSetZones: which CeLog zones are recorded (an event is recorded iff
@@ -873,7 +1105,9 @@ pub extern "C" fn typhon_instant_at(ts: u64, name_id: i32, payload: i32) -> i32 
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_celog_set_zones(zone_user: u32, zone_ce: u32, zone_process: u32) -> i32 {
-    write(|| recorder::celog_set_zones(zone_user, zone_ce, zone_process))
+    write("typhon_celog_set_zones", || {
+        recorder::celog_set_zones(zone_user, zone_ce, zone_process)
+    })
 }
 
 /// CeLogData(fTimeStamp, wID, pData, wLen, dwZoneUser, dwZoneCE, wFlag, fFlagged): records one
@@ -903,9 +1137,10 @@ pub unsafe extern "C" fn typhon_celog_data(
     w_flag: u16,
     f_flagged: i32,
 ) -> i32 {
-    guarded(|| {
+    guarded("typhon_celog_data", || {
         // SAFETY: the caller's contract for (p_data, w_len).
-        let data = try_code!(unsafe { bytes(p_data.cast(), w_len as usize, true) });
+        let data =
+            try_code!(unsafe { bytes(p_data.cast(), w_len as usize, true) }.map_err(refused_args));
         result(recorder::celog_data(
             f_time_stamp != 0,
             w_id,
@@ -942,9 +1177,10 @@ pub unsafe extern "C" fn typhon_celog_data_at(
     w_flag: u16,
     f_flagged: i32,
 ) -> i32 {
-    guarded(|| {
+    guarded("typhon_celog_data_at", || {
         // SAFETY: the caller's contract for (p_data, w_len).
-        let data = try_code!(unsafe { bytes(p_data.cast(), w_len as usize, true) });
+        let data =
+            try_code!(unsafe { bytes(p_data.cast(), w_len as usize, true) }.map_err(refused_args));
         result(recorder::celog_data_at(
             Some(Some(ts)),
             w_id,
@@ -974,9 +1210,9 @@ pub unsafe extern "C" fn typhon_celog_data_at(
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn typhon_write_record(kind: u8, payload: *const u8, len: usize) -> i32 {
-    guarded(|| {
+    guarded("typhon_write_record", || {
         // SAFETY: the caller's contract for (payload, len).
-        let p = try_code!(unsafe { bytes(payload, len, true) });
+        let p = try_code!(unsafe { bytes(payload, len, true) }.map_err(refused_args));
         result(recorder::write_record(TraceEventKind(kind), p, None))
     })
 }
@@ -997,9 +1233,9 @@ pub unsafe extern "C" fn typhon_write_record_at(
     payload: *const u8,
     len: usize,
 ) -> i32 {
-    guarded(|| {
+    guarded("typhon_write_record_at", || {
         // SAFETY: the caller's contract for (payload, len).
-        let p = try_code!(unsafe { bytes(payload, len, true) });
+        let p = try_code!(unsafe { bytes(payload, len, true) }.map_err(refused_args));
         result(recorder::write_record(TraceEventKind(kind), p, Some(ts)))
     })
 }
@@ -1009,24 +1245,24 @@ pub unsafe extern "C" fn typhon_write_record_at(
 /// # Safety
 /// `name` must point to `name_len` readable bytes; `span_id` to a writable `uint64_t`.
 unsafe fn begin(
+    func: &'static str,
     name: *const c_char,
     name_len: usize,
     ctx: Option<TraceContext>,
     at: Option<u64>,
     span_id: *mut u64,
 ) -> i32 {
-    guarded(|| {
+    guarded(func, || {
         if span_id.is_null() {
-            return TYPHON_ERR_NULL;
+            return refused_args(fail(TYPHON_ERR_NULL, "span_id is NULL"));
         }
         // SAFETY: non-null; the caller guarantees a writable, aligned u64.
         unsafe { span_id.write(0) };
         // SAFETY: the caller's contract for (name, name_len).
-        let n = try_code!(unsafe { self::name(name, name_len) });
+        let n = try_code!(unsafe { self::name(name, name_len) }.map_err(refused_args));
+        // A name with a NUL is refused whether or not a recorder runs (`span_begin` checks
+        // it first), so hosts see the same error either way.
         match recorder::span_begin(n, ctx, at) {
-            // Nothing recorded (no recorder, filtered): still report a NUL in the name, so
-            // hosts see the same error whether or not a recorder runs.
-            Ok(0) if n.as_bytes().contains(&0) => TYPHON_ERR_INVALID,
             Ok(id) => {
                 // SAFETY: as above.
                 unsafe { span_id.write(id) };
@@ -1064,7 +1300,7 @@ pub unsafe extern "C" fn typhon_span_begin(
     span_id: *mut u64,
 ) -> i32 {
     // SAFETY: forwarded caller contract.
-    unsafe { begin(name, name_len, None, None, span_id) }
+    unsafe { begin("typhon_span_begin", name, name_len, None, None, span_id) }
 }
 
 /// [`typhon_span_begin`] starting at `ts` (raw ticks).
@@ -1086,7 +1322,16 @@ pub unsafe extern "C" fn typhon_span_begin_at(
     span_id: *mut u64,
 ) -> i32 {
     // SAFETY: forwarded caller contract.
-    unsafe { begin(name, name_len, None, Some(ts), span_id) }
+    unsafe {
+        begin(
+            "typhon_span_begin_at",
+            name,
+            name_len,
+            None,
+            Some(ts),
+            span_id,
+        )
+    }
 }
 
 /// Opens a TracedSpan carrying the trace context `(trace_hi, trace_lo)`: a W3C trace id (hi =
@@ -1115,7 +1360,16 @@ pub unsafe extern "C" fn typhon_traced_span_begin(
         lo: trace_lo,
     };
     // SAFETY: forwarded caller contract.
-    unsafe { begin(name, name_len, Some(ctx), None, span_id) }
+    unsafe {
+        begin(
+            "typhon_traced_span_begin",
+            name,
+            name_len,
+            Some(ctx),
+            None,
+            span_id,
+        )
+    }
 }
 
 /// [`typhon_traced_span_begin`] starting at `ts` (raw ticks).
@@ -1144,7 +1398,16 @@ pub unsafe extern "C" fn typhon_traced_span_begin_at(
         lo: trace_lo,
     };
     // SAFETY: forwarded caller contract.
-    unsafe { begin(name, name_len, Some(ctx), Some(ts), span_id) }
+    unsafe {
+        begin(
+            "typhon_traced_span_begin_at",
+            name,
+            name_len,
+            Some(ctx),
+            Some(ts),
+            span_id,
+        )
+    }
 }
 
 /// Ends span `span_id` (from a `typhon_*span_begin*` call on this thread) now and writes its
@@ -1158,7 +1421,9 @@ pub unsafe extern "C" fn typhon_traced_span_begin_at(
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_span_end(span_id: u64) -> i32 {
-    guarded(|| result(recorder::span_end(span_id, None)))
+    guarded("typhon_span_end", || {
+        result(recorder::span_end(span_id, None))
+    })
 }
 
 /// [`typhon_span_end`] at `ts` (raw ticks).
@@ -1168,7 +1433,9 @@ pub extern "C" fn typhon_span_end(span_id: u64) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_span_end_at(span_id: u64, ts: u64) -> i32 {
-    guarded(|| result(recorder::span_end(span_id, Some(ts))))
+    guarded("typhon_span_end_at", || {
+        result(recorder::span_end(span_id, Some(ts)))
+    })
 }
 
 #[cfg(test)]

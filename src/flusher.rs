@@ -32,6 +32,36 @@ use std::time::{Duration, Instant};
 /// How many thread ids a slot's summary lists (the count of threads is kept apart).
 pub const MAX_THREAD_IDS: usize = 64;
 
+/// How far ahead of the flusher's clock a record's time may lie, in ns, before it is clamped
+/// and counted in its slot's [`SlotSummary::clamped`]: 10 s. A clamped record takes the time of
+/// its slot's previous record (as a CeLog event without a timestamp does), so it moves no
+/// later record's page time (the flusher's own now would: it is later than the records written
+/// before the drain); a span whose end is clamped ends there, or at its start if that is later.
+///
+/// Page time never goes backwards within a slot (SPEC §5), so one record stamped far in the
+/// future (a caller's `*_at` time from a bad conversion, ticks passed as nanoseconds, an
+/// uninitialised variable) would otherwise stamp every later record of its slot at that time.
+/// A time the recorder's own clock gave is never ahead of the flusher's now, read after the
+/// record was written (a record that seems to be is checked again against a fresh reading
+/// before it is clamped), so the bound is there only for caller times, and it is a trade: the
+/// most a bad time can do is hold its slot's later page times for that long, and the least a
+/// caller may run ahead of the clock on purpose. Ten seconds keeps the first short (a bad time
+/// costs at most 10 s of page times of one thread) while leaving room for the second: synthetic
+/// timelines a few seconds ahead (the test of time extends writes 2 s ahead), events stamped
+/// with a deadline, and times converted from CLOCK_MONOTONIC with
+/// [`Clock::ns_to_raw`](crate::clock::Clock::ns_to_raw), whose calibration drifts from the tick
+/// clock by parts per million of the session's length (100 ppm over a day is under 9 s).
+///
+/// Times in the past (before the session started, or behind the slot's last record) are kept
+/// as they are: they cannot hold later records back, since such a record only takes the
+/// slot's current page time, and the record's own header keeps its time (at the session's
+/// time base, saturating at 0).
+///
+/// ```
+/// assert_eq!(typhon_recorder::flusher::MAX_AHEAD_NS, 10_000_000_000);
+/// ```
+pub const MAX_AHEAD_NS: u64 = 10_000_000_000;
+
 /// Counters the flusher publishes for `stats()` snapshots.
 #[derive(Default)]
 pub(crate) struct Progress {
@@ -78,6 +108,8 @@ struct SlotStream {
     missed: u64,
     written: u64,
     sink_lost: u64,
+    /// Records whose time lay more than [`MAX_AHEAD_NS`] ahead, clamped.
+    clamped: u64,
     opened: Option<Instant>,
     /// Page time of the slot's last record.
     last_ts: u64,
@@ -103,6 +135,7 @@ impl SlotStream {
             missed: 0,
             written: 0,
             sink_lost: 0,
+            clamped: 0,
             opened: None,
             last_ts: 0,
             name: String::new(),
@@ -126,6 +159,9 @@ struct Flusher {
     special: [bool; 256],
     scratch: Vec<u8>,
     spare_maker: SpareMaker,
+    /// Record times above this (ns) are checked against a fresh clock reading and clamped
+    /// ([`MAX_AHEAD_NS`]); raised at each cycle and at each check.
+    horizon_ns: u64,
 }
 
 /// How long after the kernel refused a spare ring the next one is tried.
@@ -234,6 +270,7 @@ pub(crate) fn spawn(
         special,
         scratch: Vec::with_capacity(256),
         spare_maker: SpareMaker::default(),
+        horizon_ns: 0,
     };
     f.session_start()?;
     let start = f.summary();
@@ -314,6 +351,7 @@ impl Flusher {
 
     fn cycle(&mut self, last: bool) {
         let ticket = self.core.wakeup.cycle_start();
+        self.refresh_horizon();
         let hw = self.core.registry.high_water();
         for i in 0..hw {
             let slot = i as u8;
@@ -421,6 +459,25 @@ impl Flusher {
         self.scratch = buf;
     }
 
+    /// The flusher's now on the session's time base (the records' own clock, converted as
+    /// they are), and the horizon past which a record's time is clamped.
+    fn refresh_horizon(&mut self) -> u64 {
+        let now = self.core.clock.to_ns(self.core.clock.raw());
+        self.horizon_ns = now.saturating_add(MAX_AHEAD_NS);
+        now
+    }
+
+    /// A time past the horizon: `Some(t)` if it is still more than [`MAX_AHEAD_NS`] ahead of a
+    /// fresh clock reading, with `t` the time to write instead (the slot's last page time, or
+    /// the clock's now before the slot's first record), `None` if it is not.
+    #[cold]
+    #[inline(never)]
+    fn beyond_horizon(&mut self, slot: u8, ts: u64) -> Option<u64> {
+        let now = self.refresh_horizon();
+        let last = self.slots[slot as usize].last_ts;
+        (ts > self.horizon_ns).then_some(if last == 0 { now } else { last })
+    }
+
     /// A record from a ring: raw-tick times. Inline into the drain loop, with everything but
     /// the common case (a record that only needs its time converted, room on the open page)
     /// out of line.
@@ -428,9 +485,18 @@ impl Flusher {
     fn push_raw(&mut self, slot: u8, r: &[u8]) {
         let kind = r[KIND];
         let raw = i64::from_le_bytes(r[TS..TS + 8].try_into().unwrap()) as u64;
-        let clock = &self.core.clock;
-        let ts = clock.to_ns(raw);
+        let mut ts = self.core.clock.to_ns(raw);
+        let mut clamped = false;
+        if ts > self.horizon_ns {
+            if let Some(t) = self.beyond_horizon(slot, ts) {
+                ts = t;
+                clamped = true;
+            }
+        }
         if !self.special[kind as usize] {
+            if clamped {
+                self.slots[slot as usize].clamped += 1;
+            }
             // Most records: only the time changes (no duration, CeLog time or thread to note).
             let s = &mut self.slots[slot as usize];
             if s.pending == 0 && s.opened.is_some() {
@@ -446,7 +512,7 @@ impl Flusher {
             }
             return self.push_plain(slot, r, ts);
         }
-        self.push_special(slot, r, raw, ts);
+        self.push_special(slot, r, raw, ts, clamped);
     }
 
     /// [`push_raw`](Self::push_raw) for a record that only needs its time converted, when it
@@ -458,14 +524,21 @@ impl Flusher {
 
     /// [`push_raw`](Self::push_raw) for spans, ThreadInfo and CeLog records.
     #[inline(never)]
-    fn push_special(&mut self, slot: u8, r: &[u8], raw: u64, ts: u64) {
+    fn push_special(&mut self, slot: u8, r: &[u8], raw: u64, ts: u64, mut clamped: bool) {
         let kind = r[KIND];
-        let clock = &self.core.clock;
         let mut dur = None;
         let mut page_ts = ts;
         if self.is_span[kind as usize] && r.len() >= DUR + 8 {
             let d = i64::from_le_bytes(r[DUR..DUR + 8].try_into().unwrap());
-            let end = clock.to_ns(raw.wrapping_add(d as u64));
+            let mut end = self.core.clock.to_ns(raw.wrapping_add(d as u64));
+            // A span's page time is its end: an end far ahead is clamped as a start is (a
+            // clamped start's end is then clamped too, to a duration of 0).
+            if end > self.horizon_ns {
+                if let Some(t) = self.beyond_horizon(slot, end) {
+                    end = t.max(ts);
+                    clamped = true;
+                }
+            }
             let d_ns = end.saturating_sub(ts);
             dur = Some(d_ns as i64);
             page_ts = end;
@@ -475,6 +548,9 @@ impl Flusher {
         }
         // Fast path: no loss to place and room on the open page.
         let s = &mut self.slots[slot as usize];
+        if clamped {
+            s.clamped += 1;
+        }
         if s.pending == 0 && s.opened.is_some() {
             if let Some(page) = s.page.as_mut() {
                 let page_ts = page_ts.max(s.last_ts);
@@ -644,6 +720,7 @@ impl Flusher {
                     filtered: e.filtered.load(Ordering::Relaxed),
                     refused: e.refused.load(Ordering::Relaxed),
                     sink_lost: s.sink_lost,
+                    clamped: s.clamped,
                 }
             })
             .collect()

@@ -58,5 +58,5 @@ pub use recorder::{
     ingress_received, ingress_received_at, instant, instant_at, phase_end, phase_end_at,
     phase_start, phase_start_at, register_thread, set_thread_info, span, span_at, span_begin,
     span_end, tick_end, tick_end_at, tick_start, tick_start_at, traced_span, traced_span_at,
-    write_record, Recorder, RecorderBuilder, SpanGuard, Stats,
+    try_span, write_record, Recorder, RecorderBuilder, SpanGuard, Stats,
 };

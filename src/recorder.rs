@@ -845,8 +845,13 @@ struct Writer {
     span_counter: u64,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     last_raw: u64,
-    /// `core.max_record`, copied so the span end does not reach into `Core` for it.
+    /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
     max_record: usize,
+    /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]); made
+    /// with room for [`SPAN_DEPTH`] when the thread claims its slot.
+    spans: Vec<OpenSpan>,
+    /// The open spans' names, one after the other (see [`OpenSpan::name_at`]).
+    span_names: Vec<u8>,
 }
 
 impl Drop for Writer {
@@ -854,6 +859,9 @@ impl Drop for Writer {
         // Thread exit (or a new recorder): hand the ring back and let the flusher drain it.
         // SAFETY: `producer` is taken exactly once, here, and `self` is not used afterwards.
         let producer = unsafe { std::mem::ManuallyDrop::take(&mut self.producer) };
+        // Relaxed: only the cold claim path reads it, after this thread's own store or across
+        // the registry's lock (see `SPAN_COUNTERS`).
+        SPAN_COUNTERS[self.slot as usize].fetch_max(self.span_counter, Ordering::Relaxed);
         self.core.registry.retire(
             self.slot,
             Parked {
@@ -880,9 +888,13 @@ struct Hot {
     /// first event after its recorder finished (under the next recorder, or with none
     /// installed) and by [`Owner::drop`] when the thread exits.
     writer: std::mem::ManuallyDrop<Option<Writer>>,
-    /// Innermost open span of this thread (0 = none).
-    current_span: u64,
 }
+
+/// The next span counter of each slot, across recorders: a slot's counter is never reset (SPEC
+/// §2), so a span id of a finished recorder is never that of a span open under the next one
+/// (`span_end` of a stale id is then a mismatch, never the end of another span). Raised when a
+/// writer retires, read when one claims: both cold.
+static SPAN_COUNTERS: [AtomicU64; SLOTS] = [const { AtomicU64::new(1) }; SLOTS];
 
 /// `Hot::gen` of a thread whose thread-locals are being destroyed: never claims again.
 const DEAD: u64 = u64::MAX;
@@ -906,7 +918,16 @@ impl Drop for Owner {
             h.gen = DEAD;
             h.writer.take()
         });
-        drop(writer); // retires the slot
+        if let Ok(Some(mut w)) = writer {
+            // Spans still open (forgotten guards, `span_begin` spans never ended) end with
+            // their thread, so that the spans they parent have their parent in the file.
+            // Relaxed: as in `refresh`; a recorder that finished meanwhile drops what is left.
+            if !w.spans.is_empty() && w.core.gen == GEN.load(Ordering::Relaxed) {
+                let now = w.clock.raw();
+                w.end_spans_from(0, now);
+            }
+            drop(w); // retires the slot
+        }
     }
 }
 
@@ -915,7 +936,6 @@ thread_local! {
         std::cell::UnsafeCell::new(Hot {
             gen: 0,
             writer: std::mem::ManuallyDrop::new(None),
-            current_span: 0,
         })
     };
     static OWNER: RefCell<Owner> = const { RefCell::new(Owner { name: None, kind: None }) };
@@ -994,8 +1014,13 @@ fn claim(h: &mut Hot, gen: u64) {
             core,
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
-            span_counter: parked.span_counter,
+            // Relaxed: see SPAN_COUNTERS.
+            span_counter: parked
+                .span_counter
+                .max(SPAN_COUNTERS[slot as usize].load(Ordering::Relaxed)),
             last_raw: 0,
+            spans: Vec::with_capacity(SPAN_DEPTH),
+            span_names: Vec::with_capacity(SPAN_NAME_BYTES),
         };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {
@@ -1031,7 +1056,7 @@ fn claim(h: &mut Hot, gen: u64) {
 /// reports how the kernel backs it). Claims a slot like a first event would.
 #[cfg(all(feature = "bench", target_os = "linux", not(miri), not(loom)))]
 pub(crate) fn this_threads_ring() -> Option<usize> {
-    with_writer(|w, _| w.producer.buffer_addr())
+    with_writer(|w| w.producer.buffer_addr())
 }
 
 #[cold]
@@ -1048,7 +1073,7 @@ fn count_no_slot() {
 /// ever runs the crate's own encoders), a signal handler must not record, and neither may a
 /// global allocator (a thread's first event may allocate while it holds the thread's state).
 #[inline(always)]
-fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
+fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
     // Only the address is taken inside `with` (a thread-pointer offset, since `HOT` is a
     // const-initialised thread-local without a destructor): the work below then inlines into
     // the caller instead of living in an out-of-line `LocalKey::with` instance.
@@ -1068,7 +1093,7 @@ fn with_writer<R>(f: impl FnOnce(&mut Writer, &mut u64) -> R) -> Option<R> {
         }
         return None;
     };
-    Some(f(w, &mut h.current_span))
+    Some(f(w))
 }
 
 /// Brings this thread's hot state up to the installed recorder (claiming a slot if the thread
@@ -1202,7 +1227,7 @@ fn gate(kind: TraceEventKind) -> bool {
 /// The record size is a constant, so the encoder's field writes need no bounds checks.
 #[inline(always)]
 fn write_fixed<const SIZE: usize>(at: Option<u64>, enc: impl FnOnce(&mut [u8], u8, i64)) {
-    with_writer(move |w, _| {
+    with_writer(move |w| {
         let ts = w.ts(at) as i64;
         let slot = w.slot;
         w.put(SIZE, move |d| enc(d, slot, ts));
@@ -1451,8 +1476,9 @@ pub fn register_thread() -> bool {
 /// # Errors
 /// [`WriteError::Invalid`] for a payload its kind's decoder rejects, and
 /// [`WriteError::TooLarge`] for a record over 65534 bytes, both whether or not a recorder
-/// runs (and not counted: the caller has the error); [`WriteError::TooLarge`] also for a record
-/// larger than the running recorder's pages hold (counted as refused).
+/// runs; [`WriteError::TooLarge`] also for a record larger than the running recorder's pages
+/// hold. While a recorder runs, every refused write is counted once, as refused, against the
+/// writing thread's slot (as no-slot for a thread that finds every slot taken).
 ///
 /// ```
 /// use typhon_recorder::{codec::TraceEventKind, recorder::WriteError};
@@ -1478,10 +1504,10 @@ pub fn write_record(
 ) -> Result<(), WriteError> {
     let size = codec::CommonHeader::SIZE + payload.len();
     if size > codec::CommonHeader::MAX_RECORD {
-        return Err(WriteError::TooLarge {
+        return Err(refused(WriteError::TooLarge {
             size,
             max: codec::CommonHeader::MAX_RECORD,
-        });
+        }));
     }
     if let Some(def) = codec::kind_def(kind) {
         let header = codec::CommonHeader {
@@ -1491,11 +1517,11 @@ pub fn write_record(
             timestamp: 0,
         };
         if let Err(e) = codec::records::decode_payload(header, payload) {
-            return Err(WriteError::Invalid(format!(
+            return Err(refused(WriteError::Invalid(format!(
                 "{} payload of {} bytes: {e}",
                 def.name,
                 payload.len()
-            )));
+            ))));
         }
     }
     if cfg!(feature = "compile-out") {
@@ -1508,7 +1534,7 @@ pub fn write_record(
         }
         return Ok(());
     }
-    with_writer(|w, _| {
+    with_writer(|w| {
         if size > w.core.max_record {
             w.refuse();
             return Err(WriteError::TooLarge {
@@ -1557,7 +1583,8 @@ pub fn celog_set_zones(zone_user: u32, zone_ce: u32, zone_process: u32) {
 /// [`WriteError::Invalid`], whether or not a recorder runs, for `data` over 4095 bytes and for
 /// the ids CE's CeLogData does not take: 0x3FFF (`CELID_MAX`) and above, and 90
 /// (`CELID_FLAGGED`, which only marks a flagged event's header). [`WriteError::TooLarge`] if
-/// the event does not fit in the recorder's pages.
+/// the event does not fit in the recorder's pages. While a recorder runs, each is counted as
+/// refused.
 ///
 /// ```
 /// use typhon_recorder::codec::celog::{CELID_FLAGGED, CELID_USER, CELZONE_MISC};
@@ -1604,19 +1631,19 @@ pub fn celog_data_at(
     let flag = flagged.then_some(flag);
     // Validate before the gate, so bad input is reported whether or not a recorder runs.
     if data.len() > codec::celog::MAX_DATA_SIZE {
-        return Err(WriteError::Invalid(format!(
+        return Err(refused(WriteError::Invalid(format!(
             "CeLog data of {} bytes exceeds {}",
             data.len(),
             codec::celog::MAX_DATA_SIZE
-        )));
+        ))));
     }
     // As CE's CeLogData: ids below CELID_MAX (0x3FFF), and never CELID_FLAGGED (90), which
     // marks a flagged event's header and is not an event id of its own.
     if id >= codec::celog::CELID_MAX || id == codec::celog::CELID_FLAGGED {
-        return Err(WriteError::Invalid(format!(
+        return Err(refused(WriteError::Invalid(format!(
             "CeLog id {id:#x} is reserved: ids go up to 0x3FFE, and 90 (CELID_FLAGGED) marks \
              a flagged event"
-        )));
+        ))));
     }
     let size = records::celog_record_len(data.len(), timestamp.is_some(), flag.is_some(), 0);
     if cfg!(feature = "compile-out") {
@@ -1637,7 +1664,7 @@ pub fn celog_data_at(
     let cpu = unsafe { libc::sched_getcpu() };
     let cel_cpu = if cpu < 0 { 0 } else { cpu as u32 + 1 };
     let size = if cel_cpu >= 15 { size + 4 } else { size };
-    with_writer(|w, _| {
+    with_writer(|w| {
         if size > w.core.max_record {
             w.refuse();
             return Err(WriteError::TooLarge {
@@ -1679,20 +1706,54 @@ pub fn celog_data_at(
 
 /// An open span; dropping it ends the span and writes its record (NamedSpan, or TracedSpan when
 /// it carries a trace context). Not `Send`: a span begins and ends on one thread.
+///
+/// # Nesting, order and recorders
+///
+/// A thread's open spans (guards and [`span_begin`] spans alike) form a stack; a new span's
+/// parent is the innermost one still open (0 at top level). The recorder keeps the stack with
+/// each span's name, so that it can end spans whose guards never do:
+/// - dropping a guard that is not the innermost (a `Vec` of guards dropped outermost first)
+///   ends it **and every span opened inside it that is still open**, at the same time; the
+///   inner guards' own drops then write nothing. So every span ends within its parent.
+/// - a guard that is never dropped (`mem::forget`, a leak) stays open until its parent ends
+///   (it is then ended with it), or until its thread exits (every span still open is ended
+///   then). A span still open when its recorder finishes is not in the file; the spans it
+///   parents are.
+/// - a guard opened under one recorder belongs to that one. Dropped after it finished, it
+///   writes nothing: under a later recorder the drop is counted as refused there (the span
+///   cannot be recorded anywhere), with no recorder installed it does nothing.
+///
+/// The invariant: in a recording, every span's parent is 0 or a span of the same slot that
+/// was open when it began, and that parent is in the recording too unless it was still open
+/// when the recorder finished. With the recorder's clock (no `*_at` times), a span's interval
+/// lies within its parent's.
+///
+/// A guard whose span the recorder refused (a name with a NUL byte, a record larger than a
+/// page) opens nothing and is counted as refused: [`try_span`] returns that error instead.
+///
+/// Cost: the stack lives in the thread's writer, made with room for 64 open spans and 4 KiB of
+/// their names when the thread claims its slot; a thread that goes past either allocates once
+/// more for each new high mark (never on later spans that stay within it).
+///
+/// ```
+/// # let _g = typhon_recorder::recorder::doc_lock();
+/// use typhon_recorder::recorder::RecorderBuilder;
+/// let rec = RecorderBuilder::new().sink(typhon_recorder::sink::NullSink).start().unwrap();
+/// let guards = vec![typhon_recorder::span("a"), typhon_recorder::span("b")];
+/// drop(guards); // "a" ends first, and "b" with it
+/// let later = typhon_recorder::span("c");
+/// drop(later); // a top-level span: its parent is 0, not "b"
+/// assert_eq!(rec.finish().unwrap().user_written(), 4); // ThreadInfo + 3 spans
+/// ```
 #[must_use = "a span ends when this guard is dropped"]
 pub struct SpanGuard<'a> {
-    rec: SpanRec<'a>,
-    _not_send: std::marker::PhantomData<*const ()>,
-}
-
-/// What the end of a span needs to write its record: passed to [`end_span`] by reference, so
-/// the out-of-line end takes one pointer instead of spilling seven words to the stack.
-struct SpanRec<'a> {
-    name: &'a str,
-    start: u64,
-    span_id: u64,
-    parent: u64,
-    ctx: Option<TraceContext>,
+    /// The span's id, 0 when nothing is recorded.
+    id: u64,
+    /// The generation of the recorder it was opened under.
+    gen: u64,
+    /// Not `Send`; the lifetime is the name's, kept so the API stays as it was (the recorder
+    /// copies the name).
+    _marker: std::marker::PhantomData<(&'a str, *const ())>,
 }
 
 impl SpanGuard<'_> {
@@ -1703,10 +1764,11 @@ impl SpanGuard<'_> {
     /// assert_eq!(s.id(), 0); // no recorder installed
     /// ```
     pub fn id(&self) -> u64 {
-        self.rec.span_id
+        self.id
     }
 
-    /// Ends the span at a caller-supplied time in raw ticks.
+    /// Ends the span at a caller-supplied time in raw ticks (spans opened inside it and still
+    /// open end then too).
     ///
     /// ```
     /// let s = typhon_recorder::span_at("x", 10);
@@ -1714,113 +1776,314 @@ impl SpanGuard<'_> {
     /// ```
     #[inline]
     pub fn end_at(mut self, ts: u64) {
-        self.finish(Some(ts));
-        self.rec.span_id = 0;
+        if self.id != 0 {
+            close_guard(self.id, self.gen, Some(ts));
+        }
+        self.id = 0;
     }
 
-    #[inline]
-    fn finish(&mut self, end: Option<u64>) {
-        if self.rec.span_id == 0 {
-            return;
+    #[inline(always)]
+    fn inert() -> Self {
+        SpanGuard {
+            id: 0,
+            gen: 0,
+            _marker: std::marker::PhantomData,
         }
-        end_span(&self.rec, end);
     }
-}
-
-/// Ends an open span: restores the thread's innermost span and writes the span record (the one
-/// record-writing path of guards and of [`span_end`]).
-#[inline(never)]
-fn end_span(rec: &SpanRec<'_>, end: Option<u64>) {
-    // The fields are read through `rec` where they are used (not copied out first), so the
-    // closures below capture one pointer.
-    with_writer(|w, current| {
-        if *current == rec.span_id {
-            *current = rec.parent;
-        }
-        let end = match end {
-            Some(t) => t,
-            None => w.clock.raw(),
-        };
-        w.last_raw = end;
-        let size = match rec.ctx {
-            None => records::named_span_len(rec.name),
-            Some(_) => records::traced_span_len(rec.name),
-        };
-        if size > w.max_record {
-            w.refuse();
-            return;
-        }
-        let slot = w.slot;
-        // The name was checked when the span opened (`open_span`).
-        w.put(size, |d| {
-            let ext = records::SpanExt {
-                duration_ns: end.wrapping_sub(rec.start) as i64,
-                span_id: rec.span_id,
-                parent_span_id: rec.parent,
-            };
-            records::fill_span(d, slot, rec.start as i64, &ext, rec.ctx, rec.name)
-        });
-    });
 }
 
 impl Drop for SpanGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.finish(None);
+        if self.id != 0 {
+            close_guard(self.id, self.gen, None);
+        }
     }
+}
+
+/// A span the thread has open: what its record needs when it ends (see [`SpanGuard`]).
+#[derive(Clone, Copy)]
+struct OpenSpan {
+    start: u64,
+    id: u64,
+    parent: u64,
+    /// The trace context, if `traced` (kept as plain words: see [`Writer::end_innermost`]).
+    trace_hi: u64,
+    trace_lo: u64,
+    traced: bool,
+    /// Where its name starts in [`Writer::span_names`] (it runs to the next span's, or to the
+    /// end for the innermost).
+    name_at: usize,
+}
+
+/// Appends `name` to a thread's span names. Names are short and copied on every span begin, so
+/// those of up to 16 bytes are copied by hand, in at most two overlapping word moves, instead
+/// of a call to `memcpy` (as `extend_from_slice` makes for a length it does not know).
+#[inline(always)]
+fn push_name(names: &mut Vec<u8>, name: &[u8]) {
+    let n = name.len();
+    if n > 16 || names.capacity() - names.len() < 16 {
+        names.extend_from_slice(name);
+        return;
+    }
+    let len = names.len();
+    // SAFETY: at least 16 bytes of spare capacity were checked above, so `dst..dst + n` (n <=
+    // 16) is inside the allocation; the moves read only within `name`, write only within
+    // `dst..dst + n`, and after them those `n` bytes are initialised, so `set_len` is sound.
+    unsafe {
+        let dst = names.as_mut_ptr().add(len);
+        let src = name.as_ptr();
+        if n >= 8 {
+            let a = src.cast::<u64>().read_unaligned();
+            let b = src.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if n >= 4 {
+            let a = src.cast::<u32>().read_unaligned();
+            let b = src.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        names.set_len(len + n);
+    }
+}
+
+/// Open spans a thread can have before its span stack grows (an allocation, once per new
+/// depth), and bytes of their names.
+const SPAN_DEPTH: usize = 64;
+const SPAN_NAME_BYTES: usize = 4096;
+
+impl Writer {
+    /// Opens a span of record size `size` (checked here against the page, counted as refused
+    /// when it does not fit) and returns its id.
+    #[inline(always)]
+    fn open_span(
+        &mut self,
+        name: &str,
+        ctx: Option<TraceContext>,
+        at: Option<u64>,
+        size: usize,
+    ) -> Result<u64, WriteError> {
+        if size > self.max_record {
+            self.refuse();
+            return Err(WriteError::TooLarge {
+                size,
+                max: self.max_record,
+            });
+        }
+        let start = self.ts(at);
+        let id = (self.slot as u64) << 56 | (self.span_counter & ((1 << 56) - 1));
+        self.span_counter += 1;
+        let parent = self.spans.last().map_or(0, |e| e.id);
+        let name_at = self.span_names.len();
+        push_name(&mut self.span_names, name.as_bytes());
+        let (traced, c) = match ctx {
+            Some(c) => (true, c),
+            None => (false, TraceContext::default()),
+        };
+        self.spans.push(OpenSpan {
+            start,
+            id,
+            parent,
+            trace_hi: c.hi,
+            trace_lo: c.lo,
+            traced,
+            name_at,
+        });
+        Ok(id)
+    }
+
+    /// Ends the open span at `i` at `end` (raw ticks), and every span opened inside it that is
+    /// still open, innermost first; each is written.
+    #[inline(always)]
+    fn end_spans_from(&mut self, i: usize, end: u64) {
+        let Some(target) = self.spans.get(i).map(|e| e.id) else {
+            return;
+        };
+        while self.spans.len() > i {
+            let top = self.spans.len() - 1;
+            // Spans left open inside the target end with it, never before they began.
+            let e = &self.spans[top];
+            let t = if e.id == target {
+                end
+            } else {
+                end.max(e.start)
+            };
+            self.end_innermost(t);
+        }
+        self.last_raw = end;
+    }
+
+    /// Ends the innermost open span at `end` (the common end: a guard dropped in order).
+    ///
+    /// The entry is read in place, field by field, not copied out: `pop` moved it with 16-byte
+    /// loads, which cannot be forwarded from the 8-byte stores that wrote it at the span's
+    /// begin, and the stall cost about 7 ns a span pair (13.6 against 6.2 ns).
+    #[inline(always)]
+    fn end_innermost(&mut self, end: u64) {
+        let Some(top) = self.spans.len().checked_sub(1) else {
+            return;
+        };
+        let e = &self.spans[top];
+        let name_at = e.name_at;
+        write_span(
+            &mut self.producer,
+            &self.span_names[name_at.min(self.span_names.len())..],
+            e,
+            self.slot,
+            end,
+        );
+        if self.producer.passed_half() {
+            self.wake_flusher();
+        }
+        // OpenSpan is Copy: nothing to drop.
+        self.spans.truncate(top);
+        self.span_names.truncate(name_at);
+        self.last_raw = end;
+    }
+}
+
+/// Writes the record of `e`, the thread's innermost open span, whose name is `name` (the end
+/// of [`Writer::span_names`]), ending at `end`.
+#[inline(always)]
+fn write_span(producer: &mut Producer, name: &[u8], e: &OpenSpan, slot: u8, end: u64) {
+    // SAFETY: `span_names` holds whole `&str`s, each pushed at its entry's `name_at` and cut
+    // back only to an entry's `name_at`, so the bytes from the innermost's `name_at` to the end
+    // are one whole UTF-8 name.
+    let name = unsafe { std::str::from_utf8_unchecked(name) };
+    let ctx = e.traced.then_some(TraceContext {
+        hi: e.trace_hi,
+        lo: e.trace_lo,
+    });
+    let size = match ctx {
+        None => records::named_span_len(name),
+        Some(_) => records::traced_span_len(name),
+    };
+    // Checked against the page when it opened (`open_span`), under this same recorder.
+    producer.write(size, |d| {
+        let ext = records::SpanExt {
+            duration_ns: end.wrapping_sub(e.start) as i64,
+            span_id: e.id,
+            parent_span_id: e.parent,
+        };
+        records::fill_span(d, slot, e.start as i64, &ext, ctx, name)
+    });
+}
+
+/// Ends the span of a guard (its drop or [`SpanGuard::end_at`]): the common case, the
+/// thread's innermost span of the running recorder, here; the others out of line.
+#[inline(never)]
+fn close_guard(id: u64, gen: u64, at: Option<u64>) {
+    // With no recorder installed there is no writer: nothing to write or count.
+    with_writer(|w| {
+        let n = w.spans.len();
+        if w.core.gen == gen && n > 0 && w.spans[n - 1].id == id {
+            let end = match at {
+                Some(t) => t,
+                None => w.clock.raw(),
+            };
+            w.end_innermost(end);
+        } else {
+            close_other(w, id, gen, at);
+        }
+    });
+}
+
+/// [`close_guard`] of a span that is not the innermost open one, or of another recorder.
+#[cold]
+#[inline(never)]
+fn close_other(w: &mut Writer, id: u64, gen: u64, at: Option<u64>) {
+    if w.core.gen != gen {
+        // Its recorder has finished: the span can be written nowhere (see `SpanGuard`).
+        w.refuse();
+        return;
+    }
+    // Not found: it already ended, with a span that enclosed it.
+    if let Some(i) = w.spans.iter().rposition(|e| e.id == id) {
+        let end = match at {
+            Some(t) => t,
+            None => w.clock.raw(),
+        };
+        w.end_spans_from(i, end);
+    }
+}
+
+/// A write refused for its input (whatever the recorder): counted as refused against the
+/// thread's slot when a recorder runs (a thread without a slot counts it as no-slot), then
+/// handed back for the caller.
+#[cold]
+#[inline(never)]
+fn refused(e: WriteError) -> WriteError {
+    if !cfg!(feature = "compile-out") && GEN.load(Ordering::Relaxed) != 0 {
+        with_writer(|w| w.refuse());
+    }
+    e
+}
+
+/// Counts a write the C ABI refused for its arguments (NULL, bad UTF-8), as [`refused`] does.
+pub(crate) fn count_refused() {
+    let _ = refused(WriteError::Invalid(String::new()));
 }
 
 #[inline(always)]
 fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard<'_> {
-    let mut g = SpanGuard {
-        rec: SpanRec {
-            name,
-            start: 0,
-            span_id: 0,
-            parent: 0,
-            ctx,
-        },
-        _not_send: std::marker::PhantomData,
-    };
-    // The disabled and filtered paths stay here, inline: one load and a branch, as for instants.
+    // The disabled path stays here, inline: one load and a branch, as for instants.
     let kind = if ctx.is_some() {
         TraceEventKind::TRACED_SPAN
     } else {
         TraceEventKind::NAMED_SPAN
     };
     if cfg!(feature = "compile-out") || kind_state(kind) == KIND_OFF {
-        return g;
+        return SpanGuard::inert();
     }
-    if let Ok(Some(o)) = open_span(name, ctx, at) {
-        (g.rec.start, g.rec.span_id, g.rec.parent) = (o.start, o.id, o.parent);
-    }
-    g
+    guard_of(open_span(name, ctx, at).ok().flatten())
 }
 
-/// A span opened by [`open_span`]: its start, id, parent and the recorder generation.
-struct Opened {
-    start: u64,
-    id: u64,
-    parent: u64,
-    gen: u64,
+#[inline(always)]
+fn guard_of<'a>(o: Option<(u64, u64)>) -> SpanGuard<'a> {
+    match o {
+        Some((id, gen)) => SpanGuard {
+            id,
+            gen,
+            _marker: std::marker::PhantomData,
+        },
+        None => SpanGuard::inert(),
+    }
 }
 
-/// Opens a span (the one begin path of guards and of [`span_begin`]): `Ok(None)` when nothing
-/// is recorded (compiled out, no recorder, filtered, no slot), `Err` for a name with a NUL (the
-/// write is counted as refused).
+/// Opens a span (the one begin path of guards and of [`span_begin`]): `Ok(Some((id,
+/// generation)))`, `Ok(None)` when nothing is recorded (compiled out, no recorder, filtered, no
+/// slot), `Err` for a span the recorder refuses (counted as refused while a recorder runs): a
+/// name with a NUL, a record over 65534 bytes (whether or not a recorder runs), a record
+/// larger than the running recorder's pages hold.
 #[inline(always)]
 fn open_span(
     name: &str,
     ctx: Option<TraceContext>,
     at: Option<u64>,
-) -> Result<Option<Opened>, WriteError> {
-    let kind = if ctx.is_some() {
-        TraceEventKind::TRACED_SPAN
-    } else {
-        TraceEventKind::NAMED_SPAN
+) -> Result<Option<(u64, u64)>, WriteError> {
+    let (kind, size) = match ctx {
+        None => (TraceEventKind::NAMED_SPAN, records::named_span_len(name)),
+        Some(_) => (TraceEventKind::TRACED_SPAN, records::traced_span_len(name)),
     };
     if cfg!(feature = "compile-out") {
         return Ok(None);
+    }
+    if size > codec::CommonHeader::MAX_RECORD {
+        return Err(refused(WriteError::TooLarge {
+            size,
+            max: codec::CommonHeader::MAX_RECORD,
+        }));
+    }
+    if records::has_nul(name.as_bytes()) {
+        // A NUL would end the name early in every reader: refuse rather than truncate.
+        return Err(refused(WriteError::Invalid(
+            "span name contains a NUL byte".into(),
+        )));
     }
     let state = kind_state(kind);
     if state != KIND_ON {
@@ -1829,66 +2092,32 @@ fn open_span(
         }
         return Ok(None);
     }
-    if records::has_nul(name.as_bytes()) {
-        // A NUL would end the name early in every reader: refuse rather than truncate.
-        with_writer(|w, _| w.refuse());
-        return Err(WriteError::Invalid("span name contains a NUL byte".into()));
-    }
-    Ok(with_writer(|w, current| {
-        let start = w.ts(at);
-        let id = (w.slot as u64) << 56 | (w.span_counter & ((1 << 56) - 1));
-        w.span_counter += 1;
-        let parent = *current;
-        *current = id;
-        Opened {
-            start,
-            id,
-            parent,
-            gen: w.core.gen,
-        }
-    }))
-}
-
-/// A span opened with [`span_begin`] and not yet ended.
-struct OpenSpan {
-    /// The name, in a buffer kept (with its capacity) for later spans of the thread.
-    name: String,
-    start: u64,
-    id: u64,
-    parent: u64,
-    ctx: Option<TraceContext>,
-    gen: u64,
-}
-
-/// The thread's spans opened with [`span_begin`]: `open[..depth]` are open; entries past `depth`
-/// keep their name buffers, so a thread that stays within its deepest nesting so far allocates
-/// nothing.
-struct SpanStack {
-    open: Vec<OpenSpan>,
-    depth: usize,
-}
-
-thread_local! {
-    static SPAN_STACK: RefCell<SpanStack> = const {
-        RefCell::new(SpanStack { open: Vec::new(), depth: 0 })
-    };
+    with_writer(|w| {
+        w.open_span(name, ctx, at, size)
+            .map(|id| Some((id, w.core.gen)))
+    })
+    .unwrap_or(Ok(None))
 }
 
 /// Opens a span without a guard, for callers that cannot hold one (the C ABI, engines whose
 /// begin and end are separate calls): a NamedSpan, or a TracedSpan when `ctx` is given, starting
 /// now or at `at` (raw ticks). End it with [`span_end`] on the same thread; spans end innermost
 /// first. Returns the span id, or 0 when nothing is recorded (no recorder, filtered, no slot,
-/// compiled out) — [`span_end`] accepts 0 as a no-op.
+/// compiled out) — [`span_end`] accepts 0 as a no-op. A span still open when its thread exits
+/// is ended then.
 ///
-/// Guard spans ([`span`]) and these nest with each other: each one's parent is the thread's
-/// innermost open span of either sort.
+/// Guard spans ([`span`]) and these share one stack per thread: each one's parent is the
+/// thread's innermost open span of either sort (see [`SpanGuard`]).
 ///
 /// # Errors
-/// [`WriteError::Invalid`] for a name with a NUL byte (counted as refused).
+/// [`WriteError::Invalid`] for a name with a NUL byte and [`WriteError::TooLarge`] for a record
+/// over 65534 bytes, whether or not a recorder runs; [`WriteError::TooLarge`] also for a record
+/// larger than the running recorder's pages hold. While a recorder runs each is counted as
+/// refused.
 ///
 /// ```
 /// # let _g = typhon_recorder::recorder::doc_lock();
-/// use typhon_recorder::recorder::{span_begin, span_end, RecorderBuilder};
+/// use typhon_recorder::recorder::{span_begin, span_end, RecorderBuilder, WriteError};
 /// let sink = typhon_recorder::sink::MemorySink::new();
 /// let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
 /// let outer = span_begin("frame", None, None).unwrap();
@@ -1896,57 +2125,28 @@ thread_local! {
 /// assert!(span_end(outer, None).is_err()); // not the innermost
 /// span_end(inner, None).unwrap();
 /// span_end(outer, None).unwrap();
-/// assert_eq!(rec.finish().unwrap().user_written(), 3); // ThreadInfo + 2 spans
+/// // A name too large for a 4 KiB page is refused, and counted.
+/// let big = "x".repeat(5000);
+/// assert!(matches!(span_begin(&big, None, None), Err(WriteError::TooLarge { .. })));
+/// let stats = rec.finish().unwrap();
+/// assert_eq!(stats.user_written(), 3); // ThreadInfo + 2 spans
+/// assert_eq!(stats.slot(1).unwrap().refused, 1);
 /// ```
 pub fn span_begin(
     name: &str,
     ctx: Option<TraceContext>,
     at: Option<u64>,
 ) -> Result<u64, WriteError> {
-    let Some(o) = open_span(name, ctx, at)? else {
-        return Ok(0);
-    };
-    let pushed = SPAN_STACK.try_with(|st| {
-        let Ok(mut st) = st.try_borrow_mut() else {
-            return false;
-        };
-        let st = &mut *st;
-        // Spans left open by an earlier recorder can never end in this one: forget them.
-        while st.depth > 0 && st.open[st.depth - 1].gen != o.gen {
-            st.depth -= 1;
-        }
-        if st.depth == st.open.len() {
-            st.open.push(OpenSpan {
-                name: String::new(),
-                start: 0,
-                id: 0,
-                parent: 0,
-                ctx: None,
-                gen: 0,
-            });
-        }
-        let e = &mut st.open[st.depth];
-        e.name.clear();
-        e.name.push_str(name);
-        (e.start, e.id, e.parent, e.ctx, e.gen) = (o.start, o.id, o.parent, ctx, o.gen);
-        st.depth += 1;
-        true
-    });
-    if pushed != Ok(true) {
-        // Thread exit in progress: the span cannot be tracked, so it is not recorded; put the
-        // thread's innermost span back.
-        with_writer(|_, current| *current = o.parent);
-        return Ok(0);
-    }
-    Ok(o.id)
+    Ok(open_span(name, ctx, at)?.map_or(0, |(id, _)| id))
 }
 
-/// Ends the span `span_id` opened with [`span_begin`] on this thread, now or at `at` (raw ticks),
-/// and writes its record. `span_id` 0 (nothing was recorded) is a no-op.
+/// Ends the span `span_id` opened with [`span_begin`] (or a guard) on this thread, now or at
+/// `at` (raw ticks), and writes its record. `span_id` 0 (nothing was recorded) is a no-op.
 ///
 /// # Errors
-/// [`WriteError::SpanMismatch`] if `span_id` is not this thread's innermost open
-/// [`span_begin`] span; nothing is ended then.
+/// [`WriteError::SpanMismatch`] if `span_id` is not this thread's innermost open span: nothing
+/// is ended then (and nothing counted: the span stays open and can still end). A span of an
+/// earlier recorder is not open in this one, so ending it is a mismatch too.
 ///
 /// ```
 /// use typhon_recorder::recorder::{span_begin, span_end};
@@ -1958,44 +2158,25 @@ pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
     if span_id == 0 {
         return Ok(());
     }
-    let r = SPAN_STACK.try_with(|st| {
-        let Ok(mut st) = st.try_borrow_mut() else {
-            return Err(WriteError::SpanMismatch {
-                span_id,
-                innermost: 0,
-            });
-        };
-        let st = &mut *st;
-        let innermost = match st.depth {
-            0 => 0,
-            d => st.open[d - 1].id,
-        };
+    let mismatch = |innermost| WriteError::SpanMismatch { span_id, innermost };
+    with_writer(|w| {
+        let innermost = w.spans.last().map_or(0, |e| e.id);
         if innermost != span_id {
-            return Err(WriteError::SpanMismatch { span_id, innermost });
+            return Err(mismatch(innermost));
         }
-        st.depth -= 1;
-        let e = &st.open[st.depth];
-        // A span of an earlier recorder is forgotten, not written into this one.
-        if e.gen == GEN.load(Ordering::Relaxed) {
-            let rec = SpanRec {
-                name: &e.name,
-                start: e.start,
-                span_id: e.id,
-                parent: e.parent,
-                ctx: e.ctx,
-            };
-            end_span(&rec, at);
-        }
+        let end = match at {
+            Some(t) => t,
+            None => w.clock.raw(),
+        };
+        w.end_innermost(end);
         Ok(())
-    });
-    r.unwrap_or(Err(WriteError::SpanMismatch {
-        span_id,
-        innermost: 0,
-    }))
+    })
+    .unwrap_or(Err(mismatch(0)))
 }
 
 /// Opens a NamedSpan; it ends when the guard drops. Its parent is the thread's innermost open
-/// span. Names with a NUL byte are refused (counted), never truncated.
+/// span. A span the recorder refuses (a name with a NUL byte, a record larger than a page) is
+/// not opened and is counted as refused, never truncated; [`try_span`] reports it.
 ///
 /// ```
 /// let _outer = typhon_recorder::span("frame");
@@ -2004,6 +2185,30 @@ pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
 #[inline]
 pub fn span(name: &str) -> SpanGuard<'_> {
     begin_span(name, None, None)
+}
+
+/// [`span`], [`span_at`], [`traced_span`] or [`traced_span_at`] that reports a refused span:
+/// a TracedSpan when `ctx` is given, starting now or at `at` (raw ticks). The guard is inert
+/// (id 0) when nothing is recorded (no recorder, filtered, no slot).
+///
+/// # Errors
+/// As [`span_begin`]: [`WriteError::Invalid`] for a name with a NUL byte,
+/// [`WriteError::TooLarge`] for a record over 65534 bytes or larger than the running
+/// recorder's pages hold (each counted as refused while a recorder runs).
+///
+/// ```
+/// use typhon_recorder::recorder::{try_span, WriteError};
+/// let g = try_span("update", None, None).unwrap();
+/// drop(g);
+/// assert!(matches!(try_span("a\0b", None, None), Err(WriteError::Invalid(_))));
+/// ```
+#[inline]
+pub fn try_span(
+    name: &str,
+    ctx: Option<TraceContext>,
+    at: Option<u64>,
+) -> Result<SpanGuard<'_>, WriteError> {
+    Ok(guard_of(open_span(name, ctx, at)?))
 }
 
 /// [`span`] starting at a caller-supplied time in raw ticks (end it with [`SpanGuard::end_at`]

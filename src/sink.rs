@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// ```
 /// let s = typhon_recorder::sink::SlotSummary { slot: 1, name: "main".into(), thread_ids: vec![42],
 ///     last_thread_id: 42, threads: 1, attempted: 10, written: 9, missed: 1, filtered: 0,
-///     refused: 0, sink_lost: 0 };
+///     refused: 0, sink_lost: 0, clamped: 0 };
 /// assert_eq!(s.attempted, s.written + s.missed + s.sink_lost);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +43,12 @@ pub struct SlotSummary {
     pub refused: u64,
     /// Records in pages the sink failed to store.
     pub sink_lost: u64,
+    /// Records whose time lay more than [`MAX_AHEAD_NS`](crate::flusher::MAX_AHEAD_NS) (10 s)
+    /// ahead of the recorder's clock when the flusher took them (a caller's `*_at` time far in
+    /// the future, a span ending there): written with the flusher's time instead, so that they
+    /// do not stamp the slot's later records at that future time. They are in `written`; this
+    /// says how many carry a time that is not the caller's.
+    pub clamped: u64,
 }
 
 /// What a sink learns when the session ends.

@@ -7,6 +7,7 @@ Records from ROUNDS x THREADS Python threads, checks error paths, prints "STATS 
 import ctypes as C
 import sys
 import threading
+import time
 
 ROUNDS, THREADS, EVENTS = 2, 3, 300
 
@@ -54,6 +55,11 @@ SIGS = {
     "typhon_write_record_at": ([u64, u8, C.c_char_p, sz], i32),
     "typhon_tick_start": ([], i32),
     "typhon_tick_end": ([u8, u8], i32),
+    "typhon_last_error_message": ([], C.c_char_p),
+    "typhon_clamped": ([P64], i32),
+    "typhon_span_begin_at": ([u64, C.c_char_p, sz, P64], i32),
+    "typhon_span_end_at": ([u64, u64], i32),
+    "typhon_instant_at": ([u64, i32, i32], i32),
 }
 for name, (args, res) in SIGS.items():
     fn = getattr(lib, name)
@@ -67,6 +73,13 @@ def check(got, want, what):
     if got != want:
         with lock:
             failures.append(f"{what}: {lib.typhon_error_name(got)} want {lib.typhon_error_name(want)}")
+
+
+def check_message(func, want, what):
+    m = lib.typhon_last_error_message().decode()
+    if not m.startswith(func + ": ") or want not in m:
+        with lock:
+            failures.append(f"{what}: last error message {m!r}, want {func}: ...{want}...")
 
 
 def worker(n):
@@ -91,10 +104,17 @@ def worker(n):
         check(lib.typhon_egress_sent_at(lib.typhon_now(), n, i, 128, 1), OK, "egress_sent_at")
         check(lib.typhon_span_end(outer.value), OK, "span_end outer")
     check(lib.typhon_span_begin(None, 3, C.byref(outer)), ERR_NULL, "null name")
+    check_message("typhon_span_begin", "NULL", "null name")
     check(lib.typhon_span_begin(b"\xff", 1, C.byref(outer)), ERR_UTF8, "bad utf-8")
+    check_message("typhon_span_begin", "UTF-8", "bad utf-8")
     check(lib.typhon_span_begin(b"x", 1, None), ERR_NULL, "null out")
     big = bytes(8192)
     check(lib.typhon_write_record_at(lib.typhon_now(), 200, big, len(big)), ERR_TOO_LARGE, "big")
+    check_message("typhon_write_record_at", "8204 bytes", "big")
+    long_name = b"n" * 5000
+    check(lib.typhon_span_begin(long_name, len(long_name), C.byref(outer)), ERR_TOO_LARGE,
+          "span name too large for a page")
+    check_message("typhon_span_begin", "5038 bytes", "span name too large")
 
 
 def main():
@@ -105,10 +125,21 @@ def main():
     gap = C.c_uint64(0)
     check(lib.typhon_longest_drain_gap(C.byref(gap)), ERR_NOT_STARTED, "drain gap before start")
     check(lib.typhon_register_thread(), ERR_NOT_STARTED, "register_thread before start")
+    bad = TyphonConfig(out, 5000, 1 << 20, 1000)
+    check(lib.typhon_start(C.byref(bad)), ERR_CONFIG, "start with a bad page size")
+    check_message("typhon_start", "5000", "bad page size")
     cfg = TyphonConfig(out, 0, 1 << 20, 1000)
     check(lib.typhon_start(C.byref(cfg)), OK, "start")
     check(lib.typhon_start(C.byref(cfg)), ERR_ALREADY, "start twice")
     check(lib.typhon_tick_start(), OK, "tick_start")
+    # A span ending an hour ahead and an instant there are clamped (counted, once each)
+    # rather than pinning the thread's later records.
+    later = lib.typhon_ns_to_ticks(time.monotonic_ns() + 3600 * 10**9)
+    span = C.c_uint64()
+    check(lib.typhon_span_begin_at(lib.typhon_now(), b"late", 4, C.byref(span)), OK, "begin_at")
+    check(lib.typhon_span_end_at(span.value, later), OK, "end_at")
+    check(lib.typhon_instant_at(later, -1, -1), OK, "instant_at")
+    check(lib.typhon_tick_start(), OK, "tick_start after")
     for r in range(ROUNDS):
         ts = [threading.Thread(target=worker, args=(r * THREADS + t,)) for t in range(THREADS)]
         for t in ts:
@@ -124,7 +155,11 @@ def main():
         failures.append("drain gap 0 after a drain per round")
     check(lib.typhon_finish(C.byref(st)), OK, "finish")
     check(lib.typhon_finish(None), ERR_NOT_STARTED, "finish twice")
-    print("STATS " + " ".join(f"{f}={getattr(st, f)}" for f in STATS_FIELDS))
+    check_message("typhon_finish", "no recorder is running", "finish twice")
+    clamped = C.c_uint64(0)
+    check(lib.typhon_clamped(C.byref(clamped)), OK, "clamped after finish")
+    print("STATS " + " ".join(f"{f}={getattr(st, f)}" for f in STATS_FIELDS)
+          + f" clamped={clamped.value}")
     for f in failures[:20]:
         print("FAIL", f, file=sys.stderr)
     print("FAILURES", len(failures))

@@ -35,7 +35,12 @@ fn ctypes_host_records_from_python_threads() {
     let stats = parse_stats(&stdout);
     let c = check_file(&trace);
     check_workers(&c, "py-worker-", 6, 300, &stats);
-    assert_eq!(stats["refused"], 6);
+    // Per worker: NULL name, bad UTF-8, NULL out-pointer, a record and a span too large.
+    assert_eq!(stats["refused"], 6 * 5);
+    assert_eq!(
+        stats["clamped"], 2,
+        "the main thread's span and instant an hour ahead"
+    );
     eprintln!(
         "ctypes host: {} records, slots with more than one thread: {}; stats {stats:?}",
         c.records,

@@ -666,8 +666,12 @@ fn bad_input_is_refused_before_it_reaches_the_ring() {
                 max: 65_534
             })
         );
-        // A span whose record would be as large: refused (and counted) when it ends.
+        // A span whose record would be as large: refused (and counted) when it opens.
         drop(typhon_recorder::span(&"n".repeat(70_000)));
+        assert!(matches!(
+            typhon_recorder::span_begin(&"n".repeat(70_000), None, None),
+            Err(WriteError::TooLarge { .. })
+        ));
         // The largest record there is goes through.
         typhon_recorder::write_record(K(100), &vec![7; 65_522], None).unwrap();
         typhon_recorder::instant(2, 2);
@@ -695,7 +699,9 @@ fn bad_input_is_refused_before_it_reaches_the_ring() {
     );
     let s = stats.slot(1).unwrap();
     assert_eq!((s.attempted, s.written, s.missed), (5, 5, 0));
-    assert_eq!(s.refused, 1, "the span");
+    // Every write that returned an error is counted once: two CeLog ids, three payloads,
+    // the 70 000-byte record, the span guard and the span_begin.
+    assert_eq!(s.refused, 8, "each refused write, once");
 }
 
 /// The ThreadInfo the flusher adds to carry a missed count restates the slot's latest thread:

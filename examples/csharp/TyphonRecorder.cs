@@ -33,8 +33,16 @@ namespace Typhon.Recorder
     public sealed class TyphonException : Exception
     {
         public int Code { get; }
-        public TyphonException(int code)
-            : base(Marshal.PtrToStringUTF8(Native.typhon_error_name(code))) => Code = code;
+        /// <summary>The code's name and the library's message for it (typhon_last_error_message,
+        /// read on the failing thread right after the call, before the pointer can change).</summary>
+        public TyphonException(int code) : base(Describe(code)) => Code = code;
+
+        static string Describe(int code)
+        {
+            // The message first: its pointer is valid only until the next call into the library.
+            string message = Marshal.PtrToStringUTF8(Native.typhon_last_error_message());
+            return Marshal.PtrToStringUTF8(Native.typhon_error_name(code)) + ": " + message;
+        }
     }
 
     /// <summary>Raw entry points, one per header function. All return 0 or a negative code.</summary>
@@ -52,6 +60,9 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* stats);
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* stats);
         [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* ns);
+        [DllImport(Lib)] public static extern int typhon_clamped(ulong* count);
+        // Valid until this thread's next call into the library: copy it at once.
+        [DllImport(Lib)] public static extern IntPtr typhon_last_error_message();
         [DllImport(Lib)] public static extern int typhon_drain();
         [DllImport(Lib)] public static extern ulong typhon_now();
         [DllImport(Lib)] public static extern ulong typhon_ns_to_ticks(ulong ns);
@@ -125,6 +136,13 @@ namespace Typhon.Recorder
         public static TimeSpan LongestDrainGap()
         {
             ulong ns; Check(Native.typhon_longest_drain_gap(&ns)); return TimeSpan.FromTicks((long)(ns / 100));
+        }
+
+        /// <summary>Records whose caller time lay more than 10 s ahead of the clock and were
+        /// clamped (the running recorder's count, or the last finished one's).</summary>
+        public static ulong Clamped()
+        {
+            ulong n; Check(Native.typhon_clamped(&n)); return n;
         }
 
         /// <summary>Call once per thread before its first event (pool threads: ThreadKind.Pool).</summary>

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ROUNDS 3
 #define THREADS 4
@@ -25,6 +26,18 @@ static int failures = 0;
         if (got_ != (want)) {                                                                   \
             fprintf(stderr, "%s:%d: %s = %s, want %s\n", __FILE__, __LINE__, #expr,             \
                     typhon_error_name(got_), typhon_error_name(want));                          \
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                                 \
+        }                                                                                       \
+    } while (0)
+
+/* The calling thread's last error message must name the function and contain `want`. */
+#define CHECK_MESSAGE(func, want)                                                               \
+    do {                                                                                        \
+        const char *m_ = typhon_last_error_message();                                           \
+        if (m_ == NULL || strncmp(m_, func ": ", strlen(func ": ")) != 0 ||                     \
+            strstr(m_, (want)) == NULL) {                                                       \
+            fprintf(stderr, "%s:%d: last error message \"%s\", want %s: ...%s...\n", __FILE__,   \
+                    __LINE__, m_ ? m_ : "(null)", func, (want));                                \
             __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);                                 \
         }                                                                                       \
     } while (0)
@@ -63,16 +76,31 @@ static void *run_worker(void *arg) {
               TYPHON_OK);
         CHECK(typhon_span_end(outer), TYPHON_OK);
     }
-    /* Bad input is an error code, never a crash. */
+    /* Bad input is an error code with a message, never a crash; each refused write is counted
+     * (REFUSED_PER_WORKER of them). */
     uint64_t id = 7;
     CHECK(typhon_span_begin(NULL, 3, &id), TYPHON_ERR_NULL);
+    CHECK_MESSAGE("typhon_span_begin", "NULL");
     CHECK(typhon_span_begin("x", 1, NULL), TYPHON_ERR_NULL);
     CHECK(typhon_span_begin("\xff\xfe", 2, &id), TYPHON_ERR_UTF8);
+    CHECK_MESSAGE("typhon_span_begin", "UTF-8");
     CHECK(typhon_write_record(TYPHON_THREAD_MAIN /* TickStart */, (const uint8_t *)"x", 1),
           TYPHON_ERR_INVALID);
+    CHECK_MESSAGE("typhon_write_record", "TickStart");
     static uint8_t big[8192];
     CHECK(typhon_write_record(200, big, sizeof big), TYPHON_ERR_TOO_LARGE);
+    CHECK_MESSAGE("typhon_write_record", "8204 bytes");
     CHECK(typhon_celog_data(1, 0x2000, NULL, 4, 0, 1, 0, 0), TYPHON_ERR_NULL);
+    /* A span whose record does not fit in a page is refused when it begins, not dropped
+     * silently when it ends. */
+    static char long_name[5000];
+    memset(long_name, 'n', sizeof long_name);
+    CHECK(typhon_span_begin(long_name, sizeof long_name, &id), TYPHON_ERR_TOO_LARGE);
+    CHECK_MESSAGE("typhon_span_begin", "5038 bytes");
+    if (id != 0) failures++;
+    /* A success leaves the message in place. */
+    CHECK(typhon_tick_start(), TYPHON_OK);
+    CHECK_MESSAGE("typhon_span_begin", "5038 bytes");
     return NULL;
     /* Thread exit: glibc runs the recorder's thread-local destructors, which retire the slot. */
 }
@@ -98,11 +126,18 @@ int main(int argc, char **argv) {
     TyphonConfig bad = cfg;
     bad.page_size = 5000;
     CHECK(typhon_start(&bad), TYPHON_ERR_CONFIG);
+    CHECK_MESSAGE("typhon_start", "5000"); /* the configuration's own text */
     CHECK(typhon_start(&cfg), TYPHON_OK);
     CHECK(typhon_start(&cfg), TYPHON_ERR_ALREADY_STARTED);
+    CHECK_MESSAGE("typhon_start", "already running");
 
     CHECK(typhon_set_thread_info("c-main", 6, TYPHON_THREAD_MAIN), TYPHON_OK);
     CHECK(typhon_tick_start(), TYPHON_OK);
+    /* One time an hour ahead: clamped (counted), so it does not pin c-main's later records. */
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    uint64_t now_ns = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
+    CHECK(typhon_instant_at(typhon_ns_to_ticks(now_ns + 3600000000000ull), -1, -1), TYPHON_OK);
     CHECK(typhon_phase_start(1), TYPHON_OK);
 
     struct worker ws[ROUNDS * THREADS];
@@ -131,17 +166,21 @@ int main(int argc, char **argv) {
     CHECK(typhon_tick_end(0, 1), TYPHON_OK);
     CHECK(typhon_finish(&st), TYPHON_OK);
     CHECK(typhon_finish(&st), TYPHON_ERR_NOT_STARTED);
+    CHECK_MESSAGE("typhon_finish", "no recorder is running");
+    uint64_t clamped = 0;
+    CHECK(typhon_clamped(&clamped), TYPHON_OK); /* the final count of the finished recorder */
     /* After finish, writes are no-ops. */
     CHECK(typhon_tick_start(), TYPHON_OK);
 
     printf("STATS attempted=%llu written=%llu missed=%llu filtered=%llu refused=%llu "
-           "no_slot=%llu pages=%llu bytes=%llu sink_errors=%llu sink_lost=%llu slots=%llu\n",
+           "no_slot=%llu pages=%llu bytes=%llu sink_errors=%llu sink_lost=%llu slots=%llu "
+           "clamped=%llu\n",
            (unsigned long long)st.attempted, (unsigned long long)st.written,
            (unsigned long long)st.missed, (unsigned long long)st.filtered,
            (unsigned long long)st.refused, (unsigned long long)st.no_slot,
            (unsigned long long)st.pages, (unsigned long long)st.bytes,
            (unsigned long long)st.sink_errors, (unsigned long long)st.sink_lost,
-           (unsigned long long)st.slots);
+           (unsigned long long)st.slots, (unsigned long long)clamped);
     if (st.attempted != st.written + st.missed + st.sink_lost) {
         fprintf(stderr, "stats equation broken\n");
         failures++;
