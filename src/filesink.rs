@@ -14,7 +14,7 @@
 //! leftover directory into a valid trace.dat (thread names and totals are rebuilt from the pages'
 //! ThreadInfo records and missed counts).
 
-use crate::kbuffer::{Endian, KBuffer, LongSize};
+use crate::page::PageRecords;
 use crate::sink::{SessionSummary, Sink};
 use crate::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages};
 use std::fs::{self, File, OpenOptions};
@@ -333,24 +333,16 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         let mut pages = 0;
         for page in bytes[..whole].chunks(page_size as usize) {
             pages += 1;
-            let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
-            if kb.load_subbuffer(page).is_err() {
+            let Ok(mut records) = PageRecords::new(page) else {
                 rec.damaged_pages += 1;
                 continue;
-            }
-            let m = kb.missed_events();
-            if m > 0 {
-                sm.missed += m as u64;
-            }
-            let mut ev = kb.read_event();
-            let mut damaged = false;
-            while let Some(crate::kbuffer::Event { data, .. }) = ev {
-                // Zero words inside the commit: kbuffer hands them out as bogus records, which
-                // no writer made (the trace.dat reader stops there too).
-                if kb.event_size() <= 0 {
-                    damaged = true;
+            };
+            sm.missed += records.missed();
+            for r in records.by_ref() {
+                let Ok((_, data)) = r else {
+                    rec.damaged_pages += 1;
                     break;
-                }
+                };
                 sm.written += 1;
                 if let Some((tid, name, _)) = crate::recorder::thread_info(data) {
                     if sm.name.is_empty() {
@@ -358,10 +350,6 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                     }
                     sm.thread_id = Some(tid as i64);
                 }
-                ev = kb.next_event();
-            }
-            if damaged || kb.error().is_some() {
-                rec.damaged_pages += 1;
             }
         }
         sm.attempted = sm.written + sm.missed;

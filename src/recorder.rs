@@ -479,10 +479,13 @@ impl RecorderBuilder {
     }
 }
 
-/// The installed recorder's shared state, if any (for the bench module's drain waits).
-#[cfg(feature = "bench")]
-pub(crate) fn active_core() -> Option<Arc<Core>> {
-    ACTIVE.read().clone()
+/// Waits for a drain of the installed recorder's rings, if one is installed (for the benchmark
+/// harness, which has no `Recorder` handle in some phases).
+pub(crate) fn drain_installed() {
+    let core = ACTIVE.read().clone();
+    if let Some(core) = core {
+        core.drain(|| core.wakeup.is_finishing());
+    }
 }
 
 /// State shared by the producers, the flusher and the handle.
@@ -982,7 +985,7 @@ fn claim(h: &mut Hot, gen: u64) {
 
 /// Where this thread's ring starts, if it has one under the installed recorder (the bench
 /// reports how the kernel backs it). Claims a slot like a first event would.
-#[cfg(all(feature = "bench", target_os = "linux", not(miri), not(loom)))]
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
 pub(crate) fn this_threads_ring() -> Option<usize> {
     with_writer(|w, _| w.producer.buffer_addr())
 }
