@@ -26,7 +26,7 @@
 //! written through), and [`recover`] reads only regular files, opened without following links
 //! or blocking on FIFOs, a page at a time.
 
-use crate::kbuffer::{Endian, KBuffer, LongSize};
+use crate::page::PageRecords;
 use crate::sink::{SessionSummary, Sink};
 use crate::tracedat::{write_tracedat_with, FileMeta, SlotMeta, SlotPages};
 use std::cell::RefCell;
@@ -1035,24 +1035,16 @@ fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
             bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
             continue;
         }
-        let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
-        if kb.load_subbuffer(&buf).is_err() {
+        let Ok(mut records) = PageRecords::new(&buf) else {
             damaged += 1;
             continue;
-        }
-        let m = kb.missed_events();
-        if m > 0 {
-            sm.missed += m as u64;
-        }
-        let mut ev = kb.read_event();
-        let mut bad_page = false;
-        while let Some(crate::kbuffer::Event { data, .. }) = ev {
-            // Zero words inside the commit: kbuffer hands them out as bogus records, which
-            // no writer made (the trace.dat reader stops there too).
-            if kb.event_size() <= 0 {
-                bad_page = true;
+        };
+        sm.missed += records.missed();
+        for r in records.by_ref() {
+            let Ok((_, data)) = r else {
+                damaged += 1;
                 break;
-            }
+            };
             sm.written += 1;
             if let Some((tid, name, _)) = crate::recorder::thread_info(data) {
                 if sm.name.is_empty() {
@@ -1060,10 +1052,6 @@ fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
                 }
                 sm.thread_id = Some(tid as i64);
             }
-            ev = kb.next_event();
-        }
-        if bad_page || kb.error().is_some() {
-            damaged += 1;
         }
     }
     sm.attempted = sm.written + sm.missed;

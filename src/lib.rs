@@ -21,26 +21,19 @@
 //! - [`recorder`]: the producer API (free functions and guards) and the recorder's lifecycle;
 //! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
 //! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
-//! - [`kbuffer`] and [`tracedat`]: readers and the trace.dat writer;
-//! - [`export`]: a recording as Perfetto protobuf or Chrome JSON, for the usual trace viewers;
-//! - [`printable`]: text from a file made safe for a terminal;
-//! - [`ffi`]: the C ABI (`include/typhon_recorder.h`) for C, C++ and C# hosts;
-//! - `bench` (default feature `bench`): the write-cost benchmark behind `typhon-rec bench`.
+//! - [`tracedat`]: the trace.dat writer;
+//! - [`printable`]: text from a file made safe for a terminal.
+//!
+//! Reading recordings (the kbuffer port, the trace.dat reader, the exports) is the
+//! `typhon-trace` crate; the C ABI is `typhon-ffi`; the CLI is `typhon-rec`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod clock;
 pub mod codec;
-pub mod export;
-pub mod ffi;
 pub mod filesink;
 pub mod flusher;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod kbuffer;
 pub mod page;
 pub mod printable;
 pub mod recorder;
@@ -50,6 +43,30 @@ pub mod sink;
 mod sync;
 pub mod tracedat;
 pub mod wake;
+
+/// What the benchmark harness (`typhon-bench`) needs to see of the recorder's insides; not an
+/// API for programs.
+#[doc(hidden)]
+pub mod probe {
+    /// Waits until the installed recorder's flusher has drained every record written before
+    /// the call; returns at once without one.
+    pub fn drain_installed() {
+        crate::recorder::drain_installed()
+    }
+
+    /// Where this thread's ring starts, if it has one under the installed recorder (claims a
+    /// slot like a first event would).
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    pub fn this_threads_ring() -> Option<usize> {
+        crate::recorder::this_threads_ring()
+    }
+
+    /// A field of `/proc/self/smaps` for the mapping that holds `addr`.
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
+    pub fn smaps_field(addr: usize, field: &str) -> Option<String> {
+        crate::ring::smaps_field(addr, field)
+    }
+}
 
 pub use codec::correlation::{command_causal_id, is_command_causal_id};
 pub use recorder::{

@@ -529,6 +529,152 @@ impl PageWriter {
     }
 }
 
+/// The records of one page as this writer lays them out, read back: what [`crate::filesink`]'s
+/// recovery walks to count a leftover page's records and missed count. It follows the format
+/// above strictly (only the record types this writer makes), so a page that any rule above does
+/// not hold for is damaged. (The full reader, with libtraceevent's semantics for pages of any
+/// writer, is `typhon_trace::kbuffer`.)
+///
+/// ```
+/// use typhon_recorder::page::{PageRecords, PageWriter};
+/// let mut w = PageWriter::new(4096).unwrap();
+/// w.set_missed(3).unwrap();
+/// w.try_push(1_000, &[1; 6]).unwrap();
+/// w.try_push(1_000 + (1 << 30), &[2; 200]).unwrap(); // a time extend, then the long form
+/// let page = w.finish().to_vec();
+/// let mut r = PageRecords::new(&page).unwrap();
+/// assert_eq!(r.missed(), 3);
+/// assert_eq!(r.next(), Some(Ok((1_000, &[1, 1, 1, 1, 1, 1, 0, 0][..]))));
+/// let (ts, data) = r.next().unwrap().unwrap();
+/// assert_eq!((ts, data.len()), (1_000 + (1 << 30), 200));
+/// assert_eq!(r.next(), None);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PageRecords<'a> {
+    data: &'a [u8],
+    pos: usize,
+    ts: u64,
+    missed: u64,
+    /// The commit (with its stored count) reaches past the page: the end of the page is damage.
+    overrun: bool,
+    failed: bool,
+}
+
+/// Why [`PageRecords`] stopped: the page breaks a rule of the format at `offset` (from the
+/// start of the page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DamagedPage {
+    /// Where the damage starts, in bytes from the start of the page.
+    pub offset: usize,
+}
+
+impl fmt::Display for DamagedPage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "damaged page: bad record at byte {}", self.offset)
+    }
+}
+
+impl std::error::Error for DamagedPage {}
+
+impl<'a> PageRecords<'a> {
+    /// Reads a page's header: an error only for a buffer shorter than the header. A commit
+    /// past the end of the page is damage found where the page ends: the records before it
+    /// still count, as kbuffer reads them.
+    ///
+    /// ```
+    /// use typhon_recorder::page::PageRecords;
+    /// let mut page = vec![0u8; 4096];
+    /// page[8..16].copy_from_slice(&5000u64.to_le_bytes());
+    /// let mut r = PageRecords::new(&page).unwrap();
+    /// assert!(r.next().unwrap().is_err()); // a zero word: no record this writer made
+    /// assert!(PageRecords::new(&page[..8]).is_err());
+    /// ```
+    pub fn new(page: &'a [u8]) -> Result<Self, DamagedPage> {
+        if page.len() < PAGE_HEADER_SIZE {
+            return Err(DamagedPage { offset: 0 });
+        }
+        let word = |at: usize| u64::from_le_bytes(page[at..at + 8].try_into().unwrap());
+        let commit = word(8);
+        let end = PAGE_HEADER_SIZE.saturating_add((commit & COMMIT_MASK) as usize);
+        let stored = commit & RB_MISSED_STORED != 0;
+        let fits = end.saturating_add(if stored { 8 } else { 0 }) <= page.len();
+        Ok(Self {
+            data: &page[..end.min(page.len())],
+            pos: PAGE_HEADER_SIZE,
+            ts: word(0),
+            missed: if stored && fits { word(end) } else { 0 },
+            overrun: !fits,
+            failed: false,
+        })
+    }
+
+    /// The count of records lost before this page's first record (0 if none is stored).
+    pub fn missed(&self) -> u64 {
+        self.missed
+    }
+
+    fn word(&self, at: usize) -> Option<u32> {
+        let b = self.data.get(at..at + 4)?;
+        Some(u32::from_le_bytes(b.try_into().unwrap()))
+    }
+
+    fn step(&mut self) -> Option<Result<(u64, &'a [u8]), DamagedPage>> {
+        let damaged = |offset| Some(Err(DamagedPage { offset }));
+        loop {
+            if self.pos == self.data.len() {
+                return if self.overrun {
+                    damaged(self.pos)
+                } else {
+                    None
+                };
+            }
+            let at = self.pos;
+            let Some(hdr) = self.word(at) else {
+                return damaged(at);
+            };
+            let (type_len, delta) = (hdr & 0x1f, u64::from(hdr >> 5));
+            let (payload, len) = match type_len {
+                1..=28 => (at + 4, 4 * type_len as usize),
+                0 => match self.word(at + 4) {
+                    // The length word counts itself; a zero word is no record this writer made.
+                    Some(n) if n >= 8 => (at + 8, n as usize - 4),
+                    _ => return damaged(at),
+                },
+                TYPE_TIME_EXTEND => {
+                    let Some(high) = self.word(at + 4) else {
+                        return damaged(at);
+                    };
+                    self.ts = self.ts.wrapping_add(delta | u64::from(high) << TS_SHIFT);
+                    self.pos = at + 8;
+                    continue;
+                }
+                _ => return damaged(at),
+            };
+            let Some(bytes) = self.data.get(payload..payload + len) else {
+                return damaged(at);
+            };
+            self.ts = self.ts.wrapping_add(delta);
+            self.pos = payload + len;
+            return Some(Ok((self.ts, bytes)));
+        }
+    }
+}
+
+impl<'a> Iterator for PageRecords<'a> {
+    /// A record's page time and its padded payload, or where the page is damaged (after which
+    /// the iterator ends).
+    type Item = Result<(u64, &'a [u8]), DamagedPage>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.step();
+        self.failed = matches!(r, Some(Err(_)));
+        r
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

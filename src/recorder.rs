@@ -522,10 +522,13 @@ impl RecorderBuilder {
     }
 }
 
-/// The installed recorder's shared state, if any (for the bench module's drain waits).
-#[cfg(feature = "bench")]
-pub(crate) fn active_core() -> Option<Arc<Core>> {
-    ACTIVE.read().clone()
+/// Waits for a drain of the installed recorder's rings, if one is installed (for the benchmark
+/// harness, which has no `Recorder` handle in some phases).
+pub(crate) fn drain_installed() {
+    let core = ACTIVE.read().clone();
+    if let Some(core) = core {
+        core.drain(|| core.wakeup.is_finishing());
+    }
 }
 
 /// State shared by the producers, the flusher and the handle.
@@ -1054,7 +1057,7 @@ fn claim(h: &mut Hot, gen: u64) {
 
 /// Where this thread's ring starts, if it has one under the installed recorder (the bench
 /// reports how the kernel backs it). Claims a slot like a first event would.
-#[cfg(all(feature = "bench", target_os = "linux", not(miri), not(loom)))]
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
 pub(crate) fn this_threads_ring() -> Option<usize> {
     with_writer(|w| w.producer.buffer_addr())
 }
@@ -2024,8 +2027,10 @@ fn refused(e: WriteError) -> WriteError {
     e
 }
 
-/// Counts a write the C ABI refused for its arguments (NULL, bad UTF-8), as [`refused`] does.
-pub(crate) fn count_refused() {
+/// Counts a write the C ABI refused for its arguments (NULL, bad UTF-8), as a refused write of
+/// the Rust API is counted: once, as `refused` of the calling thread's slot (for `typhon-ffi`).
+#[doc(hidden)]
+pub fn count_refused() {
     let _ = refused(WriteError::Invalid(String::new()));
 }
 

@@ -117,14 +117,14 @@ struct Shared {
 ///
 /// Elsewhere (and under Miri and loom) they are a page-aligned zeroed heap allocation with every
 /// page touched.
-pub(crate) struct Pages {
+pub struct Pages {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
 }
 
 impl Pages {
     /// The first byte.
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
+    pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 }
@@ -145,7 +145,7 @@ pub const HUGE_PAGE: usize = 2 << 20;
 impl Pages {
     /// `len` bytes (a multiple of [`PAGE`]), zeroed and faulted in; `None` if the system has
     /// no memory (or address space) for them.
-    pub(crate) fn new(len: usize, backing: Backing) -> Option<Self> {
+    pub fn new(len: usize, backing: Backing) -> Option<Self> {
         if len < HUGE_PAGE || backing == Backing::Base {
             return Self::map(len, libc::MAP_POPULATE).map(|ptr| Self { ptr, len });
         }
@@ -219,7 +219,7 @@ impl Pages {
 
     /// `len` bytes (a non-zero multiple of [`PAGE`]), zeroed and faulted in; `None` if the
     /// allocator has no memory for them.
-    pub(crate) fn new(len: usize, _backing: Backing) -> Option<Self> {
+    pub fn new(len: usize, _backing: Backing) -> Option<Self> {
         debug_assert!(len > 0 && len % PAGE == 0);
         // SAFETY: the layout's size is non-zero (the callers' rings and the bench's floor are
         // whole pages); the result is checked for null before use.
@@ -279,12 +279,7 @@ impl Shared {
 /// The value of `field` (`"AnonHugePages"`, `"VmFlags"`, …) in `/proc/self/smaps` for the
 /// mapping that holds `addr`: the text after the colon, or `None` if no mapping holds it or the
 /// file cannot be read.
-#[cfg(all(
-    any(test, feature = "bench"),
-    target_os = "linux",
-    not(miri),
-    not(loom)
-))]
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
 pub(crate) fn smaps_field(addr: usize, field: &str) -> Option<String> {
     let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
     let mut inside = false;
@@ -435,12 +430,7 @@ unsafe impl Send for Producer {}
 
 impl Producer {
     /// Where the buffer starts (for the bench's and the tests' look at how it is backed).
-    #[cfg(all(
-        any(test, feature = "bench"),
-        target_os = "linux",
-        not(miri),
-        not(loom)
-    ))]
+    #[cfg(all(target_os = "linux", not(miri), not(loom)))]
     pub(crate) fn buffer_addr(&self) -> usize {
         self.base as usize
     }

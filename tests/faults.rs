@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use typhon_recorder::codec::records::{self, Record};
 use typhon_recorder::codec::TraceEventKind as K;
-use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
 use typhon_recorder::recorder::{doc_lock, RecorderBuilder, Stats};
 use typhon_recorder::sink::{MemorySink, SessionSummary, Sink};
-use typhon_recorder::tracedat::TraceFile;
+use typhon_trace::kbuffer::{Endian, KBuffer, LongSize};
+use typhon_trace::tracedat::TraceFile;
 
 /// Records and missed count of one page.
 fn page_records(page: &[u8]) -> (Vec<Vec<u8>>, u64) {

@@ -1,5 +1,5 @@
 //! The kbuffer page reader on arbitrary sub-buffers (every layout, every accessor).
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    typhon_recorder::fuzzing::page(data);
+    typhon_trace::fuzzing::page(data);
 });

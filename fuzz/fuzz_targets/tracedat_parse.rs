@@ -2,7 +2,7 @@
 //! record of every CPU and the merged stream; a file that parses also goes through the exporter.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if typhon_recorder::fuzzing::tracedat(data.to_vec()).is_some() {
-        typhon_recorder::fuzzing::export(data.to_vec());
+    if typhon_trace::fuzzing::tracedat(data.to_vec()).is_some() {
+        typhon_trace::fuzzing::export(data.to_vec());
     }
 });

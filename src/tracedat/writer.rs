@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 use std::io::{self, Read, Seek, Write};
 
 /// trace.dat magic: `17 08 44` then `tracing`.
-pub(crate) const MAGIC: &[u8; 10] = b"\x17\x08\x44tracing";
+/// The first ten bytes of every trace.dat file.
+pub const MAGIC: &[u8; 10] = b"\x17\x08\x44tracing";
 
 /// trace-cmd option id of the trace clock.
 pub const OPTION_TRACECLOCK: u16 = 4;

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use typhon_recorder::codec::CommonHeader;
-use typhon_recorder::kbuffer::{Endian, KBuffer, LongSize};
+use typhon_trace::kbuffer::{Endian, KBuffer, LongSize};
 
 /// One page as a reader sees it.
 #[derive(Debug)]

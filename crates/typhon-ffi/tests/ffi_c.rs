@@ -1,0 +1,133 @@
+//! A C program (tests/c/ffi_host.c) records through include/typhon_recorder.h and the static
+//! library from 12 pthreads in 3 rounds; the recording is checked with the crate's reader.
+//! Skipped (with a message) without `cc`, unless `TYPHON_REQUIRE_INTEROP=1`.
+
+mod ffi_support;
+
+use ffi_support::*;
+use std::path::Path;
+use std::process::Command;
+
+const ROUNDS: usize = 3;
+const THREADS: usize = 4;
+const EVENTS: usize = 500;
+
+#[test]
+fn c_host_records_from_pthreads() {
+    if !available("cc", "compiling the C host of the C ABI") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch("c-host");
+    let exe = dir.join("ffi_host");
+    compile_c(
+        &root.join("tests/c/ffi_host.c"),
+        &exe,
+        &[
+            "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
+        ],
+    );
+
+    let trace = dir.join("c-host.dat");
+    let run = Command::new(&exe)
+        .arg(&trace)
+        .output()
+        .expect("run ffi_host");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "ffi_host failed ({}):\n{stdout}\n{stderr}",
+        run.status
+    );
+    assert!(stdout.contains(&format!("VERSION {}", env!("CARGO_PKG_VERSION"))));
+    assert!(stdout.contains("FAILURES 0"));
+    let stats = parse_stats(&stdout);
+
+    let c = check_file(&trace);
+    check_workers(&c, "c-worker-", ROUNDS * THREADS, EVENTS, &stats);
+    for n in 0..ROUNDS * THREADS {
+        let t = &c.threads[&format!("c-worker-{n}")];
+        // Per iteration: 2 spans, Instant, IngressReceived, CeLog, kind 200, EgressSent.
+        let per_kind = |k: u8| t.kinds.get(&k).copied().unwrap_or(0);
+        for k in [6u8, 236, 255, 200, 240] {
+            assert_eq!(per_kind(k), EVENTS as u64, "kind {k} of c-worker-{n}");
+        }
+        assert_eq!(per_kind(77), 1, "one ThreadInfo");
+    }
+    assert!(c.threads.contains_key("c-main"));
+    // Each worker's refused writes (bad pointers, UTF-8, payload, sizes), each counted once.
+    assert_eq!(stats["refused"], (ROUNDS * THREADS * 7) as u64);
+    assert_eq!(stats["clamped"], 1, "c-main's instant an hour ahead");
+
+    // Slot reuse: host threads that exited gave their slots back (their Rust thread-local
+    // destructors ran at pthread exit), so 12 workers in 3 rounds of 4 took fewer than 12.
+    let user_slots: std::collections::BTreeSet<u32> = c
+        .threads
+        .iter()
+        .filter(|(n, _)| n.starts_with("c-worker-"))
+        .flat_map(|(_, t)| t.slots.iter().copied())
+        .collect();
+    let reused = c.infos_per_slot.values().filter(|&&n| n > 1).count();
+    eprintln!(
+        "C host: {} records, {} worker slots for {} workers, {} slots reused; stats {stats:?}",
+        c.records,
+        user_slots.len(),
+        ROUNDS * THREADS,
+        reused
+    );
+    assert!(
+        user_slots.len() < ROUNDS * THREADS && reused > 0,
+        "slots were not reused after host threads exited: {user_slots:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The README's C example, taken from the README as it stands, compiles with the README's build
+/// line (warnings as errors) and records what it says: 100 IngressReceived from the thread
+/// "net-io", and 10 ticks of two spans on the main thread.
+#[test]
+fn the_readme_c_example_builds_and_records() {
+    if !available("cc", "compiling the README's C example") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../../README.md")).unwrap();
+    let start = readme.find("```c\n").expect("a C example in the README") + 5;
+    let len = readme[start..].find("```").expect("its end");
+    let src = &readme[start..start + len];
+    assert!(
+        src.contains("int main(void)"),
+        "the host example, not a snippet"
+    );
+    let dir = scratch("readme-c");
+    std::fs::write(dir.join("host.c"), src).unwrap();
+    let exe = dir.join("host");
+    // The README's build line: `cc -Iinclude host.c libtyphon_ffi.a -lpthread ...`.
+    compile_c(
+        &dir.join("host.c"),
+        &exe,
+        &["-std=c11", "-Wall", "-Wextra", "-Werror"],
+    );
+    let run = Command::new(&exe)
+        .current_dir(&dir)
+        .output()
+        .expect("run it");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.contains("attempted"), "{stdout}");
+    let c = check_file(&dir.join("server.dat"));
+    assert_eq!(c.threads["net-io"].kinds[&236], 100, "IngressReceived");
+    let main_spans: usize = c
+        .threads
+        .iter()
+        .filter(|(n, _)| n.as_str() != "net-io" && n.as_str() != "typhon-recorder")
+        .map(|(_, t)| t.spans.len())
+        .sum();
+    assert_eq!(main_spans, 20, "10 ticks of two spans");
+    let _ = std::fs::remove_dir_all(&dir);
+}

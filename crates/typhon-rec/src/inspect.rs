@@ -1,0 +1,717 @@
+//! Reading recordings: report, stats, export, pages, recover.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use typhon_recorder::codec::{records, TraceEventKind};
+use typhon_recorder::printable::{json_printable, printable};
+use typhon_trace::export;
+use typhon_trace::tracedat::{TraceFile, OPTION_TYPHON_META};
+
+pub type Res = Result<(), String>;
+
+fn open(file: &Path) -> Result<TraceFile, String> {
+    TraceFile::open(file).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// The slot's thread name from the file, escaped for the terminal.
+fn comm(f: &TraceFile, cpu: u32) -> String {
+    printable(f.cmdline(cpu as i64).unwrap_or("<...>")).to_string()
+}
+
+/// One slot's counters from the file's metadata (absent keys: 0).
+#[derive(Default, Clone, Copy)]
+struct SlotCounters {
+    attempted: u64,
+    written: u64,
+    missed: u64,
+    refused: u64,
+    filtered: u64,
+    sink_lost: u64,
+    clamped: u64,
+}
+
+/// Every counter the session kept, from the file's metadata option (SPEC §9). Read leniently:
+/// a file made before a key existed has 0 for it, unknown keys are ignored, and metadata
+/// that is not JSON is reported, not fatal (the records can still be read).
+#[derive(Default)]
+struct Session {
+    /// Whether the file has Typhon metadata at all (kernel traces have none).
+    present: bool,
+    /// Why the metadata could not be read, if it could not.
+    unreadable: Option<String>,
+    slots: BTreeMap<u32, SlotCounters>,
+    no_slot: u64,
+    filtered_no_slot: u64,
+    pages_lost: u64,
+    sink_errors: u64,
+    first_sink_error: Option<String>,
+    recovered: bool,
+    damaged_pages: u64,
+    torn_bytes: u64,
+    unreadable_pages: u64,
+}
+
+impl Session {
+    fn read(f: &TraceFile) -> Self {
+        let mut s = Session::default();
+        let Some(o) = f.options().iter().find(|o| o.id == OPTION_TYPHON_META) else {
+            return s;
+        };
+        s.present = true;
+        let v: serde_json::Value = match serde_json::from_str(&o.text()) {
+            Ok(v) => v,
+            Err(e) => {
+                s.unreadable = Some(e.to_string());
+                return s;
+            }
+        };
+        let n = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+        for e in v["slots"].as_array().into_iter().flatten() {
+            let Some(slot) = e.get("slot").and_then(|x| x.as_u64()) else {
+                continue;
+            };
+            let c = s.slots.entry(slot as u32).or_default();
+            c.attempted = n(e, "attempted");
+            c.written = n(e, "written");
+            c.missed = n(e, "missed");
+        }
+        let ses = &v["session"];
+        for e in ses["slots"].as_array().into_iter().flatten() {
+            let Some(slot) = e.get("slot").and_then(|x| x.as_u64()) else {
+                continue;
+            };
+            let c = s.slots.entry(slot as u32).or_default();
+            c.refused = n(e, "refused");
+            c.filtered = n(e, "filtered");
+            c.sink_lost = n(e, "sink_lost");
+            c.clamped = n(e, "clamped");
+        }
+        s.no_slot = n(ses, "no_slot");
+        s.filtered_no_slot = n(ses, "filtered_no_slot");
+        s.pages_lost = n(ses, "pages_lost");
+        s.sink_errors = n(ses, "sink_errors");
+        s.first_sink_error = ses
+            .get("first_sink_error")
+            .and_then(|x| x.as_str())
+            .map(str::to_owned);
+        s.recovered = ses
+            .get("recovered")
+            .and_then(|x| x.as_bool())
+            .unwrap_or(false);
+        s.damaged_pages = n(ses, "damaged_pages");
+        s.torn_bytes = n(ses, "torn_bytes");
+        s.unreadable_pages = n(ses, "unreadable_pages");
+        s
+    }
+
+    fn total(&self, f: impl Fn(&SlotCounters) -> u64) -> u64 {
+        self.slots.values().map(f).sum()
+    }
+}
+
+/// What was lost and what was left out on request, for a recording: the metadata's counters
+/// with what reading the records found (missed counts on pages, damaged pages).
+struct Losses {
+    /// (name, count) of every loss, in a fixed order, zeros included.
+    lost: Vec<(&'static str, u64)>,
+    /// (name, count) of writes left out on request (disabled kinds or zones).
+    filtered: Vec<(&'static str, u64)>,
+    first_sink_error: Option<String>,
+}
+
+impl Losses {
+    /// `missed`: per slot, the larger of the metadata's and the pages' counts (pages the sink
+    /// failed to store take their counts with them); `damaged`: pages reading skipped.
+    fn new(s: &Session, missed: u64, damaged: u64) -> Self {
+        Losses {
+            lost: vec![
+                ("missed", missed),
+                ("refused", s.total(|c| c.refused)),
+                ("no_slot", s.no_slot),
+                ("sink_lost", s.total(|c| c.sink_lost)),
+                ("pages_lost", s.pages_lost),
+                ("sink_errors", s.sink_errors),
+                ("damaged_pages", damaged),
+                ("recovered_damaged_pages", s.damaged_pages),
+                ("unreadable_pages", s.unreadable_pages),
+                ("torn_bytes", s.torn_bytes),
+                ("clamped", s.total(|c| c.clamped)),
+            ],
+            filtered: vec![
+                ("filtered", s.total(|c| c.filtered)),
+                ("filtered_no_slot", s.filtered_no_slot),
+            ],
+            first_sink_error: s.first_sink_error.clone(),
+        }
+    }
+
+    /// "no_slot=4545 refused=3 ..." or "none", then what was filtered on request, if any.
+    fn line(&self) -> String {
+        let mut out = String::new();
+        for (k, v) in self.lost.iter().filter(|e| e.1 > 0) {
+            let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { " " });
+            if *k == "sink_errors" {
+                if let Some(e) = &self.first_sink_error {
+                    let _ = write!(out, " (first: {})", printable(e));
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push_str("none");
+        }
+        let filtered: Vec<String> = self
+            .filtered
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !filtered.is_empty() {
+            let _ = write!(out, "; left out on request: {}", filtered.join(" "));
+        }
+        out
+    }
+}
+
+/// A records counter on stderr for reads that can take more than a second: drawn only when
+/// stderr is a terminal and stdout is not (so it never mixes with output on a terminal).
+fn progress(what: &'static str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || (what == "report" && std::io::stdout().is_terminal()) {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg}: {human_pos} records ({per_sec})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb.set_message(what);
+    pb
+}
+
+fn secs(ts: u64) -> String {
+    format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
+}
+
+/// The error a reading ends with when it skipped damaged pages: the output stands, and the
+/// exit status says it is incomplete (as `tar` does after skipping damaged members).
+fn damaged(file: &Path, pages: u64, what: &str) -> Res {
+    if pages == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {} skipped: {what} lacks {} records from the damage on",
+        file.display(),
+        damaged_pages(pages),
+        if pages == 1 { "its" } else { "their" }
+    ))
+}
+
+/// "1 damaged page", "2 damaged pages".
+fn damaged_pages(n: u64) -> String {
+    format!("{n} damaged page{}", if n == 1 { "" } else { "s" })
+}
+
+/// One line per record in time order, with a line before each record that follows lost ones
+/// and one in place of each damaged page's unread records.
+pub fn report(file: &Path) -> Res {
+    let f = open(file)?;
+    let out = std::io::stdout();
+    let mut out = BufWriter::new(out.lock());
+    let mut line = String::new();
+    let pb = progress("report");
+    let mut damaged_pages = 0u64;
+    let mut missed: BTreeMap<u32, u64> = BTreeMap::new();
+    for (n, r) in f.records().enumerate() {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                damaged_pages += 1;
+                if writeln!(out, "[DAMAGED PAGE: {}]", printable(&e.to_string())).is_err() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        if n % 65536 == 0 {
+            pb.set_position(n as u64);
+        }
+        if let Some(k) = r.missed_before.filter(|&k| k > 0) {
+            *missed.entry(r.cpu).or_default() += k as u64;
+        }
+        match r.missed_before {
+            Some(k) if k > 0 => writeln!(out, "CPU:{} [{k} EVENTS DROPPED]", r.cpu),
+            Some(_) => writeln!(out, "CPU:{} [EVENTS DROPPED]", r.cpu),
+            None => Ok(()),
+        }
+        .map_err(|e| e.to_string())?;
+        line.clear();
+        let c = comm(&f, r.cpu);
+        let _ = write!(line, "{c:>16}-{:<5} [{:03}] {}: ", r.cpu, r.cpu, secs(r.ts));
+        match records::decode_fields(r.data) {
+            Ok(d) => {
+                let name = d.def.map_or_else(
+                    || format!("Kind[{}]", d.header.kind.0),
+                    |k| k.name.to_string(),
+                );
+                let _ = write!(line, "{name:<16} ");
+                let _ = records::write_fields(&d, &mut line);
+            }
+            Err(e) => {
+                let kind = r.data.get(2).map_or(0, |&k| k);
+                let _ = write!(line, "{:<16} [undecodable: {e}]", TraceEventKind(kind));
+            }
+        }
+        if writeln!(out, "{line}").is_err() {
+            return Ok(()); // closed pipe (e.g. `| head`): not an error
+        }
+    }
+    // The last line names every loss (SPEC §9), so none stays hidden behind the records.
+    let session = Session::read(&f);
+    let missed = missed_total(&session, &missed);
+    let losses = Losses::new(&session, missed, damaged_pages);
+    if writeln!(out, "[LOSSES: {}]", losses.line()).is_err() {
+        return Ok(());
+    }
+    out.flush().ok();
+    pb.finish_and_clear();
+    damaged(file, damaged_pages, "the report")
+}
+
+/// Missed records in all: per slot, the larger of the metadata's count and the pages'.
+fn missed_total(s: &Session, pages: &BTreeMap<u32, u64>) -> u64 {
+    let mut slots: std::collections::BTreeSet<u32> = s.slots.keys().copied().collect();
+    slots.extend(pages.keys());
+    slots
+        .iter()
+        .map(|c| {
+            let m = s.slots.get(c).map_or(0, |c| c.missed);
+            m.max(pages.get(c).copied().unwrap_or(0))
+        })
+        .sum()
+}
+
+/// Whether `a` and `b` are one file (the same inode, whatever the paths: links included).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Writes FILE for trace viewers and says what went into it.
+pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBuf>) -> Res {
+    let out = out.unwrap_or_else(|| file.with_extension(format.extension()));
+    if out == file || same_file(&out, file) {
+        return Err(format!(
+            "{}: the export would overwrite the recording",
+            out.display()
+        ));
+    }
+    let f = open(file)?;
+    let mut t = export::Timeline::build(&f).map_err(|e| format!("{}: {e}", file.display()))?;
+    // The file does not name the program that recorded it; its own name stands in.
+    if let Some(stem) = file.file_stem() {
+        t.process_name = stem.to_string_lossy().into_owned();
+    }
+    let s = t.stats();
+    let o = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = BufWriter::new(o);
+    if let Err(e) = t.write(format, &mut w) {
+        drop(w);
+        // A partial export is no use; but a device or pipe given as the output stays.
+        if std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
+            let _ = std::fs::remove_file(&out);
+        }
+        return Err(format!("{}: {e}", out.display()));
+    }
+    drop(w);
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    // Flows are written in the Perfetto format only.
+    let flows = match format {
+        export::Format::Perfetto => format!(", {} flows", s.flows),
+        export::Format::Chrome => String::new(),
+    };
+    println!(
+        "{}: {} records -> {} slices, {} instants{flows} on {} tracks of {} threads",
+        printable(&out.display().to_string()),
+        s.records,
+        s.slices,
+        s.instants,
+        s.tracks,
+        s.threads
+    );
+    if s.loss_marks > 0 {
+        println!(
+            "  {} loss marks (\"events lost\") carry {} lost events",
+            s.loss_marks, s.lost_events
+        );
+    }
+    if s.negative_times > 0 {
+        println!(
+            "  {} records had a time before zero and stand at their page time",
+            s.negative_times
+        );
+    }
+    if s.damaged_pages > 0 {
+        println!(
+            "  {} skipped, each marked \"events lost\" without a count",
+            damaged_pages(s.damaged_pages)
+        );
+    }
+    let viewer = match format {
+        export::Format::Perfetto => "open it at https://ui.perfetto.dev (Open trace file)",
+        export::Format::Chrome => "open it at https://ui.perfetto.dev or chrome://tracing",
+    };
+    println!("  {size} bytes; {viewer}");
+    if format == export::Format::Chrome && size > 256 << 20 {
+        println!(
+            "  note: browsers hold at most about 512 MiB of JSON text; for a recording this \
+             large the Perfetto format (the default) is smaller and loads faster"
+        );
+    }
+    damaged(file, s.damaged_pages, "the export")
+}
+
+#[derive(Default)]
+struct Acc {
+    count: u64,
+    missed: u64,
+    damaged: u64,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Acc {
+    fn add(&mut self, ts: u64) {
+        self.count += 1;
+        self.first.get_or_insert(ts);
+        self.last = self.last.max(ts);
+    }
+    fn span_s(&self) -> f64 {
+        self.first.map_or(0.0, |f| (self.last - f) as f64 / 1e9)
+    }
+    fn rate(&self) -> f64 {
+        let s = self.span_s();
+        if s > 0.0 {
+            self.count as f64 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Per slot and per kind counts, missed, time span and rates, and every counter the session
+/// kept (SPEC §9): attempted, written, missed, refused, filtered, no_slot, sink_lost, pages
+/// lost, sink errors, damaged pages, clamped times and what recovery found.
+pub fn stats(file: &Path, json: bool) -> Res {
+    let f = open(file)?;
+    let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
+    let mut kinds: BTreeMap<u8, Acc> = BTreeMap::new();
+    let mut all = Acc::default();
+    let pb = progress("stats");
+    for r in f.records() {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                all.damaged += 1;
+                if let typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, .. } = e {
+                    slots.entry(cpu).or_default().damaged += 1;
+                }
+                continue;
+            }
+        };
+        if all.count % 65536 == 0 {
+            pb.set_position(all.count);
+        }
+        let s = slots.entry(r.cpu).or_default();
+        if let Some(m) = r.missed_before.filter(|&m| m > 0) {
+            s.missed += m as u64;
+            all.missed += m as u64;
+        }
+        s.add(r.ts);
+        all.add(r.ts);
+        kinds
+            .entry(r.data.get(2).copied().unwrap_or(0))
+            .or_default()
+            .add(r.ts);
+    }
+    pb.finish_and_clear();
+    let session = Session::read(&f);
+    // Slots the metadata counts but that have no records (every write refused, say) too.
+    for &c in session.slots.keys() {
+        slots.entry(c).or_default();
+    }
+    let page_missed: BTreeMap<u32, u64> = slots.iter().map(|(c, a)| (*c, a.missed)).collect();
+    let missed = missed_total(&session, &page_missed);
+    let losses = Losses::new(&session, missed, all.damaged);
+    let counters = |c: u32| session.slots.get(&c).copied().unwrap_or_default();
+    if json {
+        let mut v = serde_json::json!({
+            "file": file.display().to_string(),
+            "records": all.count,
+            "missed": missed,
+            "missed_in_pages": all.missed,
+            "damaged_pages": all.damaged,
+            "span_s": all.span_s(),
+            "metadata": session.present,
+            "metadata_error": session.unreadable,
+            "attempted": session.total(|c| c.attempted),
+            "written": session.total(|c| c.written),
+            "refused": session.total(|c| c.refused),
+            "filtered": session.total(|c| c.filtered),
+            "no_slot": session.no_slot,
+            "filtered_no_slot": session.filtered_no_slot,
+            "sink_lost": session.total(|c| c.sink_lost),
+            "pages_lost": session.pages_lost,
+            "sink_errors": session.sink_errors,
+            "first_sink_error": session.first_sink_error,
+            "clamped": session.total(|c| c.clamped),
+            "recovered": session.recovered,
+            "recovered_damaged_pages": session.damaged_pages,
+            "torn_bytes": session.torn_bytes,
+            "unreadable_pages": session.unreadable_pages,
+            "slots": slots.iter().map(|(c, a)| {
+                let m = counters(*c);
+                serde_json::json!({
+                    "slot": c, "name": f.cmdline(*c as i64).unwrap_or("<...>"),
+                    "records": a.count, "missed": m.missed.max(a.missed),
+                    "missed_in_pages": a.missed, "damaged_pages": a.damaged,
+                    "attempted": m.attempted, "written": m.written, "refused": m.refused,
+                    "filtered": m.filtered, "sink_lost": m.sink_lost, "clamped": m.clamped,
+                    "span_s": a.span_s(), "records_per_s": a.rate(),
+                })
+            }).collect::<Vec<_>>(),
+            "kinds": kinds.iter().map(|(k, a)| serde_json::json!({
+                "kind": k, "name": TraceEventKind(*k).to_string(), "records": a.count,
+                "span_s": a.span_s(), "records_per_s": a.rate(),
+            })).collect::<Vec<_>>(),
+        });
+        v["losses"] = losses
+            .lost
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|(k, n)| ((*k).to_string(), serde_json::Value::from(*n)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        println!("{}", json_printable(&format!("{v:#}")));
+        return damaged(file, all.damaged, "the counting");
+    }
+    let damage = |n: u64| {
+        if n > 0 {
+            format!("  ({})", damaged_pages(n))
+        } else {
+            String::new()
+        }
+    };
+    println!(
+        "{}: {} records, {} missed, {:.3} s{}",
+        printable(&file.display().to_string()),
+        all.count,
+        missed,
+        all.span_s(),
+        damage(all.damaged)
+    );
+    println!("losses: {}", losses.line());
+    if !session.present {
+        println!("(no Typhon metadata: only what the pages show is counted)");
+    } else if let Some(e) = &session.unreadable {
+        println!(
+            "(the Typhon metadata is unreadable: {}; only what the pages show is counted)",
+            printable(e)
+        );
+    }
+    if session.recovered {
+        println!(
+            "recovered file: {} damaged pages kept, {} torn bytes left out, {} unreadable pages",
+            session.damaged_pages, session.torn_bytes, session.unreadable_pages
+        );
+    }
+    println!(
+        "attempted {}, written {}, missed {}, refused {}, filtered {}, no_slot {}, \
+         filtered_no_slot {}, sink_lost {}, pages_lost {}, sink_errors {}, clamped {}",
+        session.total(|c| c.attempted),
+        session.total(|c| c.written),
+        missed,
+        session.total(|c| c.refused),
+        session.total(|c| c.filtered),
+        session.no_slot,
+        session.filtered_no_slot,
+        session.total(|c| c.sink_lost),
+        session.pages_lost,
+        session.sink_errors,
+        session.total(|c| c.clamped),
+    );
+    println!(
+        "\n{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10} {:>14}",
+        "slot",
+        "thread",
+        "records",
+        "missed",
+        "attempted",
+        "written",
+        "refused",
+        "filtered",
+        "sink_lost",
+        "clamped",
+        "span s",
+        "records/s"
+    );
+    for (c, a) in &slots {
+        let m = counters(*c);
+        println!(
+            "{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10.3} {:>14.0}{}",
+            c,
+            comm(&f, *c),
+            a.count,
+            m.missed.max(a.missed),
+            m.attempted,
+            m.written,
+            m.refused,
+            m.filtered,
+            m.sink_lost,
+            m.clamped,
+            a.span_s(),
+            a.rate(),
+            damage(a.damaged)
+        );
+    }
+    println!(
+        "\n{:>4}  {:<20} {:>12} {:>10} {:>14}",
+        "kind", "name", "records", "span s", "records/s"
+    );
+    for (k, a) in &kinds {
+        println!(
+            "{:>4}  {:<20} {:>12} {:>10.3} {:>14.0}",
+            k,
+            TraceEventKind(*k).to_string(),
+            a.count,
+            a.span_s(),
+            a.rate()
+        );
+    }
+    damaged(file, all.damaged, "the counting")
+}
+
+/// The raw pages of one slot, one file per page.
+pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
+    let f = open(file)?;
+    if slot >= f.cpus() {
+        return Err(format!(
+            "{}: no slot {slot} (the file has slots 0..{})",
+            file.display(),
+            f.cpus()
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut n = 0;
+    for (i, page) in f.pages(slot).enumerate() {
+        let p = out.join(format!("slot-{slot:03}-page-{i:06}.raw"));
+        std::fs::write(&p, page).map_err(|e| format!("{}: {e}", p.display()))?;
+        n += 1;
+    }
+    println!(
+        "wrote {n} pages of {} bytes to {} (read one with: cargo run --example kbuffer_dump -- FILE)",
+        f.page_size(),
+        printable(&out.display().to_string())
+    );
+    Ok(())
+}
+
+/// Recovers a killed recording.
+pub fn recover(out: &Path) -> Res {
+    let r = typhon_recorder::filesink::recover(out).map_err(|e| e.to_string())?;
+    let parts = typhon_recorder::filesink::parts_dir(out);
+    if r.already_complete {
+        println!(
+            "{} is complete (its finish was interrupted while removing {}): left as it is, leftovers removed",
+            printable(&out.display().to_string()),
+            printable(&parts.display().to_string())
+        );
+    } else {
+        println!(
+            "recovered {}: {} slots, {} records, {} missed, {} pages lost",
+            printable(&out.display().to_string()),
+            r.slots.len(),
+            r.records,
+            r.missed,
+            r.lost_pages()
+        );
+        for (slot, pages, records) in &r.slots {
+            println!("  slot {slot:>3}: {pages} pages, {records} records");
+        }
+        if r.pages_lost > 0 {
+            println!(
+                "  lost: {} pages the disk refused while recording ({} sink errors; first: {})",
+                r.pages_lost,
+                r.sink_errors,
+                printable(r.first_sink_error.as_deref().unwrap_or("?"))
+            );
+        }
+        if r.damaged_pages > 0 {
+            println!(
+                "  damaged: {} pages (kept as they are; their records from the damage on are lost)",
+                r.damaged_pages
+            );
+        }
+        if r.unreadable_pages > 0 {
+            println!(
+                "  unreadable: {} pages (written as empty pages; their records are lost)",
+                r.unreadable_pages
+            );
+        }
+        if r.torn_bytes > 0 {
+            println!(
+                "  left out: {} bytes of pages the kill cut short",
+                r.torn_bytes
+            );
+        }
+    }
+    for e in &r.errors {
+        eprintln!("typhon-rec: {}", printable(e));
+    }
+    for p in &r.left {
+        println!(
+            "  left in place (not made by the recorder, or not read whole): {}",
+            printable(&p.display().to_string())
+        );
+    }
+    if !r.errors.is_empty() {
+        return Err(format!(
+            "{} problem(s) reading {}; what could be read is in {}",
+            r.errors.len(),
+            printable(&parts.display().to_string()),
+            out.display()
+        ));
+    }
+    if !r.left.is_empty() {
+        return Err(format!(
+            "{} was not removed: it still holds the files above; look at them, then remove it",
+            printable(&parts.display().to_string())
+        ));
+    }
+    Ok(())
+}
+
+/// Benchmarks (measurement code lives in the library's `bench` module).
+#[cfg(feature = "bench")]
+pub fn bench(quick: bool, json: bool) -> Res {
+    let report = typhon_bench::run(&typhon_bench::BenchOptions { quick });
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        println!("{report}");
+    }
+    Ok(())
+}
+
+/// Without the `bench` feature there is nothing to run.
+#[cfg(not(feature = "bench"))]
+pub fn bench(_quick: bool, _json: bool) -> Res {
+    Err(
+        "this typhon-rec was built without the `bench` feature (cargo build --features bench)"
+            .into(),
+    )
+}

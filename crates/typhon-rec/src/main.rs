@@ -1,0 +1,105 @@
+//! `typhon-rec`: record a demo workload, and read, summarise, export, split and recover trace.dat
+//! files.
+
+mod demo;
+mod inspect;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "typhon-rec",
+    version,
+    about = "typhon-recorder: record and read Typhon trace.dat files"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Record a synthetic game/server workload to a trace.dat and print a summary.
+    Demo(demo::DemoArgs),
+    /// Print every record in time order with named fields, like `trace-cmd report`.
+    Report {
+        /// The trace.dat file.
+        file: PathBuf,
+    },
+    /// Per slot (thread) and per kind: counts, missed, time span, rates.
+    Stats {
+        /// The trace.dat file.
+        file: PathBuf,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the raw sub-buffer pages of one slot, one file per page, for kbuffer tools.
+    Pages {
+        /// The trace.dat file.
+        file: PathBuf,
+        /// The slot (= CPU number in the file).
+        #[arg(long)]
+        slot: u32,
+        /// Output directory (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Convert a recording for trace viewers: Perfetto protobuf (ui.perfetto.dev) or Chrome JSON.
+    Export {
+        /// The trace.dat file.
+        file: PathBuf,
+        /// `perfetto` (protobuf, compact) or `chrome` (trace-event JSON, for small recordings).
+        #[arg(long, default_value = "perfetto")]
+        format: typhon_trace::export::Format,
+        /// Output path (default: FILE with the extension .pftrace or .json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
+    Recover {
+        /// The output path the recording was writing to.
+        out: PathBuf,
+    },
+    /// Measure write latency, throughput and the flusher against the speed targets.
+    Bench {
+        /// A short run (under 30 s).
+        #[arg(long)]
+        quick: bool,
+        /// Print only one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    // Rust starts a program with SIGPIPE ignored, so a reader that stops early
+    // (`typhon-rec stats f | head`) made the next `println!` panic. With the default action the
+    // process ends as other Unix tools do there.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_DFL installs no handler; it runs first in
+    // `main`, before any thread is started that could be writing at the same time.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Demo(a) => demo::run(a),
+        Cmd::Report { file } => inspect::report(&file),
+        Cmd::Stats { file, json } => inspect::stats(&file, json),
+        Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
+        Cmd::Export { file, format, out } => inspect::export(&file, format, out),
+        Cmd::Recover { out } => inspect::recover(&out),
+        Cmd::Bench { quick, json } => inspect::bench(quick, json),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Messages quote files and their contents: nothing in them may drive the terminal.
+            eprintln!("typhon-rec: {}", typhon_recorder::printable::printable(&e));
+            ExitCode::from(1)
+        }
+    }
+}

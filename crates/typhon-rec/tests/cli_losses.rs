@@ -1,0 +1,275 @@
+//! `typhon-rec stats` (table and JSON) shows every counter the session kept, `report` ends with
+//! a line naming every non-zero loss, files made before a counter existed still read (absent =
+//! 0), and no string from a file reaches the terminal with its control characters (SPEC §9,
+//! §10).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use typhon_recorder::codec::records::{Record, SpanExt};
+use typhon_recorder::page::PageWriter;
+use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages};
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("typhon-losses-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rec(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+/// A recording of one slot, named `name`, holding a span named `span_name`, with `meta`'s
+/// session counters.
+fn write(path: &Path, name: &str, span_name: &'static str, session: serde_json::Value) {
+    let mut w = PageWriter::new(4096).unwrap();
+    let mut b = [0u8; 512];
+    let r = Record::NamedSpan {
+        span: SpanExt {
+            duration_ns: 5,
+            span_id: 1 << 56 | 1,
+            parent_span_id: 0,
+        },
+        name: span_name,
+    };
+    let n = r.write(&mut b, 1, 100).unwrap();
+    w.try_push(100, &b[..n]).unwrap();
+    let page = w.finish().to_vec();
+    let mut meta = FileMeta::new(4096);
+    meta.slots.push(SlotMeta {
+        slot: 1,
+        name: name.into(),
+        thread_id: Some(42),
+        attempted: 10,
+        written: 1,
+        missed: 3,
+    });
+    meta.slots.push(SlotMeta {
+        slot: 2,
+        name: "idle".into(),
+        ..SlotMeta::default()
+    });
+    meta.session = session;
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat(&mut out, &meta, &mut [SlotPages::from_bytes(1, &page)]).unwrap();
+    std::fs::write(path, out.into_inner()).unwrap();
+}
+
+/// Every counter of the shared metadata contract, each with a different non-zero value.
+fn full_session() -> serde_json::Value {
+    serde_json::json!({
+        "end_ns": 1000,
+        "no_slot": 4545,
+        "filtered_no_slot": 11,
+        "pages_lost": 12,
+        "sink_errors": 13,
+        "first_sink_error": "No space left on device",
+        "recovered": true,
+        "damaged_pages": 14,
+        "torn_bytes": 15,
+        "unreadable_pages": 16,
+        "a_key_from_the_future": [1, 2, 3],
+        "slots": [
+            { "slot": 1, "filtered": 17, "refused": 18, "sink_lost": 19, "clamped": 20,
+              "thread_ids": [42], "threads": 1 },
+            { "slot": 2, "refused": 21 },
+        ],
+    })
+}
+
+#[test]
+fn stats_and_report_show_every_counter_of_the_session() {
+    let d = scratch("full");
+    let f = d.join("full.dat");
+    write(&f, "worker", "span", full_session());
+    let fs = f.to_str().unwrap();
+
+    let (ok, out, err) = rec(&["stats", "--json", fs]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for (k, want) in [
+        ("records", 1),
+        ("attempted", 10),
+        ("written", 1),
+        ("missed", 3),
+        ("refused", 39),
+        ("filtered", 17),
+        ("no_slot", 4545),
+        ("filtered_no_slot", 11),
+        ("sink_lost", 19),
+        ("pages_lost", 12),
+        ("sink_errors", 13),
+        ("clamped", 20),
+        ("recovered_damaged_pages", 14),
+        ("torn_bytes", 15),
+        ("unreadable_pages", 16),
+        ("damaged_pages", 0),
+    ] {
+        assert_eq!(v[k].as_u64(), Some(want), "{k}: {v:#}");
+    }
+    assert_eq!(v["recovered"], true);
+    assert_eq!(v["first_sink_error"], "No space left on device");
+    assert_eq!(v["losses"]["no_slot"], 4545);
+    let slots = v["slots"].as_array().unwrap();
+    let s1 = slots.iter().find(|s| s["slot"] == 1).unwrap();
+    for (k, want) in [
+        ("attempted", 10),
+        ("written", 1),
+        ("missed", 3),
+        ("refused", 18),
+        ("filtered", 17),
+        ("sink_lost", 19),
+        ("clamped", 20),
+    ] {
+        assert_eq!(s1[k].as_u64(), Some(want), "slot 1 {k}");
+    }
+    // A slot without records but with counts is listed too.
+    let s2 = slots.iter().find(|s| s["slot"] == 2).expect("slot 2");
+    assert_eq!(
+        (s2["records"].as_u64(), s2["refused"].as_u64()),
+        (Some(0), Some(21))
+    );
+
+    let (ok, out, err) = rec(&["stats", fs]);
+    assert!(ok, "{err}");
+    let losses = out.lines().find(|l| l.starts_with("losses: ")).unwrap();
+    for want in [
+        "missed=3",
+        "refused=39",
+        "no_slot=4545",
+        "sink_lost=19",
+        "pages_lost=12",
+        "sink_errors=13 (first: No space left on device)",
+        "recovered_damaged_pages=14",
+        "unreadable_pages=16",
+        "torn_bytes=15",
+        "clamped=20",
+        "filtered=17",
+        "filtered_no_slot=11",
+    ] {
+        assert!(losses.contains(want), "{want} in {losses}");
+    }
+    assert!(out.contains(", 3 missed,"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("1  worker"))
+        .unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // slot thread records missed attempted written refused filtered sink_lost clamped ...
+    assert_eq!(
+        &cols[..10],
+        ["1", "worker", "1", "3", "10", "1", "18", "17", "19", "20"]
+    );
+
+    let (ok, out, err) = rec(&["report", fs]);
+    assert!(ok, "{err}");
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("[LOSSES: ") && last.contains("no_slot=4545"),
+        "{last}"
+    );
+    assert!(
+        last.contains("refused=39") && last.contains("filtered_no_slot=11"),
+        "{last}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn files_without_the_newer_counters_read_as_zero() {
+    let d = scratch("old");
+    let f = d.join("old.dat");
+    // What `finish` wrote before pages_lost, sink_errors and clamped existed.
+    write(
+        &f,
+        "worker",
+        "span",
+        serde_json::json!({ "end_ns": 5, "no_slot": 0, "filtered_no_slot": 0,
+            "slots": [{ "slot": 1, "filtered": 0, "refused": 0, "sink_lost": 0 }] }),
+    );
+    let fs = f.to_str().unwrap();
+    let (ok, out, err) = rec(&["stats", "--json", fs]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in [
+        "pages_lost",
+        "sink_errors",
+        "clamped",
+        "torn_bytes",
+        "unreadable_pages",
+    ] {
+        assert_eq!(v[k].as_u64(), Some(0), "{k}");
+    }
+    // The metadata says 3 missed (SlotMeta): a loss, named.
+    assert_eq!(v["losses"], serde_json::json!({ "missed": 3 }));
+    let (ok, out, _) = rec(&["report", fs]);
+    assert!(ok);
+    assert_eq!(out.lines().last(), Some("[LOSSES: missed=3]"));
+
+    // No session at all, and metadata that is not JSON: still read, nothing invented.
+    write(&f, "worker", "span", serde_json::Value::Null);
+    let (ok, out, err) = rec(&["stats", fs]);
+    assert!(ok, "{err}");
+    assert!(out.contains("losses: missed=3\n"), "{out}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Every character of `s` a terminal would act on.
+fn controls(s: &str) -> Vec<char> {
+    s.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+        })
+        .collect()
+}
+
+#[test]
+fn strings_from_the_file_are_printed_escaped() {
+    let d = scratch("esc");
+    let f = d.join("esc.dat");
+    // ESC sequences (retitle, clear), BEL, CR, BS, a C1 CSI, DEL and a bidi override.
+    let nasty = "w\x1b]0;owned\x07\x1b[2J\r\x08\u{9b}31m\x7f\u{202e}x";
+    let span: &'static str = "s\x1b[31mred\u{2066}\r";
+    let mut session = full_session();
+    session["first_sink_error"] = "disk\x1b[2Jfull\u{9b}".into();
+    write(&f, nasty, span, session);
+    let fs = f.to_str().unwrap();
+    for args in [
+        &["report", fs][..],
+        &["stats", fs],
+        &["stats", "--json", fs],
+    ] {
+        let (ok, out, err) = rec(args);
+        assert!(ok, "{args:?}: {err}");
+        assert_eq!(controls(&out), [], "{args:?}: {out:?}");
+        assert_eq!(controls(&err), [], "{args:?}: {err:?}");
+    }
+    let (_, out, _) = rec(&["report", fs]);
+    // The cmdline lost its control characters when written (`?`); the span name keeps them,
+    // shown as escapes.
+    assert!(out.contains(r"name=s\x1b[31mred\u{2066}\r"), "{out}");
+    assert!(out.contains(r"(first: disk\x1b[2Jfull\u{9b})"), "{out}");
+    // JSON keeps the data: it reads back as the same strings.
+    let (_, out, _) = rec(&["stats", "--json", fs]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["first_sink_error"], "disk\x1b[2Jfull\u{9b}");
+
+    // A file name with escapes in an error message.
+    let bad = d.join("bad\x1b[2J\u{9b}.dat");
+    std::fs::write(&bad, b"not a trace").unwrap();
+    let (ok, _, err) = rec(&["stats", bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert_eq!(controls(&err), [], "{err:?}");
+    assert!(err.contains(r"bad\x1b[2J\u{9b}.dat"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,0 +1,365 @@
+//! Readers use bounded resources on any input (SPEC §10): hostile trace.dat v7 files cost every
+//! reading command memory in proportion to their size, and `export` is O(n log n) in records
+//! whatever their mix. Bounds are ratios between a small and a large input, never absolutes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use typhon_recorder::codec::correlation::CorrelationInstant;
+use typhon_recorder::codec::records::{Record, SpanExt};
+use typhon_recorder::page::{PageWriter, PushError};
+use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages, TraceFile};
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("typhon-bounds-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A v6 recording of `recs` (page time, record) on slot 1.
+fn recording(recs: impl IntoIterator<Item = (u64, Record<'static>)>) -> Vec<u8> {
+    let mut w = PageWriter::new(4096).unwrap();
+    let mut pages = Vec::new();
+    let mut b = [0u8; 256];
+    for (ts, r) in recs {
+        let n = r.write(&mut b, 1, ts as i64).unwrap();
+        match w.try_push(ts, &b[..n]) {
+            Ok(_) => {}
+            Err(PushError::Full) => {
+                pages.extend_from_slice(w.finish());
+                w.try_push(ts, &b[..n]).unwrap();
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    if !w.is_empty() {
+        pages.extend_from_slice(w.finish());
+    }
+    let mut meta = FileMeta::new(4096);
+    meta.slots.push(SlotMeta {
+        slot: 1,
+        name: "worker".into(),
+        ..SlotMeta::default()
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat(&mut out, &meta, &mut [SlotPages::from_bytes(1, &pages)]).unwrap();
+    out.into_inner()
+}
+
+fn small_v7() -> Vec<u8> {
+    let v6 = recording((0..50).map(|i| {
+        (
+            1000 + i,
+            Record::Instant {
+                name_id: 1,
+                payload: 2,
+            },
+        )
+    }));
+    typhon_trace::fuzzing::v6_to_v7(&v6).unwrap()
+}
+
+/// Offset of the first options section, from a v7 file header ("none\0\0" compression).
+const OPTIONS_PTR: usize = 24;
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// `v7` (whose options section is its last) with that section nested `levels` deep: each
+/// level is an options section holding one unknown option whose data is the next level, then
+/// DONE pointing at that next level, inside itself. The innermost is the real options section.
+fn nested_chain(v7: &[u8], levels: usize) -> Vec<u8> {
+    let at = u64_at(v7, OPTIONS_PTR) as usize;
+    let inner = &v7[at..];
+    let mut out = v7[..at].to_vec();
+    let inner_len = inner.len();
+    // Level k (1-based, outermost 1) starts at `at + 22 (k-1)` and is
+    // 22 bytes of header + option header, level k+1, 14 bytes of DONE.
+    let len_of = |k: usize| inner_len + 36 * (levels - k);
+    for k in 1..levels {
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&((len_of(k) - 16) as u64).to_le_bytes());
+        out.extend_from_slice(&0x7777u16.to_le_bytes());
+        out.extend_from_slice(&(len_of(k + 1) as u32).to_le_bytes());
+    }
+    out.extend_from_slice(inner);
+    for k in (1..levels).rev() {
+        let next = (at + 22 * k) as u64;
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&8u32.to_le_bytes());
+        out.extend_from_slice(&next.to_le_bytes());
+    }
+    out
+}
+
+/// `v7` with its options chain's DONE pointing at `target` (`None`: the section itself).
+fn chain_to(v7: &[u8], target: Option<u64>) -> Vec<u8> {
+    let mut v = v7.to_vec();
+    let at = u64_at(&v, OPTIONS_PTR);
+    let n = v.len();
+    // The last 8 bytes are the DONE option's next offset.
+    v[n - 8..].copy_from_slice(&target.unwrap_or(at).to_le_bytes());
+    v
+}
+
+/// `v7` whose CPUCOUNT option says `cpus` and whose one CPU table entry has id `cpus - 1`.
+fn many_cpus(v7: &[u8], cpus: u32) -> Vec<u8> {
+    let mut v = v7.to_vec();
+    let at = u64_at(&v, OPTIONS_PTR) as usize + 16;
+    let mut p = at;
+    loop {
+        let id = u16::from_le_bytes([v[p], v[p + 1]]);
+        let n = u32::from_le_bytes(v[p + 2..p + 6].try_into().unwrap()) as usize;
+        let d = p + 6;
+        match id {
+            0 => break,
+            8 => v[d..d + 4].copy_from_slice(&cpus.to_le_bytes()),
+            3 => {
+                // u64 offset, "" name, clock, u32 page size, u32 count, then the entries.
+                let clock_end = d + 9 + v[d + 9..].iter().position(|&b| b == 0).unwrap() + 1;
+                let entry = clock_end + 8;
+                v[entry..entry + 4].copy_from_slice(&(cpus - 1).to_le_bytes());
+            }
+            _ => {}
+        }
+        p = d + n;
+    }
+    v
+}
+
+/// Peak RSS in KiB of `typhon-rec ARGS` (its own, through `wait4`), and whether it succeeded.
+// The child is reaped with wait4, which (unlike `Child::wait`) reports its peak RSS.
+#[allow(clippy::zombie_processes)]
+fn peak_rss_kib(args: &[&std::ffi::OsStr]) -> (i64, bool, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet reaped (the `Child` was consumed without waiting),
+    // and both pointers are to live locals.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4");
+    assert!(!err.contains("panicked"), "{err}");
+    (
+        ru.ru_maxrss,
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        err,
+    )
+}
+
+/// For every reading command: the peak RSS on `large` stays within `factor` × that on `small`.
+fn every_command_bounded(dir: &Path, small: &[u8], large: &[u8], factor: f64, what: &str) {
+    let sp = dir.join("small.dat");
+    let lp = dir.join("large.dat");
+    std::fs::write(&sp, small).unwrap();
+    std::fs::write(&lp, large).unwrap();
+    for cmd in ["report", "stats", "export", "pages"] {
+        let run = |p: &Path| {
+            let out = dir.join(format!("{cmd}-out"));
+            let mut a: Vec<&std::ffi::OsStr> = vec![cmd.as_ref(), p.as_os_str()];
+            if cmd == "pages" {
+                a.extend(["--slot", "1", "--out"].map(std::ffi::OsStr::new));
+            }
+            if cmd == "export" {
+                a.push("--out".as_ref());
+            }
+            if cmd == "pages" || cmd == "export" {
+                a.push(out.as_os_str());
+                let r = peak_rss_kib(&a);
+                let _ = std::fs::remove_dir_all(&out);
+                let _ = std::fs::remove_file(&out);
+                return r;
+            }
+            peak_rss_kib(&a)
+        };
+        let (s, _, _) = run(&sp);
+        let (l, _, err) = run(&lp);
+        assert!(
+            (l as f64) < factor * s as f64,
+            "{what}: `typhon-rec {cmd}` peaked at {l} KiB on {} bytes, {s} KiB on {} bytes ({err})",
+            large.len(),
+            small.len()
+        );
+    }
+}
+
+#[test]
+fn a_nested_v7_options_chain_is_refused_in_bounded_memory() {
+    let dir = scratch("nested");
+    let v7 = small_v7();
+    assert!(TraceFile::parse(v7.clone()).is_ok());
+    // 250 and 4000 levels: about 9 KiB and 144 KiB of file. Read level by level, the large
+    // one copied some 290 MB of option data.
+    let small = nested_chain(&v7, 250);
+    let large = nested_chain(&v7, 4000);
+    // Twice the small run's peak: the large file itself is a small part of a process's RSS.
+    every_command_bounded(&dir, &small, &large, 2.0, "nested options chain");
+    let e = TraceFile::parse(large.clone()).unwrap_err().to_string();
+    assert!(e.contains("options chain"), "{e}");
+    let (_, ok, err) = peak_rss_kib(&["stats".as_ref(), dir.join("large.dat").as_os_str()]);
+    assert!(
+        !ok && err.contains("large.dat") && err.contains("options chain"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn v7_options_chains_that_repeat_or_point_back_are_refused() {
+    let v7 = small_v7();
+    let at = u64_at(&v7, OPTIONS_PTR);
+    for (what, target) in [
+        ("itself", None),
+        ("the file header", Some(8)),
+        ("a metadata section", Some(at - 64)),
+    ] {
+        let e = TraceFile::parse(chain_to(&v7, target))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("options chain") || e.contains("overlaps"),
+            "{what}: {e}"
+        );
+    }
+    // Two metadata sections on the same bytes: each would be parsed again.
+    let mut v = v7.clone();
+    let p = at as usize + 16; // the first option: HEADER_INFO's offset
+    assert_eq!(u16::from_le_bytes([v[p], v[p + 1]]), 16);
+    let header_info = v[p + 6..p + 14].to_vec();
+    let q = p + 14; // FTRACE_EVENTS
+    assert_eq!(u16::from_le_bytes([v[q], v[q + 1]]), 17);
+    v[q + 6..q + 14].copy_from_slice(&header_info);
+    let e = TraceFile::parse(v).unwrap_err().to_string();
+    assert!(
+        e.contains("section id 16, expected 17") || e.contains("overlaps"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_declared_cpu_count_costs_nothing_per_cpu() {
+    let dir = scratch("cpus");
+    let v7 = small_v7();
+    let small = many_cpus(&v7, 2);
+    let large = many_cpus(&v7, 65536);
+    let f = TraceFile::parse(large.clone()).unwrap();
+    assert_eq!(f.cpus(), 65536);
+    assert_eq!(f.records().count(), 50);
+    // 65536 CPUs held a 16-byte entry each and a page walker each while reading (some 10 MB
+    // for a file of a few KiB).
+    every_command_bounded(&dir, &small, &large, 1.5, "CPUCOUNT 65536");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The fastest of three exports of `file` (to a sink).
+fn export_time(file: &[u8]) -> Duration {
+    let f = TraceFile::parse(file.to_vec()).unwrap();
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let s = typhon_trace::export::export(
+                &f,
+                typhon_trace::export::Format::Perfetto,
+                &mut std::io::sink(),
+            )
+            .unwrap();
+            assert!(s.records > 0);
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+/// Export time of 8n records against n: an O(n log n) export takes about 10 times as long;
+/// an O(n²) one 64 times. The bound leaves a factor of two over n log n for noise.
+fn export_scales(what: &str, make: impl Fn(u64) -> Vec<u8>) {
+    let (n, k) = (5_000, 8);
+    let small = make(n);
+    let large = make(k * n);
+    let _ = export_time(&small); // warm up
+    let (s, l) = (export_time(&small), export_time(&large));
+    let ratio = l.as_secs_f64() / s.as_secs_f64().max(1e-6);
+    let bound = 2.0 * k as f64 * ((k * n) as f64).ln() / (n as f64).ln();
+    assert!(
+        ratio < bound,
+        "{what}: {k}x the records took {ratio:.1}x the time ({s:?} -> {l:?}), bound {bound:.1}"
+    );
+}
+
+fn span(dur: u64, id: u64) -> Record<'static> {
+    Record::NamedSpan {
+        span: SpanExt {
+            duration_ns: dur as i64,
+            span_id: (1 << 56) | id,
+            parent_span_id: 0,
+        },
+        name: "s",
+    }
+}
+
+#[test]
+fn export_is_n_log_n_for_spans_that_overlap_without_nesting() {
+    // Span i starts at 10 i and ends after all the spans before it: none nests in another,
+    // so each needs its own overlap lane.
+    export_scales("overlapping spans", |n| {
+        recording((0..n).map(|i| (10 * i + 1, span(10 * n, i))))
+    });
+}
+
+#[test]
+fn export_is_n_log_n_for_phase_ends_without_starts() {
+    // Half the records open phase 1 and never close it; the other half end phase 2, which
+    // never started.
+    export_scales("phase ends without starts", |n| {
+        recording((0..n).map(|i| {
+            let r = if i < n / 2 {
+                Record::PhaseStart { phase: 1 }
+            } else {
+                Record::PhaseEnd { phase: 2 }
+            };
+            (i + 1, r)
+        }))
+    });
+}
+
+#[test]
+fn export_is_n_log_n_for_many_flows() {
+    export_scales("flows", |n| {
+        recording((0..n).map(|i| {
+            let (session, seq) = ((i / 3 / 65536) as u32, ((i / 3) % 65536) as u16);
+            let c = match i % 3 {
+                0 => CorrelationInstant::IngressReceived {
+                    session,
+                    seq,
+                    wire_idx: 0,
+                    bytes: 8,
+                },
+                1 => CorrelationInstant::IngressAdmitted {
+                    session,
+                    seq,
+                    wire_idx: 0,
+                    drain_tick: 1,
+                },
+                _ => CorrelationInstant::CommandConsumed {
+                    session,
+                    seq,
+                    sys_idx: 0,
+                },
+            };
+            (i + 1, Record::Correlation(c))
+        }))
+    });
+}

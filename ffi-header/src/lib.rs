@@ -1,1 +1,0 @@
-//! Test-only package: see `tests/header.rs`.
