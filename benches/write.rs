@@ -11,8 +11,8 @@ use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
-use typhon_recorder::recorder::{IngressDropReason, RecorderBuilder};
 use typhon_recorder::sink::NullSink;
+use typhon_recorder::{IngressDropReason, RecorderBuilder};
 
 #[derive(Clone, Copy)]
 #[allow(dead_code)]

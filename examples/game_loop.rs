@@ -13,7 +13,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
-use typhon_recorder::recorder::{IngressDropReason, RecorderBuilder, ThreadKind, TraceContext};
+use typhon_recorder::{IngressDropReason, RecorderBuilder, ThreadKind, TraceContext};
 
 struct Command {
     session: u32,

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
-use typhon_recorder::recorder::{IngressDropReason, RecorderBuilder, TraceContext};
 use typhon_recorder::sink::NullSink;
+use typhon_recorder::{IngressDropReason, RecorderBuilder, TraceContext};
 
 fn rss_bytes() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();

@@ -14,8 +14,8 @@
 //! and how many took over 200 µs (a thread that made its own ring).
 
 use std::time::{Duration, Instant};
-use typhon_recorder::recorder::RecorderBuilder;
 use typhon_recorder::sink::NullSink;
+use typhon_recorder::RecorderBuilder;
 
 const THREADS: u32 = 6;
 

@@ -5,6 +5,32 @@
 //! finished recording is a trace-cmd `trace.dat` file that `trace-cmd report`, KernelShark and
 //! the `typhon-rec` CLI read.
 //!
+//! ```
+//! # let _g = typhon_recorder::doc_lock();
+//! # let dir = std::env::temp_dir().join(format!("typhon-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! # let path = dir.join("run.dat");
+//! use typhon_recorder::{RecorderBuilder, TraceContext};
+//!
+//! let rec = RecorderBuilder::new().output(&path).start()?; // installs it process-wide
+//! for tick in 0..3u32 {
+//!     typhon_recorder::tick_start();
+//!     typhon_recorder::ingress_received(7, tick as u16, 0, 64); // session, seq, wire, bytes
+//!     {
+//!         let _frame = typhon_recorder::span("simulate"); // ends when dropped
+//!         let (hi, lo) = typhon_recorder::command_causal_id(7, tick, tick as u16);
+//!         let _cmd = typhon_recorder::traced_span("apply-command", TraceContext { hi, lo });
+//!         typhon_recorder::command_consumed(7, tick as u16, 2);
+//!     }
+//!     typhon_recorder::tick_end(0, 1);
+//! }
+//! let stats = rec.finish()?; // everything written before this call is in run.dat
+//! assert_eq!(stats.total_missed(), 0);
+//! assert_eq!(stats.user_written(), 1 + 3 * 6); // ThreadInfo + six records per tick
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ```text
 //!  thread A ──write──▶ slot ring 1 ─┐                     ┌──▶ pages of slot 1 ─┐
 //!  thread B ──write──▶ slot ring 2 ─┼──drain── flusher ───┼──▶ pages of slot 2 ─┼──▶ sink ──▶ trace.dat
@@ -13,36 +39,94 @@
 //!    drop-newest when full)             commit headers)
 //! ```
 //!
-//! The data flows through one module per stage:
-//! - [`codec`]: the record formats (12-byte common header, the kind table, correlation instants,
-//!   spans, CeLog events);
-//! - [`ring`]: the lock-free single-producer/single-consumer ring of one thread slot;
-//! - [`registry`]: the 255 user slots, claimed by threads and retired at thread exit;
-//! - [`recorder`]: the producer API (free functions and guards) and the recorder's lifecycle;
-//! - [`flusher`] and [`page`]: draining rings into kbuffer-compatible sub-buffer pages;
-//! - [`sink`]: where pages go (memory, or the file that becomes trace.dat);
-//! - [`tracedat`]: the trace.dat writer;
-//! - [`printable`]: text from a file made safe for a terminal.
+//! ## The API
 //!
-//! Reading recordings (the kbuffer port, the trace.dat reader, the exports) is the
-//! `typhon-trace` crate; the C ABI is `typhon-ffi`; the CLI is `typhon-rec`.
+//! - **Lifecycle**: [`RecorderBuilder`] (output path or [`sink::Sink`], page and ring sizes,
+//!   flush interval, kinds to filter) → [`Recorder`] → [`Recorder::finish`] → [`Stats`].
+//! - **Writes**, free functions on any thread, each with an `*_at` variant taking a caller
+//!   timestamp in raw ticks ([`Recorder::now`], [`Recorder::ns_to_ticks`]): [`tick_start`],
+//!   [`tick_end`], [`phase_start`], [`phase_end`], [`instant`], the correlation instants
+//!   ([`ingress_received`], [`ingress_admitted`], [`ingress_dropped`], [`command_consumed`],
+//!   [`egress_sent`]), [`celog_data`] with [`celog_set_zones`], [`write_record`].
+//! - **Spans**: [`span`] and [`traced_span`] return a [`SpanGuard`] that ends the span when
+//!   dropped; [`try_span`] says why one was refused; [`span_begin`] / [`span_end`] for code that
+//!   cannot hold a guard.
+//! - **Threads**: [`set_thread_info`] names the thread; [`register_thread`] claims its slot
+//!   before its first event.
+//! - **Formats**: [`codec`] (the record layouts, the kind table, `CorrelationInstantCodec`,
+//!   CEL_HEADER_V3), [`tracedat`] (the trace.dat writer), [`sink`] (where pages go, the file
+//!   sink and [`sink::recover`]).
+//!
+//! With no recorder installed, or for a kind disabled with [`RecorderBuilder::disable`], a
+//! write is one relaxed load and a branch; the `compile-out` cargo feature removes every write.
+//! Reading recordings (the kbuffer port, the trace.dat reader, the Perfetto and Chrome exports)
+//! is the `typhon-trace` crate; the C ABI is `typhon-ffi`; the CLI is `typhon-rec`.
+//!
+//! ## Inside
+//!
+//! The data flows one way through one module per stage:
+//! - `codec`: the record formats;
+//! - `write`: the write side (clock, rings, slots, the thread's writer, the free functions and
+//!   span guards);
+//! - `session`: the installed recording's shared state, below both sides;
+//! - `flush`: the flusher, its wake-up protocol and the page format;
+//! - `sink`: where pages go (memory, the per-slot part files, trace.dat, recovery);
+//! - `stats` and `recorder`: the counters and the lifecycle on top.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-pub mod clock;
 pub mod codec;
-pub mod filesink;
-pub mod flusher;
-pub mod page;
+mod flush;
 pub mod printable;
-pub mod recorder;
-pub mod registry;
-pub mod ring;
+mod recorder;
+mod session;
 pub mod sink;
+mod stats;
 mod sync;
-pub mod tracedat;
-pub mod wake;
+mod write;
+
+pub use codec::correlation::{command_causal_id, is_command_causal_id, IngressDropReason};
+pub use codec::records::{ThreadKind, TraceContext, MAX_THREAD_NAME};
+pub use flush::flusher::MAX_AHEAD_NS;
+pub use recorder::{
+    Recorder, RecorderBuilder, RecorderError, Unfinished, DEFAULT_FLUSH_INTERVAL,
+    DEFAULT_RING_BYTES, DEFAULT_SPARE_RINGS,
+};
+pub use sink::tracedat;
+pub use stats::Stats;
+pub use write::api::{
+    celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
+    egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,
+    ingress_received, ingress_received_at, instant, instant_at, phase_end, phase_end_at,
+    phase_start, phase_start_at, register_thread, set_thread_info, tick_end, tick_end_at,
+    tick_start, tick_start_at, write_record,
+};
+pub use write::clock::Clock;
+pub use write::spans::{
+    span, span_at, span_begin, span_end, traced_span, traced_span_at, try_span, SpanGuard,
+};
+pub use write::WriteError;
+
+/// The most-used names in one import: `use typhon_recorder::prelude::*;`.
+///
+/// ```
+/// use typhon_recorder::prelude::*;
+/// let b: RecorderBuilder = RecorderBuilder::new();
+/// assert!(b.validate().is_ok());
+/// ```
+pub mod prelude {
+    pub use crate::{
+        span, traced_span, Recorder, RecorderBuilder, SpanGuard, Stats, ThreadKind, TraceContext,
+    };
+}
+
+// Internals that the loom models (`loom-tests`), the benchmark harness (`typhon-bench`) and the
+// readers' tests (`typhon-trace`) reach; not an API for programs.
+#[doc(hidden)]
+pub use flush::{page, wake};
+#[doc(hidden)]
+pub use write::{clock, ring, slots as registry};
 
 /// What the benchmark harness (`typhon-bench`) needs to see of the recorder's insides; not an
 /// API for programs.
@@ -51,29 +135,32 @@ pub mod probe {
     /// Waits until the installed recorder's flusher has drained every record written before
     /// the call; returns at once without one.
     pub fn drain_installed() {
-        crate::recorder::drain_installed()
+        crate::session::drain_installed()
     }
 
     /// Where this thread's ring starts, if it has one under the installed recorder (claims a
     /// slot like a first event would).
     #[cfg(all(target_os = "linux", not(miri), not(loom)))]
     pub fn this_threads_ring() -> Option<usize> {
-        crate::recorder::this_threads_ring()
+        crate::write::writer::this_threads_ring()
     }
 
     /// A field of `/proc/self/smaps` for the mapping that holds `addr`.
     #[cfg(all(target_os = "linux", not(miri), not(loom)))]
     pub fn smaps_field(addr: usize, field: &str) -> Option<String> {
-        crate::ring::smaps_field(addr, field)
+        crate::write::ring::smaps_field(addr, field)
+    }
+
+    /// Counts a write the C ABI refused for its arguments (NULL, bad UTF-8), as a refused
+    /// write of the Rust API is counted: once, as `refused` of the calling thread's slot.
+    pub fn count_refused() {
+        crate::write::spans::count_refused()
     }
 }
 
-pub use codec::correlation::{command_causal_id, is_command_causal_id};
-pub use recorder::{
-    celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
-    egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,
-    ingress_received, ingress_received_at, instant, instant_at, phase_end, phase_end_at,
-    phase_start, phase_start_at, register_thread, set_thread_info, span, span_at, span_begin,
-    span_end, tick_end, tick_end_at, tick_start, tick_start_at, traced_span, traced_span_at,
-    try_span, write_record, Recorder, RecorderBuilder, SpanGuard, Stats,
-};
+/// Serialises doctests and tests that install the process-wide recorder.
+#[doc(hidden)]
+pub fn doc_lock() -> parking_lot::MutexGuard<'static, ()> {
+    static L: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    L.lock()
+}

@@ -3,8 +3,8 @@
 //! `cargo test --features compile-out --test compile_out`; without the feature it checks the
 //! opposite, so the test is meaningful in both builds.
 
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
 use typhon_recorder::sink::MemorySink;
+use typhon_recorder::{doc_lock, RecorderBuilder};
 
 #[test]
 fn writes_are_compiled_out_only_with_the_feature() {

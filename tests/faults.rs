@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use typhon_recorder::codec::records::{self, Record};
 use typhon_recorder::codec::TraceEventKind as K;
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder, Stats};
 use typhon_recorder::sink::{MemorySink, SessionSummary, Sink};
+use typhon_recorder::{doc_lock, RecorderBuilder, Stats};
 use typhon_trace::kbuffer::{Endian, KBuffer, LongSize};
 use typhon_trace::tracedat::TraceFile;
 
@@ -363,10 +363,10 @@ fn sigkill_then_recover() {
     assert_eq!(rc, 0);
     let status = child.wait().unwrap();
     assert!(!status.success());
-    let parts = typhon_recorder::filesink::parts_dir(&out);
+    let parts = typhon_recorder::sink::parts_dir(&out);
     let on_disk = pages_on_disk(&parts, 4096);
     assert!(on_disk > 0);
-    let rec = typhon_recorder::filesink::recover(&out).unwrap();
+    let rec = typhon_recorder::sink::recover(&out).unwrap();
     let pages: u64 = rec.slots.iter().map(|s| s.1).sum();
     assert_eq!(
         pages, on_disk,
@@ -439,7 +439,7 @@ fn recover_counts_torn_and_damaged_pages() {
     let dir = std::env::temp_dir().join(format!("typhon-torn-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("t.dat");
-    let parts = typhon_recorder::filesink::parts_dir(&out);
+    let parts = typhon_recorder::sink::parts_dir(&out);
     std::fs::create_dir_all(&parts).unwrap();
     std::fs::write(
         parts.join("session.json"),
@@ -456,7 +456,7 @@ fn recover_counts_torn_and_damaged_pages() {
     let mut bytes = [good.clone(), damaged, good].concat();
     bytes.extend_from_slice(&[0xAB; 100]); // the kill cut the fourth page short
     std::fs::write(parts.join("slot-001.pages"), bytes).unwrap();
-    let rec = typhon_recorder::filesink::recover(&out).unwrap();
+    let rec = typhon_recorder::sink::recover(&out).unwrap();
     // The damaged page's five records before the damage count; the zero words after them
     // (kbuffer's bogus records) do not.
     assert_eq!(rec.slots, vec![(1, 3, 15)]);
@@ -545,8 +545,8 @@ fn write_under_limit(
     from: u64,
     until: u64,
 ) -> Vec<u64> {
-    use typhon_recorder::filesink::FileSink;
     use typhon_recorder::page::PageWriter;
+    use typhon_recorder::sink::FileSink;
     let set_limit = |cur: libc::rlim_t| {
         let mut l = libc::rlimit {
             rlim_cur: 0,

@@ -9,8 +9,8 @@ use std::time::Duration;
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
 use typhon_recorder::codec::records;
 use typhon_recorder::codec::TraceEventKind as K;
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
 use typhon_recorder::sink::{MemorySink, SessionSummary, Sink};
+use typhon_recorder::{doc_lock, RecorderBuilder};
 
 /// Pages of every slot, decoded and checked.
 fn streams(sink: &MemorySink) -> Vec<Vec<PageView>> {
@@ -388,10 +388,8 @@ fn spans_nest_and_carry_ids() {
         let oid = outer.id();
         let (hi, lo) = typhon_recorder::command_causal_id(5, 77, 9);
         {
-            let inner = typhon_recorder::traced_span(
-                "inner",
-                typhon_recorder::recorder::TraceContext { hi, lo },
-            );
+            let inner =
+                typhon_recorder::traced_span("inner", typhon_recorder::TraceContext { hi, lo });
             assert_eq!(inner.id(), oid + 1);
         }
         drop(outer);
@@ -428,9 +426,9 @@ fn a_refused_second_start_leaves_no_files() {
     let r = RecorderBuilder::new().output(&out).start();
     assert!(matches!(
         r,
-        Err(typhon_recorder::recorder::RecorderError::AlreadyInstalled)
+        Err(typhon_recorder::RecorderError::AlreadyInstalled)
     ));
-    assert!(!typhon_recorder::filesink::parts_dir(&out).exists());
+    assert!(!typhon_recorder::sink::parts_dir(&out).exists());
     assert!(!out.exists());
     rec.finish().unwrap();
 }
@@ -620,7 +618,7 @@ fn thread_info_names_a_thread_by_what_it_has() {
 /// write_record took known kinds whose fields their decoder rejects.)
 #[test]
 fn bad_input_is_refused_before_it_reaches_the_ring() {
-    use typhon_recorder::recorder::WriteError;
+    use typhon_recorder::WriteError;
     let _g = doc_lock();
     let sink = MemorySink::new();
     let rec = RecorderBuilder::new()

@@ -12,9 +12,9 @@ use proptest::prelude::*;
 use recording::read_stream;
 use std::collections::{BTreeMap, BTreeSet};
 use typhon_recorder::codec::records::{self, Record};
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder, SpanGuard, TraceContext, WriteError};
 use typhon_recorder::sink::MemorySink;
 use typhon_recorder::Recorder;
+use typhon_recorder::{doc_lock, RecorderBuilder, SpanGuard, TraceContext, WriteError};
 
 /// A span record as read back: (slot, id, parent, start ns, end ns, name).
 #[derive(Debug, Clone)]
@@ -342,13 +342,13 @@ fn refused_spans_return_errors_and_count_once() {
             Err(WriteError::TooLarge { size: 5054, .. })
         ));
         assert!(too_large(
-            &typhon_recorder::recorder::try_span(&big, None, None).map(drop)
+            &typhon_recorder::try_span(&big, None, None).map(drop)
         ));
         let g = typhon_recorder::span(&big);
         assert_eq!(g.id(), 0, "nothing opened");
         drop(g);
         assert!(matches!(
-            typhon_recorder::recorder::try_span("a\0b", None, None).map(drop),
+            typhon_recorder::try_span("a\0b", None, None).map(drop),
             Err(WriteError::Invalid(_))
         ));
         // A refused span leaves nothing open: the next one is top level.

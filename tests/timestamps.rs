@@ -6,8 +6,8 @@ mod recording;
 use recording::read_stream;
 use typhon_recorder::clock::monotonic_ns;
 use typhon_recorder::codec::records::{self, Record};
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
 use typhon_recorder::sink::MemorySink;
+use typhon_recorder::{doc_lock, RecorderBuilder};
 
 /// (page time, header time, name id) of every Instant of slot 1, in stream order.
 fn instants(sink: &MemorySink) -> Vec<(u64, i64, i32)> {

@@ -1261,3 +1261,34 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
     };
     Ok((h, body))
 }
+
+/// Longest thread name a ThreadInfo record carries (longer names are cut at a character
+/// boundary: a display name, not data).
+pub const MAX_THREAD_NAME: usize = 64;
+
+/// `name`, cut to [`MAX_THREAD_NAME`] bytes at a character boundary.
+pub(crate) fn clamp_thread_name(name: &str) -> &str {
+    if name.len() <= MAX_THREAD_NAME {
+        return name;
+    }
+    let mut end = MAX_THREAD_NAME;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// Decodes a ThreadInfo record: (thread id, name, kind).
+pub(crate) fn thread_info(r: &[u8]) -> Option<(i32, &str, ThreadKind)> {
+    match decode(r) {
+        Ok((
+            _,
+            Record::ThreadInfo {
+                thread_id,
+                name,
+                kind,
+            },
+        )) => Some((thread_id, name, kind)),
+        _ => None,
+    }
+}

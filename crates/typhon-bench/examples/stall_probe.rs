@@ -72,11 +72,10 @@ mod probe {
         let new = || Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("valid bounds");
         let mut h: Vec<Histogram<u64>> = NAMES.iter().map(|_| new()).collect();
         let mut a = Buf::new();
-        let mut floor =
-            typhon_bench::FloorRing::new(typhon_recorder::recorder::DEFAULT_RING_BYTES / 8)
-                .expect("a floor ring of the default size");
+        let mut floor = typhon_bench::FloorRing::new(typhon_recorder::DEFAULT_RING_BYTES / 8)
+            .expect("a floor ring of the default size");
         let (mut ring, mut drain) =
-            typhon_recorder::ring::ring(typhon_recorder::recorder::DEFAULT_RING_BYTES)
+            typhon_recorder::ring::ring(typhon_recorder::DEFAULT_RING_BYTES)
                 .expect("a ring of the default size");
         // The ring's consumer on another thread, every 10 ms like the flusher's default cycle,
         // so the ring body's lines travel between cores as ours do.
@@ -160,7 +159,7 @@ mod probe {
         // `file` as the third argument: the flusher writes a real file (as `typhon-rec bench`
         // does), not into a NullSink.
         let out = std::env::temp_dir().join(format!("stall-probe-{}.dat", std::process::id()));
-        let b = typhon_recorder::recorder::RecorderBuilder::new();
+        let b = typhon_recorder::RecorderBuilder::new();
         let b = if args.next().as_deref() == Some("file") {
             b.output(&out)
         } else {

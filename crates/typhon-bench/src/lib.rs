@@ -33,7 +33,7 @@
 //!    targets, not counted in `all_pass`.
 //! 2. **Per-call latency**: every call bracketed by `lfence; rdtsc; lfence` … `lfence; rdtsc`,
 //!    recorded in an HdrHistogram. The flusher runs and writes a real trace file (a
-//!    [`FileSink`](typhon_recorder::filesink::FileSink) on a temporary path, removed afterwards), default
+//!    [`FileSink`](typhon_recorder::sink::FileSink) on a temporary path, removed afterwards), default
 //!    ring size. Calls are paced at 2 M/s (one every 500 ns, spinning in between), within what
 //!    the flusher drains into a file; a call delayed by a stall is timed from its own start (no
 //!    coordinated-omission correction), and drops are reported next to the percentiles. The
@@ -87,8 +87,8 @@ use std::fmt;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use typhon_recorder::recorder::RecorderBuilder;
 use typhon_recorder::sink::NullSink;
+use typhon_recorder::RecorderBuilder;
 
 /// What to run.
 #[derive(Clone, Debug, Default)]
@@ -129,7 +129,7 @@ pub struct Latency {
     /// ThreadInfo), ns.
     pub first_call: f64,
     /// The same first call in a session without spare rings
-    /// ([`spare_rings(0)`](typhon_recorder::recorder::RecorderBuilder::spare_rings)): the claim allocates the
+    /// ([`spare_rings(0)`](typhon_recorder::RecorderBuilder::spare_rings)): the claim allocates the
     /// ring and faults it in, ns.
     pub first_call_no_spare: f64,
     /// [`register_thread`](typhon_recorder::register_thread) on a fresh thread (the claim, moved to
@@ -291,7 +291,7 @@ pub struct BenchReport {
     /// holds (about 38 ms of this rate per thread) drops records however fast the flusher is.
     pub late_ms_at_5m: f64,
     /// The longest gap between two drains of the rings in that phase, ms
-    /// ([`Stats::longest_drain_gap_ns`](typhon_recorder::recorder::Stats::longest_drain_gap_ns)): a gap
+    /// ([`Stats::longest_drain_gap_ns`](typhon_recorder::Stats::longest_drain_gap_ns)): a gap
     /// longer than a ring holds means the flusher was held up.
     pub drain_gap_ms_at_5m: f64,
     /// Targets, checked.
@@ -706,7 +706,7 @@ fn figure(mut v: Vec<f64>) -> NsFigure {
 fn shared_floors(r: &mut BenchReport, t: &Timer) {
     use std::sync::atomic::AtomicBool;
     const RUN: u64 = 20_000;
-    const WORDS: usize = typhon_recorder::recorder::DEFAULT_RING_BYTES / 8;
+    const WORDS: usize = typhon_recorder::DEFAULT_RING_BYTES / 8;
     let runs = t.runs * 3;
     let npt = t.ns_per_tick;
     // A ring of u64 words (atomics with Relaxed stores: plain moves on x86), 3 words a record.
@@ -908,9 +908,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     // ArrayQueue timed like our write: runs of RUN pushes into an empty queue of the default
     // ring's record capacity, which another thread empties between runs (nobody pops during a
     // run), as the flusher drains our ring between runs.
-    let aq = crossbeam_queue::ArrayQueue::<Rec24>::new(
-        typhon_recorder::recorder::DEFAULT_RING_BYTES / 24,
-    );
+    let aq = crossbeam_queue::ArrayQueue::<Rec24>::new(typhon_recorder::DEFAULT_RING_BYTES / 24);
     // The consumer sleeps in a channel receive between runs (a spinning or yielding one would
     // compete with the flusher and with the timed thread for the two cores of a small machine);
     // the channels also order its pops before the next run's pushes.
@@ -1039,7 +1037,7 @@ fn recorder_ns(r: &mut BenchReport, t: &Timer) {
         runs: t.runs * 3,
         ..*t
     };
-    use typhon_recorder::recorder::IngressDropReason;
+    use typhon_recorder::IngressDropReason;
     // Claim the slot before timing.
     typhon_recorder::tick_start();
     let now = rec.now();
@@ -1257,7 +1255,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
             let ring_huge_share = ring_huge_share();
             // The floor of a write with the clock, interleaved with ours: a TSC read and three
             // plain stores with a publish into a private ring as large as ours.
-            let mut floor = FloorRing::new(typhon_recorder::recorder::DEFAULT_RING_BYTES / 8)?;
+            let mut floor = FloorRing::new(typhon_recorder::DEFAULT_RING_BYTES / 8)?;
             let p = paced(
                 samples,
                 interval,
@@ -1277,7 +1275,7 @@ fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_spare: u64) {
     let stats = rec.finish();
     let file_bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
     let _ = std::fs::remove_file(&path);
-    let _ = std::fs::remove_dir_all(typhon_recorder::filesink::parts_dir(&path));
+    let _ = std::fs::remove_dir_all(typhon_recorder::sink::parts_dir(&path));
     let Ok(Some((first, p, ring_huge_share))) = lat else {
         return;
     };
@@ -1413,7 +1411,7 @@ fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
     let stats = rec.stats();
     drop(rec);
     let _ = std::fs::remove_file(&path);
-    let _ = std::fs::remove_dir_all(typhon_recorder::filesink::parts_dir(&path));
+    let _ = std::fs::remove_dir_all(typhon_recorder::sink::parts_dir(&path));
     let records = stats.user_written();
     let cpu_s = (cpu1.saturating_sub(cpu0)) as f64 / 1e9;
     let rps = records as f64 / cpu_s.max(1e-9);

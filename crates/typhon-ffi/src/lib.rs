@@ -24,7 +24,7 @@
 //! malformed input returns its error code either way, so a bad call shows with recording off too.
 //!
 //! ```
-//! # let _g = typhon_recorder::recorder::doc_lock();
+//! # let _g = typhon_recorder::doc_lock();
 //! use typhon_ffi::*;
 //! let dir = std::env::temp_dir().join(format!("typhon-ffi-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir).unwrap();
@@ -55,8 +55,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use typhon_recorder::codec::TraceEventKind;
-use typhon_recorder::recorder::{
-    self, Recorder, RecorderBuilder, RecorderError, Stats, ThreadKind, TraceContext, WriteError,
+use typhon_recorder::{
+    Recorder, RecorderBuilder, RecorderError, Stats, ThreadKind, TraceContext, WriteError,
 };
 
 /// Success.
@@ -288,7 +288,7 @@ fn guarded(func: &'static str, f: impl FnOnce() -> i32) -> i32 {
 #[cold]
 #[inline(never)]
 fn refused_args(code: i32) -> i32 {
-    recorder::count_refused();
+    typhon_recorder::probe::count_refused();
     code
 }
 
@@ -526,7 +526,7 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
 ///
 /// ```
 /// use typhon_ffi::*;
-/// # let _g = typhon_recorder::recorder::doc_lock();
+/// # let _g = typhon_recorder::doc_lock();
 /// assert_eq!(unsafe { typhon_finish(std::ptr::null_mut()) }, TYPHON_ERR_NOT_STARTED);
 /// ```
 #[no_mangle]
@@ -576,7 +576,7 @@ pub unsafe extern "C" fn typhon_finish(out: *mut TyphonStats) -> i32 {
 ///
 /// ```
 /// use typhon_ffi::*;
-/// # let _g = typhon_recorder::recorder::doc_lock();
+/// # let _g = typhon_recorder::doc_lock();
 /// let mut s = TyphonStats::default();
 /// assert_eq!(unsafe { typhon_stats(&mut s) }, TYPHON_ERR_NOT_STARTED);
 /// ```
@@ -618,7 +618,7 @@ unsafe fn store_stats<T>(func: &'static str, out: *mut T, pick: impl FnOnce(&Sta
 ///
 /// ```
 /// use typhon_ffi::*;
-/// # let _g = typhon_recorder::recorder::doc_lock();
+/// # let _g = typhon_recorder::doc_lock();
 /// let mut gap = 0u64;
 /// assert_eq!(unsafe { typhon_longest_drain_gap(&mut gap) }, TYPHON_ERR_NOT_STARTED);
 /// assert_eq!(unsafe { typhon_longest_drain_gap(std::ptr::null_mut()) }, TYPHON_ERR_NULL);
@@ -701,7 +701,7 @@ pub extern "C" fn typhon_last_error_message() -> *const c_char {
 ///
 /// ```
 /// use typhon_ffi::*;
-/// # let _g = typhon_recorder::recorder::doc_lock();
+/// # let _g = typhon_recorder::doc_lock();
 /// assert_eq!(typhon_drain(), TYPHON_ERR_NOT_STARTED);
 /// ```
 #[no_mangle]
@@ -753,7 +753,7 @@ pub extern "C" fn typhon_ns_to_ticks(ns: u64) -> u64 {
 ///
 /// ```
 /// use typhon_ffi::*;
-/// # let _g = typhon_recorder::recorder::doc_lock();
+/// # let _g = typhon_recorder::doc_lock();
 /// assert_eq!(typhon_register_thread(), TYPHON_ERR_NOT_STARTED);
 /// ```
 #[no_mangle]
@@ -761,7 +761,7 @@ pub extern "C" fn typhon_register_thread() -> i32 {
     guarded("typhon_register_thread", || {
         if RECORDER.lock().is_none() {
             TYPHON_ERR_NOT_STARTED
-        } else if recorder::register_thread() {
+        } else if typhon_recorder::register_thread() {
             TYPHON_OK
         } else {
             TYPHON_ERR_NO_SLOT
@@ -791,7 +791,7 @@ pub unsafe extern "C" fn typhon_set_thread_info(
     guarded("typhon_set_thread_info", || {
         // SAFETY: the caller's contract for (name, name_len).
         let n = try_code!(unsafe { self::name(name, name_len) });
-        recorder::set_thread_info(n, ThreadKind::from_u8(kind));
+        typhon_recorder::set_thread_info(n, ThreadKind::from_u8(kind));
         TYPHON_OK
     })
 }
@@ -845,7 +845,7 @@ pub extern "C" fn typhon_ingress_received(
     bytes: u16,
 ) -> i32 {
     write("typhon_ingress_received", || {
-        recorder::ingress_received(session, seq, wire_idx, bytes)
+        typhon_recorder::ingress_received(session, seq, wire_idx, bytes)
     })
 }
 
@@ -864,7 +864,7 @@ pub extern "C" fn typhon_ingress_received_at(
     bytes: u16,
 ) -> i32 {
     write("typhon_ingress_received_at", || {
-        recorder::ingress_received_at(Some(ts), session, seq, wire_idx, bytes)
+        typhon_recorder::ingress_received_at(Some(ts), session, seq, wire_idx, bytes)
     })
 }
 
@@ -881,7 +881,7 @@ pub extern "C" fn typhon_ingress_admitted(
     drain_tick: u32,
 ) -> i32 {
     write("typhon_ingress_admitted", || {
-        recorder::ingress_admitted(session, seq, wire_idx, drain_tick)
+        typhon_recorder::ingress_admitted(session, seq, wire_idx, drain_tick)
     })
 }
 
@@ -900,7 +900,7 @@ pub extern "C" fn typhon_ingress_admitted_at(
     drain_tick: u32,
 ) -> i32 {
     write("typhon_ingress_admitted_at", || {
-        recorder::ingress_admitted_at(Some(ts), session, seq, wire_idx, drain_tick)
+        typhon_recorder::ingress_admitted_at(Some(ts), session, seq, wire_idx, drain_tick)
     })
 }
 
@@ -913,7 +913,7 @@ pub extern "C" fn typhon_ingress_admitted_at(
 #[no_mangle]
 pub extern "C" fn typhon_ingress_dropped(session: u32, seq: u16, reason: u8) -> i32 {
     write("typhon_ingress_dropped", || {
-        recorder::ingress_dropped(session, seq, reason.into())
+        typhon_recorder::ingress_dropped(session, seq, reason.into())
     })
 }
 
@@ -926,7 +926,7 @@ pub extern "C" fn typhon_ingress_dropped(session: u32, seq: u16, reason: u8) -> 
 #[no_mangle]
 pub extern "C" fn typhon_ingress_dropped_at(ts: u64, session: u32, seq: u16, reason: u8) -> i32 {
     write("typhon_ingress_dropped_at", || {
-        recorder::ingress_dropped_at(Some(ts), session, seq, reason.into())
+        typhon_recorder::ingress_dropped_at(Some(ts), session, seq, reason.into())
     })
 }
 
@@ -938,7 +938,7 @@ pub extern "C" fn typhon_ingress_dropped_at(ts: u64, session: u32, seq: u16, rea
 #[no_mangle]
 pub extern "C" fn typhon_command_consumed(session: u32, seq: u16, sys_idx: u16) -> i32 {
     write("typhon_command_consumed", || {
-        recorder::command_consumed(session, seq, sys_idx)
+        typhon_recorder::command_consumed(session, seq, sys_idx)
     })
 }
 
@@ -951,7 +951,7 @@ pub extern "C" fn typhon_command_consumed(session: u32, seq: u16, sys_idx: u16) 
 #[no_mangle]
 pub extern "C" fn typhon_command_consumed_at(ts: u64, session: u32, seq: u16, sys_idx: u16) -> i32 {
     write("typhon_command_consumed_at", || {
-        recorder::command_consumed_at(Some(ts), session, seq, sys_idx)
+        typhon_recorder::command_consumed_at(Some(ts), session, seq, sys_idx)
     })
 }
 
@@ -964,7 +964,7 @@ pub extern "C" fn typhon_command_consumed_at(ts: u64, session: u32, seq: u16, sy
 #[no_mangle]
 pub extern "C" fn typhon_egress_sent(session: u32, tick: u32, bytes: u32, acks: u16) -> i32 {
     write("typhon_egress_sent", || {
-        recorder::egress_sent(session, tick, bytes, acks)
+        typhon_recorder::egress_sent(session, tick, bytes, acks)
     })
 }
 
@@ -983,7 +983,7 @@ pub extern "C" fn typhon_egress_sent_at(
     acks: u16,
 ) -> i32 {
     write("typhon_egress_sent_at", || {
-        recorder::egress_sent_at(Some(ts), session, tick, bytes, acks)
+        typhon_recorder::egress_sent_at(Some(ts), session, tick, bytes, acks)
     })
 }
 
@@ -994,7 +994,7 @@ pub extern "C" fn typhon_egress_sent_at(
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_tick_start() -> i32 {
-    write("typhon_tick_start", recorder::tick_start)
+    write("typhon_tick_start", typhon_recorder::tick_start)
 }
 
 /// `typhon_tick_start` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -1005,7 +1005,9 @@ pub extern "C" fn typhon_tick_start() -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_tick_start_at(ts: u64) -> i32 {
-    write("typhon_tick_start_at", || recorder::tick_start_at(ts))
+    write("typhon_tick_start_at", || {
+        typhon_recorder::tick_start_at(ts)
+    })
 }
 
 /// Records TickEnd with the tick's overload level and multiplier.
@@ -1016,7 +1018,7 @@ pub extern "C" fn typhon_tick_start_at(ts: u64) -> i32 {
 #[no_mangle]
 pub extern "C" fn typhon_tick_end(overload_level: u8, tick_multiplier: u8) -> i32 {
     write("typhon_tick_end", || {
-        recorder::tick_end(overload_level, tick_multiplier)
+        typhon_recorder::tick_end(overload_level, tick_multiplier)
     })
 }
 
@@ -1029,7 +1031,7 @@ pub extern "C" fn typhon_tick_end(overload_level: u8, tick_multiplier: u8) -> i3
 #[no_mangle]
 pub extern "C" fn typhon_tick_end_at(ts: u64, overload_level: u8, tick_multiplier: u8) -> i32 {
     write("typhon_tick_end_at", || {
-        recorder::tick_end_at(ts, overload_level, tick_multiplier)
+        typhon_recorder::tick_end_at(ts, overload_level, tick_multiplier)
     })
 }
 
@@ -1040,7 +1042,7 @@ pub extern "C" fn typhon_tick_end_at(ts: u64, overload_level: u8, tick_multiplie
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_start(phase: u8) -> i32 {
-    write("typhon_phase_start", || recorder::phase_start(phase))
+    write("typhon_phase_start", || typhon_recorder::phase_start(phase))
 }
 
 /// `typhon_phase_start` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -1052,7 +1054,7 @@ pub extern "C" fn typhon_phase_start(phase: u8) -> i32 {
 #[no_mangle]
 pub extern "C" fn typhon_phase_start_at(ts: u64, phase: u8) -> i32 {
     write("typhon_phase_start_at", || {
-        recorder::phase_start_at(ts, phase)
+        typhon_recorder::phase_start_at(ts, phase)
     })
 }
 
@@ -1063,7 +1065,7 @@ pub extern "C" fn typhon_phase_start_at(ts: u64, phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_end(phase: u8) -> i32 {
-    write("typhon_phase_end", || recorder::phase_end(phase))
+    write("typhon_phase_end", || typhon_recorder::phase_end(phase))
 }
 
 /// `typhon_phase_end` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -1074,7 +1076,9 @@ pub extern "C" fn typhon_phase_end(phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_phase_end_at(ts: u64, phase: u8) -> i32 {
-    write("typhon_phase_end_at", || recorder::phase_end_at(ts, phase))
+    write("typhon_phase_end_at", || {
+        typhon_recorder::phase_end_at(ts, phase)
+    })
 }
 
 /// Records a generic Instant (`name_id` an id of the caller's, `payload` any value).
@@ -1084,7 +1088,9 @@ pub extern "C" fn typhon_phase_end_at(ts: u64, phase: u8) -> i32 {
 /// ```
 #[no_mangle]
 pub extern "C" fn typhon_instant(name_id: i32, payload: i32) -> i32 {
-    write("typhon_instant", || recorder::instant(name_id, payload))
+    write("typhon_instant", || {
+        typhon_recorder::instant(name_id, payload)
+    })
 }
 
 /// `typhon_instant` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
@@ -1096,7 +1102,7 @@ pub extern "C" fn typhon_instant(name_id: i32, payload: i32) -> i32 {
 #[no_mangle]
 pub extern "C" fn typhon_instant_at(ts: u64, name_id: i32, payload: i32) -> i32 {
     write("typhon_instant_at", || {
-        recorder::instant_at(ts, name_id, payload)
+        typhon_recorder::instant_at(ts, name_id, payload)
     })
 }
 
@@ -1110,7 +1116,7 @@ pub extern "C" fn typhon_instant_at(ts: u64, name_id: i32, payload: i32) -> i32 
 #[no_mangle]
 pub extern "C" fn typhon_celog_set_zones(zone_user: u32, zone_ce: u32, zone_process: u32) -> i32 {
     write("typhon_celog_set_zones", || {
-        recorder::celog_set_zones(zone_user, zone_ce, zone_process)
+        typhon_recorder::celog_set_zones(zone_user, zone_ce, zone_process)
     })
 }
 
@@ -1145,7 +1151,7 @@ pub unsafe extern "C" fn typhon_celog_data(
         // SAFETY: the caller's contract for (p_data, w_len).
         let data =
             try_code!(unsafe { bytes(p_data.cast(), w_len as usize, true) }.map_err(refused_args));
-        result(recorder::celog_data(
+        result(typhon_recorder::celog_data(
             f_time_stamp != 0,
             w_id,
             data,
@@ -1185,7 +1191,7 @@ pub unsafe extern "C" fn typhon_celog_data_at(
         // SAFETY: the caller's contract for (p_data, w_len).
         let data =
             try_code!(unsafe { bytes(p_data.cast(), w_len as usize, true) }.map_err(refused_args));
-        result(recorder::celog_data_at(
+        result(typhon_recorder::celog_data_at(
             Some(Some(ts)),
             w_id,
             data,
@@ -1217,7 +1223,7 @@ pub unsafe extern "C" fn typhon_write_record(kind: u8, payload: *const u8, len: 
     guarded("typhon_write_record", || {
         // SAFETY: the caller's contract for (payload, len).
         let p = try_code!(unsafe { bytes(payload, len, true) }.map_err(refused_args));
-        result(recorder::write_record(TraceEventKind(kind), p, None))
+        result(typhon_recorder::write_record(TraceEventKind(kind), p, None))
     })
 }
 
@@ -1240,7 +1246,11 @@ pub unsafe extern "C" fn typhon_write_record_at(
     guarded("typhon_write_record_at", || {
         // SAFETY: the caller's contract for (payload, len).
         let p = try_code!(unsafe { bytes(payload, len, true) }.map_err(refused_args));
-        result(recorder::write_record(TraceEventKind(kind), p, Some(ts)))
+        result(typhon_recorder::write_record(
+            TraceEventKind(kind),
+            p,
+            Some(ts),
+        ))
     })
 }
 
@@ -1266,7 +1276,7 @@ unsafe fn begin(
         let n = try_code!(unsafe { self::name(name, name_len) }.map_err(refused_args));
         // A name with a NUL is refused whether or not a recorder runs (`span_begin` checks
         // it first), so hosts see the same error either way.
-        match recorder::span_begin(n, ctx, at) {
+        match typhon_recorder::span_begin(n, ctx, at) {
             Ok(id) => {
                 // SAFETY: as above.
                 unsafe { span_id.write(id) };
@@ -1426,7 +1436,7 @@ pub unsafe extern "C" fn typhon_traced_span_begin_at(
 #[no_mangle]
 pub extern "C" fn typhon_span_end(span_id: u64) -> i32 {
     guarded("typhon_span_end", || {
-        result(recorder::span_end(span_id, None))
+        result(typhon_recorder::span_end(span_id, None))
     })
 }
 
@@ -1438,7 +1448,7 @@ pub extern "C" fn typhon_span_end(span_id: u64) -> i32 {
 #[no_mangle]
 pub extern "C" fn typhon_span_end_at(span_id: u64, ts: u64) -> i32 {
     guarded("typhon_span_end_at", || {
-        result(recorder::span_end(span_id, Some(ts)))
+        result(typhon_recorder::span_end(span_id, Some(ts)))
     })
 }
 
@@ -1471,7 +1481,7 @@ mod tests {
     /// meanwhile (it used to wait for the drain, which held the recorder's lock).
     #[test]
     fn a_waiting_drain_does_not_hold_up_stats() {
-        let _g = typhon_recorder::recorder::doc_lock();
+        let _g = typhon_recorder::doc_lock();
         let (entered_tx, entered) = mpsc::channel();
         let (release, release_rx) = mpsc::channel();
         let hour = Duration::from_secs(3600);
@@ -1487,7 +1497,7 @@ mod tests {
         *RECORDER.lock() = Some(Arc::new(r));
         // More than a page: the drain's cycle hands one to the sink, which holds it.
         for i in 0..1000 {
-            recorder::instant(i, i);
+            typhon_recorder::instant(i, i);
         }
         let (started_tx, started) = mpsc::channel();
         let drain = std::thread::spawn(move || {

@@ -17,7 +17,7 @@ use typhon_recorder::codec::celog::{CELID_RAW_ULONG, CELID_USER, CELZONE_MISC};
 use typhon_recorder::codec::correlation::IngressDropReason;
 use typhon_recorder::codec::records::{ThreadKind, TraceContext};
 use typhon_recorder::codec::TraceEventKind;
-use typhon_recorder::recorder::RecorderBuilder;
+use typhon_recorder::RecorderBuilder;
 use typhon_trace::tracedat::TraceFile;
 
 #[derive(Args)]
@@ -38,7 +38,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 4096)]
     page_size: usize,
     /// Ring bytes per slot: a power of two, at least 4096.
-    #[arg(long, default_value_t = typhon_recorder::recorder::DEFAULT_RING_BYTES)]
+    #[arg(long, default_value_t = typhon_recorder::DEFAULT_RING_BYTES)]
     ring_size: usize,
     /// Print only the summary, as JSON, on stdout.
     #[arg(long)]

@@ -622,8 +622,8 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
 
 /// Recovers a killed recording.
 pub fn recover(out: &Path) -> Res {
-    let r = typhon_recorder::filesink::recover(out).map_err(|e| e.to_string())?;
-    let parts = typhon_recorder::filesink::parts_dir(out);
+    let r = typhon_recorder::sink::recover(out).map_err(|e| e.to_string())?;
+    let parts = typhon_recorder::sink::parts_dir(out);
     if r.already_complete {
         println!(
             "{} is complete (its finish was interrupted while removing {}): left as it is, leftovers removed",

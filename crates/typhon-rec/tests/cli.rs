@@ -289,7 +289,7 @@ fn bad_input_is_an_error_not_a_panic() {
         assert_clean_failure(&o);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(out.to_str().unwrap()), "{err}");
-        assert!(!typhon_recorder::filesink::parts_dir(&out).exists());
+        assert!(!typhon_recorder::sink::parts_dir(&out).exists());
     }
     let _ = std::fs::remove_dir_all(&d);
 }

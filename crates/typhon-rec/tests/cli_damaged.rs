@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
+use typhon_recorder::{doc_lock, RecorderBuilder};
 
 const BIN: &str = env!("CARGO_BIN_EXE_typhon-rec");
 

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use typhon_recorder::codec::TraceEventKind as K;
-use typhon_recorder::filesink::{parts_dir, recover, FileSink};
 use typhon_recorder::page::PageWriter;
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder, RecorderError};
+use typhon_recorder::sink::{parts_dir, recover, FileSink};
 use typhon_recorder::sink::{SessionSummary, Sink};
+use typhon_recorder::{doc_lock, RecorderBuilder, RecorderError};
 use typhon_trace::tracedat::TraceFile;
 
 const BIN: &str = env!("CARGO_BIN_EXE_typhon-rec");

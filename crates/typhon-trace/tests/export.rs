@@ -11,9 +11,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use typhon_recorder::recorder::{
-    doc_lock, IngressDropReason, RecorderBuilder, ThreadKind, TraceContext,
-};
+use typhon_recorder::{doc_lock, IngressDropReason, RecorderBuilder, ThreadKind, TraceContext};
 use typhon_trace::export::{self, Format};
 use typhon_trace::tracedat::TraceFile;
 

@@ -17,7 +17,7 @@
 use proptest::prelude::*;
 use std::sync::OnceLock;
 use std::time::Duration;
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder};
+use typhon_recorder::{doc_lock, RecorderBuilder};
 use typhon_trace::fuzzing;
 use typhon_trace::tracedat::TraceFile;
 
@@ -178,7 +178,7 @@ fn corpus() -> &'static Corpus {
 /// Every public write of the producer API.
 fn demo_records(n: i32) {
     use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
-    use typhon_recorder::recorder::TraceContext;
+    use typhon_recorder::TraceContext;
     for i in 0..n {
         typhon_recorder::tick_start();
         typhon_recorder::phase_start(1);
@@ -187,7 +187,7 @@ fn demo_records(n: i32) {
         typhon_recorder::ingress_dropped(
             7,
             i as u16,
-            typhon_recorder::recorder::IngressDropReason::QueueFull,
+            typhon_recorder::IngressDropReason::QueueFull,
         );
         typhon_recorder::command_consumed(7, i as u16, 3);
         typhon_recorder::egress_sent(7, i as u32, 100, 2);

@@ -10,7 +10,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_MISC};
-use typhon_recorder::recorder::{doc_lock, RecorderBuilder, Stats, ThreadKind};
+use typhon_recorder::{doc_lock, RecorderBuilder, Stats, ThreadKind};
 use typhon_trace::kbuffer::{Endian, LongSize};
 use typhon_trace::tracedat::TraceFile;
 

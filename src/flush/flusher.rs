@@ -17,14 +17,13 @@
 //! drop is counted exactly once. Such records count as written by the slot.
 
 use crate::codec::{self, kinds::Shape, records, TraceEventKind};
-use crate::page::{PageWriter, PushError};
-use crate::recorder::{Core, Stats};
-use crate::registry::{SpareOutcome, ACTIVE, FREE, RETIRING, SLOTS};
-use crate::ring::{Consumer, Entry};
+use crate::flush::page::{PageWriter, PushError};
+use crate::session::Core;
 use crate::sink::{SessionSummary, Sink, SlotSummary};
-use parking_lot::Mutex;
+use crate::write::ring::{Consumer, Entry};
+use crate::write::slots::{SpareOutcome, ACTIVE, FREE, RETIRING, SLOTS};
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,7 +48,7 @@ pub const MAX_THREAD_IDS: usize = 64;
 /// costs at most 10 s of page times of one thread) while leaving room for the second: synthetic
 /// timelines a few seconds ahead (the test of time extends writes 2 s ahead), events stamped
 /// with a deadline, and times converted from CLOCK_MONOTONIC with
-/// [`Clock::ns_to_raw`](crate::clock::Clock::ns_to_raw), whose calibration drifts from the tick
+/// [`Clock::ns_to_raw`](crate::write::clock::Clock::ns_to_raw), whose calibration drifts from the tick
 /// clock by parts per million of the session's length (100 ppm over a day is under 9 s).
 ///
 /// Times in the past (before the session started, or behind the slot's last record) are kept
@@ -58,45 +57,9 @@ pub const MAX_THREAD_IDS: usize = 64;
 /// time base, saturating at 0).
 ///
 /// ```
-/// assert_eq!(typhon_recorder::flusher::MAX_AHEAD_NS, 10_000_000_000);
+/// assert_eq!(typhon_recorder::MAX_AHEAD_NS, 10_000_000_000);
 /// ```
 pub const MAX_AHEAD_NS: u64 = 10_000_000_000;
-
-/// Counters the flusher publishes for `stats()` snapshots.
-#[derive(Default)]
-pub(crate) struct Progress {
-    pages: AtomicU64,
-    bytes: AtomicU64,
-    pages_lost: AtomicU64,
-    sink_errors: AtomicU64,
-    /// The longest time between the starts of two consecutive cycles, ns.
-    longest_gap_ns: AtomicU64,
-    first_error: Mutex<Option<String>>,
-    slots: Mutex<Vec<SlotSummary>>,
-}
-
-impl Progress {
-    pub(crate) fn snapshot(&self, core: &Core) -> Stats {
-        let mut slots = self.slots.lock().clone();
-        for s in &mut slots {
-            let e = core.registry.slot(s.slot);
-            // Relaxed: statistics.
-            s.filtered = e.filtered.load(Ordering::Relaxed);
-            s.refused = e.refused.load(Ordering::Relaxed);
-        }
-        Stats {
-            slots,
-            no_slot: core.no_slot(),
-            filtered_no_slot: core.filtered_no_slot(),
-            pages: self.pages.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-            pages_lost: self.pages_lost.load(Ordering::Relaxed),
-            sink_errors: self.sink_errors.load(Ordering::Relaxed),
-            longest_drain_gap_ns: self.longest_gap_ns.load(Ordering::Relaxed),
-            first_sink_error: self.first_error.lock().clone(),
-        }
-    }
-}
 
 /// The flusher's state for one slot.
 struct SlotStream {
@@ -182,7 +145,7 @@ pub(crate) const SPARE_RETRY: Duration = Duration::from_secs(1);
 /// [`SPARE_RETRY`] later (a thread that finds no spare meanwhile makes its own ring, as without a
 /// pool). Only if no thread can be started does the flusher make a ring itself, one per cycle.
 ///
-/// [`Registry::try_make_spare`]: crate::registry::Registry::try_make_spare
+/// [`Registry::try_make_spare`]: crate::write::slots::Registry::try_make_spare
 #[derive(Default)]
 struct SpareMaker {
     /// The helper until the flusher joins it; it returns false if the kernel refused a ring.
@@ -447,7 +410,7 @@ impl Flusher {
     /// Pushes a flusher-made ThreadInfo record for `slot` at page time `ts`.
     fn push_thread_info(&mut self, slot: u8, ts: u64) {
         let s = &self.slots[slot as usize];
-        let name = crate::recorder::clamp_thread_name(&s.last_name);
+        let name = crate::codec::records::clamp_thread_name(&s.last_name);
         let len = records::thread_info_len(name);
         let tid = s.last_tid;
         let kind = s.kind;
@@ -566,7 +529,7 @@ impl Flusher {
     }
 
     fn note_thread(&mut self, slot: u8, r: &[u8]) {
-        if let Some((tid, name, kind)) = crate::recorder::thread_info(r) {
+        if let Some((tid, name, kind)) = crate::codec::records::thread_info(r) {
             let s = &mut self.slots[slot as usize];
             if s.name.is_empty() {
                 s.name = name.to_owned();
@@ -735,7 +698,7 @@ impl Flusher {
             page_size: self.core.page_size,
             wall_anchor_ns: self.core.clock.wall_anchor_ns(),
             monotonic_anchor_ns: self.core.clock.monotonic_anchor_ns(),
-            end_ns: crate::clock::monotonic_ns(),
+            end_ns: crate::write::clock::monotonic_ns(),
             slots: self.slot_summaries(),
             no_slot: self.core.no_slot(),
             filtered_no_slot: self.core.filtered_no_slot(),

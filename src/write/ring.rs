@@ -137,7 +137,7 @@ const PAGE: usize = 4096;
 /// transparent huge pages one TLB entry covers 2 MiB of it; the default ring is one.
 ///
 /// ```
-/// assert_eq!(typhon_recorder::ring::HUGE_PAGE, typhon_recorder::recorder::DEFAULT_RING_BYTES);
+/// assert_eq!(typhon_recorder::ring::HUGE_PAGE, typhon_recorder::DEFAULT_RING_BYTES);
 /// ```
 pub const HUGE_PAGE: usize = 2 << 20;
 

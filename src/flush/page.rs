@@ -529,7 +529,7 @@ impl PageWriter {
     }
 }
 
-/// The records of one page as this writer lays them out, read back: what [`crate::filesink`]'s
+/// The records of one page as this writer lays them out, read back: what [`crate::sink::file`]'s
 /// recovery walks to count a leftover page's records and missed count. It follows the format
 /// above strictly (only the record types this writer makes), so a page that any rule above does
 /// not hold for is damaged. (The full reader, with libtraceevent's semantics for pages of any

@@ -13,18 +13,18 @@
 //! thread the flusher starts while the pool is short), so a thread's first event does not pay
 //! for faulting in megabytes; only when the pool is empty does the claiming thread allocate the
 //! ring itself. From 2 MiB up (the default) spares are
-//! huge-page backed ([`Backing::Huge`](crate::ring::Backing::Huge): fewer TLB misses on every
+//! huge-page backed ([`Backing::Huge`](crate::write::ring::Backing::Huge): fewer TLB misses on every
 //! write, but making one may wait milliseconds for the kernel to compact memory); a ring a
-//! claiming thread makes itself is not advised ([`Backing::Base`](crate::ring::Backing::Base),
+//! claiming thread makes itself is not advised ([`Backing::Base`](crate::write::ring::Backing::Base),
 //! 4 KiB pages under the usual `madvise` setting). Such a ring stays with its slot for every
 //! later thread of it: a program that starts more threads at once than there are spares has
 //! that many slots on 4 KiB pages for the whole session. The flusher frees a retiring slot only
 //! after draining everything its last thread wrote, so a new thread never shares a ring with
 //! records of the old one in flight.
 
-use crate::ring::{Consumer, Producer};
 use crate::sync::Mutex;
 use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::write::ring::{Consumer, Producer};
 
 /// Slot state: nobody owns it.
 pub const FREE: u8 = 0;
@@ -115,7 +115,7 @@ pub enum SpareOutcome {
     Made,
     /// The pool already held its target; nothing was made.
     Full,
-    /// The pool is short, but the ring could not be made ([`crate::ring::ring`] failed: the
+    /// The pool is short, but the ring could not be made ([`crate::write::ring::ring`] failed: the
     /// kernel refused the memory, or the ring size is invalid).
     Refused,
 }
@@ -167,7 +167,7 @@ impl Registry {
     /// Allocates (and faults in) rings until the pool holds its target number of spares; returns
     /// how many it made. Called by `start()`, never by a writing thread; later the flusher's
     /// `typhon-spares` helper makes them (see [`try_make_spare`](Self::try_make_spare)). A
-    /// ring size that [`ring`](crate::ring::ring) refuses makes no spare (the claim then
+    /// ring size that [`ring`](crate::write::ring::ring) refuses makes no spare (the claim then
     /// reports the error, as without a pool).
     ///
     /// ```
@@ -201,7 +201,7 @@ impl Registry {
 
     /// Makes one spare ring if the pool is below its target, and says what happened.
     ///
-    /// Spares are huge-page backed ([`crate::ring::ring`]): fewer TLB misses on every write, but
+    /// Spares are huge-page backed ([`crate::write::ring::ring`]): fewer TLB misses on every write, but
     /// making one may wait milliseconds for the kernel to compact memory. So after `start()`
     /// a helper thread makes them, which the flusher starts while the pool is short, and the
     /// flusher goes on draining the rings meanwhile (only when no thread can be started does
@@ -236,7 +236,7 @@ impl Registry {
                 return SpareOutcome::Refused;
             }
         }
-        let Ok(pc) = crate::ring::ring(self.ring_bytes) else {
+        let Ok(pc) = crate::write::ring::ring(self.ring_bytes) else {
             return SpareOutcome::Refused;
         };
         self.spares.lock().push(pc);
@@ -300,7 +300,7 @@ impl Registry {
     /// let b = r.claim().unwrap().unwrap();
     /// assert_eq!((a.0, b.0), (1, 2));
     /// ```
-    pub fn claim(&self) -> Result<Option<(u8, Parked)>, crate::ring::RingError> {
+    pub fn claim(&self) -> Result<Option<(u8, Parked)>, crate::write::ring::RingError> {
         for i in 1..SLOTS {
             let e = &self.slots[i];
             // Relaxed pre-check to skip owned slots cheaply; the CAS decides.
@@ -327,9 +327,10 @@ impl Registry {
                     let made = match spare {
                         Some(pc) => Ok(pc),
                         // This thread waits for it: 4 KiB pages, no wait for compaction.
-                        None => {
-                            crate::ring::ring_backed(self.ring_bytes, crate::ring::Backing::Base)
-                        }
+                        None => crate::write::ring::ring_backed(
+                            self.ring_bytes,
+                            crate::write::ring::Backing::Base,
+                        ),
                     };
                     let (producer, consumer) = match made {
                         Ok(pc) => pc,
@@ -433,8 +434,8 @@ impl Registry {
 #[cfg(all(test, target_os = "linux", not(loom), not(miri)))]
 mod tests {
     use super::*;
-    use crate::ring::tests::{huge_advised, kernel_has_thp};
-    use crate::ring::HUGE_PAGE;
+    use crate::write::ring::tests::{huge_advised, kernel_has_thp};
+    use crate::write::ring::HUGE_PAGE;
 
     #[test]
     fn spares_are_huge_page_backed_and_a_claims_own_ring_is_not() {

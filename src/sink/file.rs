@@ -26,9 +26,9 @@
 //! written through), and [`recover`] reads only regular files, opened without following links
 //! or blocking on FIFOs, a page at a time.
 
-use crate::page::PageRecords;
+use crate::flush::page::PageRecords;
+use crate::sink::tracedat::{write_tracedat_with, FileMeta, SlotMeta, SlotPages};
 use crate::sink::{SessionSummary, Sink};
-use crate::tracedat::{write_tracedat_with, FileMeta, SlotMeta, SlotPages};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
@@ -41,7 +41,7 @@ use std::rc::Rc;
 /// The directory next to `out` where pages stream while recording.
 ///
 /// ```
-/// let d = typhon_recorder::filesink::parts_dir(std::path::Path::new("/tmp/run.dat"));
+/// let d = typhon_recorder::sink::parts_dir(std::path::Path::new("/tmp/run.dat"));
 /// assert_eq!(d, std::path::PathBuf::from("/tmp/run.dat.parts"));
 /// ```
 pub fn parts_dir(out: &Path) -> PathBuf {
@@ -242,7 +242,7 @@ fn absolute(path: &Path) -> io::Result<PathBuf> {
 /// file, in a directory that exists; errors name the path and what is wrong with it.
 ///
 /// ```
-/// use typhon_recorder::filesink::output_path;
+/// use typhon_recorder::sink::output_path;
 /// assert!(output_path("".as_ref()).is_err());
 /// let e = output_path("/dev/null".as_ref()).unwrap_err().to_string();
 /// assert!(e.contains("/dev/null is a character device"), "{e}");
@@ -388,7 +388,7 @@ fn refuse_existing(dir: &Path, out: &Path) -> io::Error {
 /// Streams pages to `<out>.parts/` and assembles `out` at the end.
 ///
 /// ```
-/// use typhon_recorder::filesink::FileSink;
+/// use typhon_recorder::sink::FileSink;
 /// use typhon_recorder::sink::{Sink, SessionSummary};
 /// let dir = std::env::temp_dir().join(format!("fs-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir).unwrap();
@@ -396,7 +396,7 @@ fn refuse_existing(dir: &Path, out: &Path) -> io::Error {
 /// let mut s = FileSink::create(&out, 4096).unwrap();
 /// s.finish(&SessionSummary { page_size: 4096, ..Default::default() }).unwrap();
 /// assert!(out.exists());
-/// assert!(!typhon_recorder::filesink::parts_dir(&out).exists());
+/// assert!(!typhon_recorder::sink::parts_dir(&out).exists());
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 pub struct FileSink {
@@ -478,7 +478,7 @@ impl FileSink {
     /// unfinished one (the error says which; only the latter can be recovered).
     ///
     /// ```
-    /// use typhon_recorder::filesink::FileSink;
+    /// use typhon_recorder::sink::FileSink;
     /// let e = FileSink::create("/nonexistent-dir/x.dat", 4096).err().unwrap();
     /// assert!(e.to_string().contains("/nonexistent-dir"));
     /// let e = FileSink::create(std::env::temp_dir(), 4096).err().unwrap();
@@ -1007,7 +1007,7 @@ impl Recovered {
     /// Pages lost for any reason: refused by the disk while recording, damaged, unreadable.
     ///
     /// ```
-    /// let r = typhon_recorder::filesink::Recovered { damaged_pages: 1, pages_lost: 2, ..Default::default() };
+    /// let r = typhon_recorder::sink::Recovered { damaged_pages: 1, pages_lost: 2, ..Default::default() };
     /// assert_eq!(r.lost_pages(), 3);
     /// ```
     pub fn lost_pages(&self) -> u64 {
@@ -1046,7 +1046,7 @@ fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
                 break;
             };
             sm.written += 1;
-            if let Some((tid, name, _)) = crate::recorder::thread_info(data) {
+            if let Some((tid, name, _)) = crate::codec::records::thread_info(data) {
                 if sm.name.is_empty() {
                     sm.name = name.to_owned();
                 }
@@ -1096,7 +1096,7 @@ fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Journal
 /// already complete (the finish was killed while removing the parts), `out` is left as it is.
 ///
 /// ```
-/// let r = typhon_recorder::filesink::recover("/nonexistent/x.dat");
+/// let r = typhon_recorder::sink::recover("/nonexistent/x.dat");
 /// assert!(r.is_err());
 /// ```
 pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
@@ -1209,7 +1209,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             )
         })?;
     let page_size = session["page_size"].as_u64().unwrap_or(0);
-    crate::page::validate_page_size(page_size as usize).map_err(|e| {
+    crate::flush::page::validate_page_size(page_size as usize).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("{}: {e}", session_path.display()),

@@ -2,8 +2,13 @@
 //! summary at the end.
 //!
 //! [`MemorySink`] keeps pages in memory (tests, embedding, custom transports); [`NullSink`]
-//! discards them (benchmarks of the flusher); [`FileSink`](crate::filesink::FileSink) streams them
+//! discards them (benchmarks of the flusher); [`FileSink`] streams them
 //! to disk and assembles a trace.dat at the end.
+
+mod file;
+pub mod tracedat;
+
+pub use file::{output_path, parts_dir, recover, FileSink, Recovered};
 
 use std::io;
 use std::sync::Arc;
@@ -23,7 +28,7 @@ pub struct SlotSummary {
     /// Thread name (of the first thread that used the slot; later ones are in `thread_ids`).
     pub name: String,
     /// OS thread ids of the first threads that used the slot, in order (at most
-    /// [`MAX_THREAD_IDS`](crate::flusher::MAX_THREAD_IDS)).
+    /// [`MAX_THREAD_IDS`](crate::flush::flusher::MAX_THREAD_IDS)).
     pub thread_ids: Vec<i32>,
     /// OS thread id of the slot's latest thread.
     pub last_thread_id: i32,
@@ -43,7 +48,7 @@ pub struct SlotSummary {
     pub refused: u64,
     /// Records in pages the sink failed to store.
     pub sink_lost: u64,
-    /// Records whose time lay more than [`MAX_AHEAD_NS`](crate::flusher::MAX_AHEAD_NS) (10 s)
+    /// Records whose time lay more than [`MAX_AHEAD_NS`](crate::MAX_AHEAD_NS) (10 s)
     /// ahead of the recorder's clock when the flusher took them (a caller's `*_at` time far in
     /// the future, a span ending there): written with the flusher's time instead, so that they
     /// do not stamp the slot's later records at that future time. They are in `written`; this

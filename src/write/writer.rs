@@ -1,0 +1,433 @@
+//! The thread's writer: its claim on a slot of the installed recorder, kept in a thread-local so
+//! that a write finds its ring one load from the thread pointer, and given back at thread exit.
+
+use crate::codec::records::{clamp_thread_name, ThreadKind};
+use crate::codec::{records, TraceEventKind};
+use crate::session::*;
+use crate::write::ring::Producer;
+use crate::write::slots::{Parked, SLOTS};
+use crate::write::WriteError;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A thread's claim on a slot of one recorder.
+pub(crate) struct Writer {
+    pub(crate) core: Arc<Core>,
+    pub(crate) slot: u8,
+    pub(crate) producer: std::mem::ManuallyDrop<Producer>,
+    pub(crate) clock: crate::write::clock::RawClock,
+    pub(crate) span_counter: u64,
+    /// Raw time of this slot's last record (the time of CeLog events written without one).
+    pub(crate) last_raw: u64,
+    /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
+    pub(crate) max_record: usize,
+    /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]); made
+    /// with room for [`SPAN_DEPTH`] when the thread claims its slot.
+    pub(crate) spans: Vec<OpenSpan>,
+    /// The open spans' names, one after the other (see [`OpenSpan::name_at`]).
+    pub(crate) span_names: Vec<u8>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Thread exit (or a new recorder): hand the ring back and let the flusher drain it.
+        // SAFETY: `producer` is taken exactly once, here, and `self` is not used afterwards.
+        let producer = unsafe { std::mem::ManuallyDrop::take(&mut self.producer) };
+        // Relaxed: only the cold claim path reads it, after this thread's own store or across
+        // the registry's lock (see `SPAN_COUNTERS`).
+        SPAN_COUNTERS[self.slot as usize].fetch_max(self.span_counter, Ordering::Relaxed);
+        self.core.registry.retire(
+            self.slot,
+            Parked {
+                producer,
+                span_counter: self.span_counter,
+            },
+        );
+        self.core.wake();
+    }
+}
+
+/// The per-event state of a thread: no destructor, so every access is a plain thread-local
+/// address computation (no lazy-registration or liveness check).
+///
+/// The writer lives here, not behind a pointer: a write finds its ring's fields at a fixed
+/// offset from the thread pointer, one load away, where a boxed writer was two (the pointer,
+/// then the fields). After the host or an interrupt has evicted the thread's lines, each
+/// level of loads is a miss the write waits for.
+pub(crate) struct Hot {
+    /// Generation of the recorder `writer` belongs to ([`DEAD`] once the thread is exiting).
+    pub(crate) gen: u64,
+    /// This thread's writer, `None` when the thread has none. `ManuallyDrop` keeps `Hot` free
+    /// of drop glue; the writer is dropped (its slot retired) by [`claim`] at the thread's
+    /// first event after its recorder finished (under the next recorder, or with none
+    /// installed) and by [`Owner::drop`] when the thread exits.
+    pub(crate) writer: std::mem::ManuallyDrop<Option<Writer>>,
+}
+
+/// The next span counter of each slot, across recorders: a slot's counter is never reset (SPEC
+/// §2), so a span id of a finished recorder is never that of a span open under the next one
+/// (`span_end` of a stale id is then a mismatch, never the end of another span). Raised when a
+/// writer retires, read when one claims: both cold.
+pub(crate) static SPAN_COUNTERS: [AtomicU64; SLOTS] = [const { AtomicU64::new(1) }; SLOTS];
+
+/// `Hot::gen` of a thread whose thread-locals are being destroyed: never claims again.
+pub(crate) const DEAD: u64 = u64::MAX;
+
+/// The thread's ThreadInfo settings, and the destructor that retires its slot at thread exit
+/// (`Hot` has none). Registered by its first use: a claim, or `set_thread_info` before it.
+pub(crate) struct Owner {
+    pub(crate) name: Option<String>,
+    pub(crate) kind: Option<ThreadKind>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // Thread exit: take the writer out of the hot state before it is dropped, so writes
+        // from later thread-local destructors find no writer (and count as no-slot) instead of
+        // using it, and `DEAD` keeps them from claiming again.
+        let writer = HOT.try_with(|h| {
+            // SAFETY: no `with_writer` call is running on this thread (a thread-local destructor
+            // runs outside them), so this is the only reference to `Hot`.
+            let h = unsafe { &mut *h.get() };
+            h.gen = DEAD;
+            h.writer.take()
+        });
+        if let Ok(Some(mut w)) = writer {
+            // Spans still open (forgotten guards, `span_begin` spans never ended) end with
+            // their thread, so that the spans they parent have their parent in the file.
+            // Relaxed: as in `refresh`; a recorder that finished meanwhile drops what is left.
+            if !w.spans.is_empty() && w.core.gen == GEN.load(Ordering::Relaxed) {
+                let now = w.clock.raw();
+                w.end_spans_from(0, now);
+            }
+            drop(w); // retires the slot
+        }
+    }
+}
+
+thread_local! {
+    pub(crate) static HOT: std::cell::UnsafeCell<Hot> = const {
+        std::cell::UnsafeCell::new(Hot {
+            gen: 0,
+            writer: std::mem::ManuallyDrop::new(None),
+        })
+    };
+    pub(crate) static OWNER: RefCell<Owner> = const { RefCell::new(Owner { name: None, kind: None }) };
+}
+
+pub(crate) fn os_tid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Room for [`default_thread_name`]: `thread-`, an optional sign and the ten digits of an `i32`.
+pub(crate) const DEFAULT_NAME_MAX: usize = 18;
+
+/// `thread-{tid}`, the name a ThreadInfo carries for a thread with none, written into `buf`
+/// by hand: `format!` would bring the formatting machinery's cold code into a thread's first
+/// event, which measured 0.6–1.8 µs of its ~3 µs on a small VM.
+pub(crate) fn default_thread_name(tid: i32, buf: &mut [u8; DEFAULT_NAME_MAX]) -> &str {
+    pub(crate) const PREFIX: &[u8] = b"thread-";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut rev = [0u8; 10];
+    let mut n = tid.unsigned_abs();
+    let mut len = 0;
+    loop {
+        rev[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut end = PREFIX.len();
+    if tid < 0 {
+        buf[end] = b'-';
+        end += 1;
+    }
+    for &d in rev[..len].iter().rev() {
+        buf[end] = d;
+        end += 1;
+    }
+    // Only ASCII was written, so this cannot fail; the fallback keeps the path panic-free.
+    std::str::from_utf8(&buf[..end]).unwrap_or("thread")
+}
+
+/// The slow path of the first event of a thread, or of its first event under a new recorder:
+/// retires the old slot, claims one of the installed recorder and writes the ThreadInfo.
+#[cold]
+#[inline(never)]
+pub(crate) fn claim(h: &mut Hot, gen: u64) {
+    if h.gen == DEAD {
+        return;
+    }
+    h.gen = gen;
+    drop(h.writer.take()); // retires a slot of a previous recorder
+    let claimed = OWNER.try_with(|o| {
+        let o = o.borrow();
+        let Some(core) = ACTIVE.read().clone() else {
+            return 0;
+        };
+        let gen = core.gen;
+        let Ok(Some((slot, parked))) = core.registry.claim() else {
+            return gen; // no slot: this thread's events count as no-slot
+        };
+        // The claim took the last spare: wake the flusher, whose next cycle starts the helper
+        // that makes new ones, rather than leave the pool empty until its timer, when the next
+        // thread would make its own ring (about 1 ms). Only the claim that empties the pool
+        // pays for the wake-up (a futex call, some 20-30 µs here).
+        if core.registry.spare_count() == 0 && core.registry.needs_spares() {
+            core.wake();
+        }
+        // Built here and put in `Hot` once its ThreadInfo is written: if anything below
+        // unwound, the writer would be dropped (its slot retired) rather than left in place
+        // without the record that names its thread.
+        let mut w = Writer {
+            clock: core.clock.raw_clock(),
+            max_record: core.max_record,
+            core,
+            slot,
+            producer: std::mem::ManuallyDrop::new(parked.producer),
+            // Relaxed: see SPAN_COUNTERS.
+            span_counter: parked
+                .span_counter
+                .max(SPAN_COUNTERS[slot as usize].load(Ordering::Relaxed)),
+            last_raw: 0,
+            spans: Vec::with_capacity(SPAN_DEPTH),
+            span_names: Vec::with_capacity(SPAN_NAME_BYTES),
+        };
+        let tid = os_tid();
+        let kind = o.kind.unwrap_or(if tid == w.core.pid {
+            ThreadKind::Main
+        } else {
+            ThreadKind::Worker
+        });
+        // The name is borrowed, not copied.
+        let current = std::thread::current();
+        let mut digits = [0u8; DEFAULT_NAME_MAX];
+        let name = match (&o.name, current.name()) {
+            (Some(n), _) => n.as_str(),
+            (None, Some(n)) => n,
+            (None, None) => default_thread_name(tid, &mut digits),
+        };
+        let name = clamp_thread_name(name);
+        let size = records::thread_info_len(name);
+        let ts = w.clock.raw();
+        w.last_raw = ts;
+        w.producer.write(size, |d| {
+            let _ = records::write_thread_info(d, slot, ts as i64, tid, name, kind);
+        });
+        *h.writer = Some(w);
+        gen
+    });
+    h.gen = match claimed {
+        Ok(g) => g,
+        Err(_) => DEAD, // OWNER is already destroyed: the thread is exiting
+    };
+}
+
+/// Where this thread's ring starts, if it has one under the installed recorder (the bench
+/// reports how the kernel backs it). Claims a slot like a first event would.
+#[cfg(all(target_os = "linux", not(miri), not(loom)))]
+pub(crate) fn this_threads_ring() -> Option<usize> {
+    with_writer(|w| w.producer.buffer_addr())
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn count_no_slot() {
+    // Relaxed: a statistic (see SLOTLESS); no lock on a write that found no slot.
+    SLOTLESS.no_slot.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Runs `f` with this thread's writer for the installed recorder, claiming a slot first if
+/// needed. Returns `None` (after counting the event as `no_slot`) when no slot could be had.
+///
+/// Not reentrant and not async-signal-safe: `f` must not call back into the recorder (it only
+/// ever runs the crate's own encoders), a signal handler must not record, and neither may a
+/// global allocator (a thread's first event may allocate while it holds the thread's state).
+#[inline(always)]
+pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
+    // Only the address is taken inside `with` (a thread-pointer offset, since `HOT` is a
+    // const-initialised thread-local without a destructor): the work below then inlines into
+    // the caller instead of living in an out-of-line `LocalKey::with` instance.
+    let h: *mut Hot = HOT.with(|h| h.get());
+    // SAFETY: `HOT` has no destructor, so its storage lives as long as this thread and the
+    // pointer is valid for this call. It is this thread's own and no other reference to it is
+    // live: `with_writer` is not reentered (see above), and the other users (`claim`, reached
+    // through `refresh` below on this same borrow and done before `f` runs; `count_filtered`,
+    // `register_thread`, `Owner::drop`) all run outside `f`. So the `&mut Writer` handed to
+    // `f` is the only reference to the writer, and nothing moves it out of `Hot` (only `claim`
+    // and `Owner::drop` do) while `f` runs.
+    let h = unsafe { &mut *h };
+    let gen = refresh(h);
+    let Some(w) = h.writer.as_mut() else {
+        if gen != 0 {
+            count_no_slot();
+        }
+        return None;
+    };
+    Some(f(w))
+}
+
+/// Brings this thread's hot state up to the installed recorder (claiming a slot if the thread
+/// has none of it yet) and returns the recorder generation it is now at (0: none installed).
+#[inline(always)]
+pub(crate) fn refresh(h: &mut Hot) -> u64 {
+    // Relaxed: only compared with this thread's cached generation; a mismatch takes the
+    // slow path, which synchronises through ACTIVE's lock.
+    let gen = GEN.load(Ordering::Relaxed);
+    if h.gen != gen {
+        claim(h, gen);
+    }
+    gen
+}
+
+#[inline(always)]
+pub(crate) fn enabled(kind: TraceEventKind) -> bool {
+    // Relaxed: a racy read of a configuration flag is fine; at worst one write around a
+    // start/finish is taken or skipped, which `Recorder::finish` documents.
+    kind_state(kind) == KIND_ON
+}
+
+#[inline(always)]
+pub(crate) fn kind_state(kind: TraceEventKind) -> u8 {
+    // Relaxed: as in `enabled`.
+    KIND_STATE[kind.0 as usize].load(Ordering::Relaxed)
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn count_filtered() {
+    if GEN.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    // Counted against the thread's slot if it has one for the installed recorder; a thread
+    // whose every event is filtered claims no slot, and is counted with the recorder instead.
+    let counted = HOT
+        .try_with(|h| {
+            // SAFETY: as in `with_writer`: this thread's own, no other reference live.
+            let h = unsafe { &*h.get() };
+            let live = h.gen == GEN.load(Ordering::Relaxed);
+            if let Some(w) = h.writer.as_ref().filter(|_| live) {
+                w.core
+                    .registry
+                    .slot(w.slot)
+                    .filtered
+                    .fetch_add(1, Ordering::Relaxed);
+                true
+            } else {
+                false
+            }
+        })
+        .unwrap_or(false);
+    if !counted {
+        // Relaxed: a statistic (see SLOTLESS); no lock on a filtered write.
+        SLOTLESS.filtered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Writer {
+    #[inline(always)]
+    pub(crate) fn ts(&mut self, at: Option<u64>) -> u64 {
+        let t = match at {
+            Some(t) => t,
+            None => self.clock.raw(),
+        };
+        self.last_raw = t;
+        t
+    }
+
+    #[inline(always)]
+    pub(crate) fn put(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        let ok = self.producer.write(size, fill);
+        if self.producer.passed_half() {
+            self.wake_flusher();
+        }
+        ok
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn wake_flusher(&self) {
+        self.core.wake();
+    }
+
+    #[cold]
+    pub(crate) fn refuse(&self) {
+        self.core
+            .registry
+            .slot(self.slot)
+            .refused
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A span the thread has open: what its record needs when it ends (see [`SpanGuard`]).
+#[derive(Clone, Copy)]
+pub(crate) struct OpenSpan {
+    pub(crate) start: u64,
+    pub(crate) id: u64,
+    pub(crate) parent: u64,
+    /// The trace context, if `traced` (kept as plain words: see [`Writer::end_innermost`]).
+    pub(crate) trace_hi: u64,
+    pub(crate) trace_lo: u64,
+    pub(crate) traced: bool,
+    /// Where its name starts in [`Writer::span_names`] (it runs to the next span's, or to the
+    /// end for the innermost).
+    pub(crate) name_at: usize,
+}
+
+/// Appends `name` to a thread's span names. Names are short and copied on every span begin, so
+/// those of up to 16 bytes are copied by hand, in at most two overlapping word moves, instead
+/// of a call to `memcpy` (as `extend_from_slice` makes for a length it does not know).
+#[inline(always)]
+pub(crate) fn push_name(names: &mut Vec<u8>, name: &[u8]) {
+    let n = name.len();
+    if n > 16 || names.capacity() - names.len() < 16 {
+        names.extend_from_slice(name);
+        return;
+    }
+    let len = names.len();
+    // SAFETY: at least 16 bytes of spare capacity were checked above, so `dst..dst + n` (n <=
+    // 16) is inside the allocation; the moves read only within `name`, write only within
+    // `dst..dst + n`, and after them those `n` bytes are initialised, so `set_len` is sound.
+    unsafe {
+        let dst = names.as_mut_ptr().add(len);
+        let src = name.as_ptr();
+        if n >= 8 {
+            let a = src.cast::<u64>().read_unaligned();
+            let b = src.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if n >= 4 {
+            let a = src.cast::<u32>().read_unaligned();
+            let b = src.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        names.set_len(len + n);
+    }
+}
+
+/// Open spans a thread can have before its span stack grows (an allocation, once per new
+/// depth), and bytes of their names.
+pub(crate) const SPAN_DEPTH: usize = 64;
+pub(crate) const SPAN_NAME_BYTES: usize = 4096;
+
+/// A write refused for its input (whatever the recorder): counted as refused against the
+/// thread's slot when a recorder runs (a thread without a slot counts it as no-slot), then
+/// handed back for the caller.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused(e: WriteError) -> WriteError {
+    if !cfg!(feature = "compile-out") && GEN.load(Ordering::Relaxed) != 0 {
+        with_writer(|w| w.refuse());
+    }
+    e
+}
