@@ -25,7 +25,8 @@
 //! assert_eq!(v["traceEvents"][0]["name"], "process_name");
 //! ```
 
-use super::{event_args, event_name, Arg, Phase, Timeline};
+use super::args::{event_args, event_name, Arg};
+use super::timeline::{Phase, Timeline};
 use std::io::{self, Write};
 
 /// The tid of overlap track `t` is `OVERLAP_TID + t`.

@@ -37,7 +37,9 @@
 //! assert_eq!(out[0], 0x0a);
 //! ```
 
-use super::{event_args, event_name, Arg, FnvMap, Phase, Timeline};
+use super::args::{event_args, event_name, Arg};
+use super::fnv::FnvMap;
+use super::timeline::{Phase, Timeline};
 use std::io::{self, Write};
 
 // Field numbers (perfetto_trace.proto).

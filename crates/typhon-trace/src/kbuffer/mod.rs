@@ -22,6 +22,10 @@
 //!
 //! The old (pre-2.6.31) ring-buffer format is not supported.
 //!
+//! The reader and its walk are here; the machine it reads for (`machine`), its errors
+//! (`error`) and the bounds-checked word reads every step goes through (`words`) are their
+//! own modules.
+//!
 //! ```
 //! use typhon_trace::kbuffer::{Endian, KBuffer, LongSize};
 //! use typhon_recorder::page::PageWriter;
@@ -44,7 +48,14 @@
 //! assert_eq!(kb.error(), None);
 //! ```
 
-use core::fmt;
+mod error;
+mod machine;
+mod words;
+
+pub use error::KBufferError;
+pub use machine::{Endian, LongSize};
+
+use words::{bytes_range, read4, read8, read_long, write4, write8};
 
 const COMMIT_MASK: u32 = (1 << 27) - 1;
 const MISSED_EVENTS: u64 = 1 << 31;
@@ -56,163 +67,6 @@ const TS_MSB: u64 = 0xF8 << 56;
 const TYPE_PADDING: u32 = 29;
 const TYPE_TIME_EXTEND: u32 = 30;
 const TYPE_TIME_STAMP: u32 = 31;
-
-/// Size of the kernel `long` of the traced machine: it sets the width of the commit word and of
-/// the stored missed count, and so where the records start (12 or 16).
-///
-/// ```
-/// use typhon_trace::kbuffer::LongSize;
-/// assert_eq!(LongSize::Eight.bytes(), 8);
-/// if cfg!(target_pointer_width = "64") {
-///     assert_eq!(LongSize::same_as_host(), LongSize::Eight);
-/// }
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LongSize {
-    /// `KBUFFER_LSIZE_4`: a 32-bit kernel (12-byte page header).
-    Four,
-    /// `KBUFFER_LSIZE_8`: a 64-bit kernel (16-byte page header).
-    Eight,
-}
-
-impl LongSize {
-    /// `KBUFFER_LSIZE_SAME_AS_HOST`: 8 if this program's `long` is 8 bytes or its target
-    /// architecture name contains "64", else 4. (C asks `uname()` for the running kernel's machine
-    /// name instead, which differs only for 32-bit programs on 64-bit kernels.)
-    ///
-    /// ```
-    /// # use typhon_trace::kbuffer::LongSize;
-    /// let _ = LongSize::same_as_host();
-    /// ```
-    pub fn same_as_host() -> LongSize {
-        if cfg!(target_pointer_width = "64") || std::env::consts::ARCH.contains("64") {
-            LongSize::Eight
-        } else {
-            LongSize::Four
-        }
-    }
-
-    /// The size in bytes (4 or 8).
-    ///
-    /// ```
-    /// # use typhon_trace::kbuffer::LongSize;
-    /// assert_eq!(LongSize::Four.bytes(), 4);
-    /// ```
-    pub fn bytes(self) -> usize {
-        match self {
-            LongSize::Four => 4,
-            LongSize::Eight => 8,
-        }
-    }
-}
-
-/// Byte order of the traced machine.
-///
-/// ```
-/// use typhon_trace::kbuffer::Endian;
-/// assert_eq!(Endian::same_as_host(), if cfg!(target_endian = "big") { Endian::Big } else { Endian::Little });
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endian {
-    /// `KBUFFER_ENDIAN_LITTLE`.
-    Little,
-    /// `KBUFFER_ENDIAN_BIG`: words are big-endian and the record header's bit fields are in
-    /// big-endian order (`type_len` in the top 5 bits).
-    Big,
-}
-
-impl Endian {
-    /// `KBUFFER_ENDIAN_SAME_AS_HOST`.
-    ///
-    /// ```
-    /// # use typhon_trace::kbuffer::Endian;
-    /// let _ = Endian::same_as_host();
-    /// ```
-    pub fn same_as_host() -> Endian {
-        if cfg!(target_endian = "big") {
-            Endian::Big
-        } else {
-            Endian::Little
-        }
-    }
-}
-
-/// Why a page could not be (fully) read.
-///
-/// ```
-/// use typhon_trace::kbuffer::{Endian, KBuffer, KBufferError, LongSize};
-/// let mut kb = KBuffer::new(LongSize::Eight, Endian::Little);
-/// assert_eq!(kb.load_subbuffer(&[0u8; 10]), Err(KBufferError::HeaderTruncated { len: 10, need: 16 }));
-/// println!("{}", KBufferError::NotLoaded);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KBufferError {
-    /// No sub-buffer has been loaded.
-    NotLoaded,
-    /// The buffer is shorter than the sub-buffer header.
-    HeaderTruncated {
-        /// Length of the buffer given.
-        len: usize,
-        /// Bytes the header needs (12 or 16).
-        need: usize,
-    },
-    /// Reading the page needed bytes past the end of the buffer (the C library would read out of
-    /// bounds here).
-    OutOfBounds {
-        /// Offset (from the sub-buffer start) of the first byte needed.
-        offset: usize,
-        /// Number of bytes needed there.
-        len: usize,
-        /// Length of the buffer.
-        buffer_len: usize,
-    },
-    /// A record's length would move the walk backwards or nowhere (the C library could loop
-    /// forever here).
-    NoProgress {
-        /// Offset (from the sub-buffer start) of the record header.
-        offset: usize,
-    },
-}
-
-impl fmt::Display for KBufferError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            KBufferError::NotLoaded => f.write_str("no sub-buffer loaded"),
-            KBufferError::HeaderTruncated { len, need } => {
-                write!(f, "sub-buffer of {len} bytes is shorter than its {need}-byte header")
-            }
-            KBufferError::OutOfBounds { offset, len, buffer_len } => write!(
-                f,
-                "corrupt sub-buffer: {len} bytes at offset {offset} are past its end ({buffer_len} bytes)"
-            ),
-            KBufferError::NoProgress { offset } => write!(
-                f,
-                "corrupt sub-buffer: the record at offset {offset} does not advance the walk"
-            ),
-        }
-    }
-}
-
-impl KBufferError {
-    /// Where in the sub-buffer the damage is, when the error knows: the byte past the end a
-    /// record needed, or the header of a record that does not advance the walk.
-    ///
-    /// ```
-    /// use typhon_trace::kbuffer::KBufferError;
-    /// assert_eq!(KBufferError::NoProgress { offset: 24 }.offset(), Some(24));
-    /// assert_eq!(KBufferError::NotLoaded.offset(), None);
-    /// ```
-    pub fn offset(&self) -> Option<usize> {
-        match *self {
-            KBufferError::OutOfBounds { offset, .. } | KBufferError::NoProgress { offset } => {
-                Some(offset)
-            }
-            KBufferError::NotLoaded | KBufferError::HeaderTruncated { .. } => None,
-        }
-    }
-}
-
-impl std::error::Error for KBufferError {}
 
 /// One data record as [`KBuffer::read_event`] returns it.
 ///
@@ -288,49 +142,6 @@ impl<'a> KBuffer<'a> {
         }
     }
 
-    fn read4(&self, page: &[u8], at: usize) -> Result<u32, KBufferError> {
-        let b = bytes_at::<4>(page, at)?;
-        Ok(if self.big {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
-    }
-
-    fn read8(&self, page: &[u8], at: usize) -> Result<u64, KBufferError> {
-        let b = bytes_at::<8>(page, at)?;
-        Ok(if self.big {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
-        })
-    }
-
-    fn read_long(&self, page: &[u8], at: usize) -> Result<u64, KBufferError> {
-        match self.long_size {
-            LongSize::Four => self.read4(page, at).map(u64::from),
-            LongSize::Eight => self.read8(page, at),
-        }
-    }
-
-    fn write4(&self, buf: &mut [u8], at: usize, v: u32) {
-        let b = if self.big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        };
-        buf[at..at + 4].copy_from_slice(&b);
-    }
-
-    fn write8(&self, buf: &mut [u8], at: usize, v: u64) {
-        let b = if self.big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        };
-        buf[at..at + 8].copy_from_slice(&b);
-    }
-
     /// Splits a record header word into (type_len, time_delta).
     fn split_header(&self, w: u32) -> (u32, u32) {
         if self.big {
@@ -343,12 +154,12 @@ impl<'a> KBuffer<'a> {
     /// Decodes the record at `curr`: updates the clock, `index` and `next`; returns its type_len.
     fn update_pointers(&mut self, page: &[u8]) -> Result<u32, KBufferError> {
         let at = self.start as usize + self.curr as usize;
-        let (type_len, delta) = self.split_header(self.read4(page, at)?);
+        let (type_len, delta) = self.split_header(read4(self.big, page, at)?);
         let mut delta = u64::from(delta);
         let (payload_at, length): (usize, i32) = match type_len {
-            TYPE_PADDING => (at + 4, self.read4(page, at + 4)? as i32),
+            TYPE_PADDING => (at + 4, read4(self.big, page, at + 4)? as i32),
             TYPE_TIME_EXTEND | TYPE_TIME_STAMP => {
-                let high = u64::from(self.read4(page, at + 4)?);
+                let high = u64::from(read4(self.big, page, at + 4)?);
                 let msb = if type_len == TYPE_TIME_STAMP {
                     self.timestamp & TS_MSB
                 } else {
@@ -358,7 +169,7 @@ impl<'a> KBuffer<'a> {
                 (at + 8, 0)
             }
             0 => {
-                let len = (self.read4(page, at + 4)?.wrapping_sub(4)) as i32;
+                let len = (read4(self.big, page, at + 4)?.wrapping_sub(4)) as i32;
                 (at + 8, len.wrapping_add(3) & !3)
             }
             n => (at + 4, (n * 4) as i32),
@@ -442,8 +253,8 @@ impl<'a> KBuffer<'a> {
                 need: start,
             });
         }
-        self.timestamp = self.read8(page, 0)?;
-        let flags = self.read_long(page, 8)?;
+        self.timestamp = read8(self.big, page, 0)?;
+        let flags = read_long(self.long_size, self.big, page, 8)?;
         self.size = (flags as u32) & COMMIT_MASK;
         self.curr = 0;
         self.index = 0;
@@ -454,7 +265,7 @@ impl<'a> KBuffer<'a> {
         } else if flags & MISSED_STORED == 0 {
             -1
         } else {
-            match self.read_long(page, start + self.size as usize) {
+            match read_long(self.long_size, self.big, page, start + self.size as usize) {
                 Ok(n) => n as i64,
                 Err(e) => {
                     self.page = None;
@@ -775,7 +586,7 @@ impl<'a> KBuffer<'a> {
         if len < start || len < self.next.wrapping_sub(self.curr).wrapping_add(start) {
             return Ok(-1);
         }
-        self.write8(buffer, 0, self.timestamp);
+        write8(self.big, buffer, 0, self.timestamp);
         let room = len - start;
         let save_curr = self.curr;
         let mut last_next = self.next;
@@ -799,13 +610,13 @@ impl<'a> KBuffer<'a> {
             });
         }
         buffer[dst_start..dst_start + n].copy_from_slice(src);
-        let word = self.read4(buffer, dst_start)?;
+        let word = read4(self.big, buffer, dst_start)?;
         let word = if self.big {
             word & !((1 << 27) - 1)
         } else {
             word & 31
         };
-        self.write4(buffer, dst_start, word);
+        write4(self.big, buffer, dst_start, word);
         let mut commit = n as u64;
         if save_curr == 0 && self.lost_events != 0 {
             let at = dst_start + n;
@@ -815,33 +626,17 @@ impl<'a> KBuffer<'a> {
             };
             if at + word <= buffer.len() {
                 match self.long_size {
-                    LongSize::Eight => self.write8(buffer, at, self.lost_events as u64),
-                    LongSize::Four => self.write4(buffer, at, self.lost_events as u32),
+                    LongSize::Eight => write8(self.big, buffer, at, self.lost_events as u64),
+                    LongSize::Four => write4(self.big, buffer, at, self.lost_events as u32),
                 }
                 commit |= MISSED_STORED;
             }
             commit |= MISSED_EVENTS;
         }
         match self.long_size {
-            LongSize::Eight => self.write8(buffer, 8, commit),
-            LongSize::Four => self.write4(buffer, 8, commit as u32),
+            LongSize::Eight => write8(self.big, buffer, 8, commit),
+            LongSize::Four => write4(self.big, buffer, 8, commit as u32),
         }
         Ok(last_next as i32)
     }
-}
-
-fn bytes_range(buf: &[u8], at: usize, len: usize) -> Result<&[u8], KBufferError> {
-    buf.get(at..at.saturating_add(len))
-        .ok_or(KBufferError::OutOfBounds {
-            offset: at,
-            len,
-            buffer_len: buf.len(),
-        })
-}
-
-fn bytes_at<const N: usize>(buf: &[u8], at: usize) -> Result<[u8; N], KBufferError> {
-    let s = bytes_range(buf, at, N)?;
-    let mut b = [0u8; N];
-    b.copy_from_slice(s);
-    Ok(b)
 }

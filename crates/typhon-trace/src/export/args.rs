@@ -1,0 +1,121 @@
+//! What the writers show of a record: its display name ([`event_name`]) and its arguments
+//! ([`event_args`], as [`Arg`] values), both decoded through the kind table, so that the two
+//! formats name and describe every event the same way.
+
+use typhon_recorder::codec::correlation::command_of_causal_id;
+use typhon_recorder::codec::records::{self, FieldValue, Record as Body};
+use typhon_recorder::codec::{kind_def, TraceEventKind as K};
+
+/// A value of an event's arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg<'a> {
+    /// Unsigned integer.
+    U(u64),
+    /// Signed integer.
+    I(i64),
+    /// Text.
+    S(std::borrow::Cow<'a, str>),
+}
+
+/// An event's display name: the span's name, "tick", "phase N", or the kind's name.
+///
+/// ```
+/// use typhon_recorder::codec::records::Record;
+/// let mut b = [0u8; 16];
+/// let n = Record::PhaseEnd { phase: 3 }.write(&mut b, 1, 0).unwrap();
+/// assert_eq!(typhon_trace::export::event_name(&b[..n]), "phase 3");
+/// ```
+pub fn event_name(rec: &[u8]) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    match records::decode(rec) {
+        Ok((_, Body::NamedSpan { name, .. } | Body::TracedSpan { name, .. })) => {
+            Cow::Borrowed(name)
+        }
+        Ok((_, Body::TickEnd { .. })) => Cow::Borrowed("tick"),
+        Ok((_, Body::PhaseStart { phase } | Body::PhaseEnd { phase })) => {
+            Cow::Owned(format!("phase {phase}"))
+        }
+        Ok((_, Body::CeLog(ev))) => Cow::Owned(format!("CeLog 0x{:04x}", ev.id)),
+        _ => {
+            let kind = K(rec.get(2).copied().unwrap_or(0));
+            kind_def(kind).map_or_else(|| Cow::Owned(kind.to_string()), |d| Cow::Borrowed(d.name))
+        }
+    }
+}
+
+/// An event's arguments: the record's fields by the kind table, plus the trace context of a
+/// TracedSpan spelled out, a CeLog event's own fields, and the bytes of an undecodable record.
+///
+/// ```
+/// use typhon_recorder::codec::records::Record;
+/// use typhon_trace::export::{event_args, Arg};
+/// let mut b = [0u8; 16];
+/// let n = Record::TickEnd { overload_level: 2, tick_multiplier: 1 }.write(&mut b, 1, 0).unwrap();
+/// assert_eq!(event_args(&b[..n])[0], ("overload_level", Arg::U(2)));
+/// ```
+pub fn event_args(rec: &[u8]) -> Vec<(&'static str, Arg<'_>)> {
+    use std::borrow::Cow;
+    let mut v = Vec::new();
+    let d = match records::decode_fields(rec) {
+        Ok(d) => d,
+        Err(e) => {
+            v.push(("undecodable", Arg::S(Cow::Owned(e.to_string()))));
+            v.push(("bytes", Arg::S(Cow::Owned(hex(rec)))));
+            return v;
+        }
+    };
+    if d.header.kind == K::CELOG {
+        match typhon_recorder::codec::celog::decode_event(d.payload) {
+            Ok((ev, _)) => {
+                v.push(("id", Arg::U(ev.id.into())));
+                if let Some(ts) = ev.timestamp {
+                    v.push(("celog_timestamp", Arg::U(ts.into())));
+                }
+                if let Some(flag) = ev.flag {
+                    v.push(("flag", Arg::U(flag.into())));
+                }
+                v.push(("cpu", Arg::U(ev.cpu.into())));
+                v.push(("data", Arg::S(Cow::Owned(hex(ev.data)))));
+            }
+            Err(e) => v.push(("undecodable", Arg::S(Cow::Owned(e.to_string())))),
+        }
+        return v;
+    }
+    for (f, val) in d.fields() {
+        let a = match val {
+            FieldValue::Unsigned(u) => Arg::U(u),
+            FieldValue::Signed(i) => Arg::I(i),
+            FieldValue::Str(s) => Arg::S(Cow::Borrowed(s)),
+            FieldValue::Bytes(b) => Arg::S(Cow::Owned(hex(b))),
+        };
+        v.push((f.name, a));
+    }
+    if d.header.kind == K::TRACED_SPAN {
+        if let (Some(hi), Some(lo)) = (
+            d.get("trace_id_hi").and_then(FieldValue::as_u64),
+            d.get("trace_id_lo").and_then(FieldValue::as_u64),
+        ) {
+            match command_of_causal_id(hi, lo) {
+                Some((session, drain_tick, seq)) => {
+                    v.push(("command_session", Arg::U(session.into())));
+                    v.push(("command_drain_tick", Arg::U(drain_tick.into())));
+                    v.push(("command_seq", Arg::U(seq.into())));
+                }
+                None => {
+                    let w3c = records::TraceContext { hi, lo }.to_w3c_bytes();
+                    v.push(("trace_id", Arg::S(Cow::Owned(hex(&w3c)))));
+                }
+            }
+        }
+    }
+    v
+}
+
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(char::from_digit((x >> 4) as u32, 16).unwrap_or('0'));
+        s.push(char::from_digit((x & 15) as u32, 16).unwrap_or('0'));
+    }
+    s
+}

@@ -1,0 +1,173 @@
+//! The timeline model both writers read: a recording's [`Thread`]s, their [`Track`]s (a
+//! thread's lane 0 and its overlap lanes) and its time-ordered [`Event`]s, with the
+//! [`TimelineStats`] that count them.
+//!
+//! It holds borrowed records and nothing format-specific: building it is `build`'s (with
+//! `lanes` and `flows`), writing it the writers'.
+
+/// One thread of the recording: a slot's owner between two ThreadInfos of different thread
+/// ids (a reused slot gives one thread per owner).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thread {
+    /// The slot (trace.dat CPU) it wrote to.
+    pub slot: u32,
+    /// OS thread id from its ThreadInfo; for a slot without one, `SYNTHETIC_TID + slot`. Slot 0,
+    /// the recorder's own stream, always has `SYNTHETIC_TID`: its ThreadInfo carries the
+    /// process id, the tid of the process's main thread, which may record too.
+    pub tid: i64,
+    /// Its latest name (ThreadInfo, else the file's cmdline for the slot, else "slot N").
+    pub name: String,
+}
+
+/// The largest time viewers take: Perfetto and the JSON importers read times as i64 ns.
+pub(super) const MAX_TIME: u64 = i64::MAX as u64;
+
+/// Thread ids given to slots that never wrote a ThreadInfo (the recorder's own slot 0 among
+/// them): far above Linux's `pid_max` limit (2^22), so they never collide with a real tid.
+pub const SYNTHETIC_TID: i64 = 0x7F00_0000;
+
+/// A track: one lane of a thread. Lane 0 is the thread itself; lane k > 0 holds the slices
+/// that overlap, without nesting, slices of lanes below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Track {
+    /// Index into [`Timeline::threads`].
+    pub thread: usize,
+    /// 0 for the thread's own track.
+    pub lane: u32,
+}
+
+/// What an [`Event`] does on its track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// A slice opens.
+    Begin,
+    /// The innermost open slice of the track closes.
+    End,
+    /// A point in time.
+    Instant,
+    /// Events were lost before this point: `Some(n)` counted, `None` an uncounted loss.
+    Lost(Option<u64>),
+}
+
+/// One timeline event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// Nanoseconds on the file's clock.
+    pub ts: u64,
+    /// Index into [`Timeline::tracks`].
+    pub track: u32,
+    /// What it does.
+    pub phase: Phase,
+    /// The record that names the event and gives its arguments (`None` for End and Lost).
+    /// For a tick or phase slice, its end record (TickEnd carries the tick's values).
+    pub rec: Option<&'a [u8]>,
+    /// A flow through correlated events (0: none): the events of one flow, in time order, are
+    /// linked one to the next.
+    pub flow: u64,
+}
+
+/// Counts of what a [`Timeline`] holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimelineStats {
+    /// Records read from the file.
+    pub records: u64,
+    /// Slices (each a Begin and an End).
+    pub slices: u64,
+    /// Instants.
+    pub instants: u64,
+    /// Loss marks.
+    pub loss_marks: u64,
+    /// Events the loss marks count (uncounted losses add nothing).
+    pub lost_events: u64,
+    /// Threads.
+    pub threads: u64,
+    /// Tracks (threads plus overlap lanes).
+    pub tracks: u64,
+    /// Flows (written in the Perfetto format only).
+    pub flows: u64,
+    /// Records whose own time was before zero, placed at their page time instead.
+    pub negative_times: u64,
+    /// Damaged pages the reader skipped (each an uncounted loss mark on its thread).
+    pub damaged_pages: u64,
+}
+
+/// A recording laid out for viewers: threads, their tracks and time-ordered events.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline<'a> {
+    /// Process name: "typhon-recorder" from [`Timeline::build`] (the file does not name the
+    /// program; `typhon-rec export` uses the file's name).
+    pub process_name: String,
+    /// The process id, from the ThreadInfo of slot 0 (the recorder's own stream); for a file
+    /// without one, `SYNTHETIC_TID - 1`.
+    pub pid: i64,
+    /// Threads by slot, and a reused slot's owners in order of appearance.
+    pub threads: Vec<Thread>,
+    /// Tracks; each thread's lane 0 has the thread's index.
+    pub tracks: Vec<Track>,
+    /// Events sorted by time.
+    pub events: Vec<Event<'a>>,
+    /// Records read.
+    pub records: u64,
+    /// Records whose own time was before zero, placed at their page time instead.
+    pub negative_times: u64,
+    /// Damaged pages the reader skipped: their records from the damage on are missing, and
+    /// each shows as a loss mark without a count.
+    pub damaged_pages: u64,
+}
+
+impl<'a> Timeline<'a> {
+    /// Counts of what the timeline holds.
+    ///
+    /// ```
+    /// let t = typhon_trace::export::Timeline::default();
+    /// assert_eq!(t.stats().slices, 0);
+    /// ```
+    pub fn stats(&self) -> TimelineStats {
+        let mut s = TimelineStats {
+            records: self.records,
+            negative_times: self.negative_times,
+            damaged_pages: self.damaged_pages,
+            threads: self.threads.len() as u64,
+            tracks: self.tracks.len() as u64,
+            ..TimelineStats::default()
+        };
+        let mut flows = std::collections::HashSet::new();
+        for e in &self.events {
+            match e.phase {
+                Phase::Begin => s.slices += 1,
+                Phase::End => {}
+                Phase::Instant => s.instants += 1,
+                Phase::Lost(n) => {
+                    s.loss_marks += 1;
+                    s.lost_events += n.unwrap_or(0);
+                }
+            }
+            if e.flow != 0 {
+                flows.insert(e.flow);
+            }
+        }
+        s.flows = flows.len() as u64;
+        s
+    }
+
+    /// A track's display name: the thread's name, and "overlap k" for lane k > 0.
+    ///
+    /// ```
+    /// use typhon_trace::export::*;
+    /// let t = Timeline {
+    ///     threads: vec![Thread { slot: 1, tid: 7, name: "net".into() }],
+    ///     tracks: vec![Track { thread: 0, lane: 0 }, Track { thread: 0, lane: 1 }],
+    ///     ..Timeline::default()
+    /// };
+    /// assert_eq!(t.track_name(1), "net (overlap 1)");
+    /// ```
+    pub fn track_name(&self, track: usize) -> String {
+        let t = self.tracks[track];
+        let name = &self.threads[t.thread].name;
+        if t.lane == 0 {
+            name.clone()
+        } else {
+            format!("{name} (overlap {})", t.lane)
+        }
+    }
+}

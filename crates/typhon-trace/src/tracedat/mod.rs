@@ -1,0 +1,458 @@
+//! A trace.dat reader: version 6, and version 7 (the sectioned format trace-cmd ≥ 3.0 writes by
+//! default) when uncompressed; a compressed file gives [`TraceDatError::Compressed`]. It reads
+//! files from any writer (kernel events included) far enough to list event formats, cmdlines,
+//! options and per-CPU page data, and to iterate records per CPU or merged across CPUs in time
+//! order.
+//!
+//! Every length and offset read from the file is checked against the file: corrupt or
+//! truncated input gives a [`TraceDatError`], never a panic or an allocation sized by the file.
+//! Version 7 sections may not share a byte and the options chain must move past each section
+//! it leaves (one that nests, repeats or points back is refused), so what parsing copies out
+//! adds up to at most the file's size; a declared CPU count costs nothing per CPU.
+//! Pages are walked with the [`crate::kbuffer`] port (libtraceevent kbuffer semantics).
+//!
+//! [`TraceFile::parse`] reads the file header here and hands the rest to the version's parser
+//! (`v6`, `v7`); both fill one `Layout` with the parsers of the sections they share (`layout`),
+//! reading through a bounds-checked cursor (`cursor`). The event formats (`formats`) and the
+//! record iterators (`records`) are what a reader of the parsed file uses.
+
+mod cursor;
+mod error;
+mod formats;
+mod layout;
+mod records;
+mod v6;
+mod v7;
+
+pub use error::TraceDatError;
+pub use formats::{EventFormat, FieldFormat};
+pub use layout::TraceOption;
+pub use records::{CpuRecords, MergedRecords, Record};
+pub use typhon_recorder::tracedat::{
+    format, write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, META_FORMAT,
+    OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION,
+};
+
+use crate::kbuffer::{Endian, LongSize};
+use cursor::Cur;
+use error::{corrupt, Result};
+use layout::{text, Layout};
+use std::collections::{BTreeMap, HashMap};
+use typhon_recorder::tracedat::MAGIC;
+
+/// A parsed trace.dat file held in memory.
+///
+/// ```
+/// use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+/// let mut out = std::io::Cursor::new(Vec::new());
+/// write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+/// let f = TraceFile::parse(out.into_inner()).unwrap();
+/// assert_eq!((f.version(), f.page_size(), f.clock()), (6, 4096, Some("mono")));
+/// assert_eq!(f.records().count(), 0);
+/// ```
+#[derive(Debug)]
+pub struct TraceFile {
+    data: Vec<u8>,
+    layout: Layout,
+    /// Format index by id (the first format with an id wins, as a linear search would find).
+    by_id: HashMap<u32, usize>,
+    /// The first format's `common_type` field, which says where a record's event id is.
+    common_type: Option<FieldFormat>,
+}
+
+impl TraceFile {
+    /// Reads and parses the file at `path`.
+    ///
+    /// ```
+    /// use typhon_trace::tracedat::TraceFile;
+    /// assert!(TraceFile::open("/nonexistent/trace.dat").is_err());
+    /// ```
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        Self::parse(std::fs::read(path)?)
+    }
+
+    /// Parses a whole file held in memory.
+    ///
+    /// ```
+    /// use typhon_trace::tracedat::{TraceFile, TraceDatError};
+    /// let mut v = b"\x17\x08\x44tracing9\0".to_vec();
+    /// v.extend_from_slice(&[0, 8, 0, 16, 0, 0]);
+    /// assert!(matches!(TraceFile::parse(v), Err(TraceDatError::UnsupportedVersion(_))));
+    /// ```
+    pub fn parse(data: Vec<u8>) -> Result<Self> {
+        let layout = read_layout(&data)?;
+        layout.check_cpu_data(data.len() as u64)?;
+        let mut by_id = HashMap::new();
+        for (i, e) in layout.formats.iter().enumerate() {
+            by_id.entry(e.id).or_insert(i);
+        }
+        let common_type = layout
+            .formats
+            .first()
+            .and_then(|e| e.field("common_type"))
+            .cloned();
+        Ok(TraceFile {
+            data,
+            layout,
+            by_id,
+            common_type,
+        })
+    }
+}
+
+/// The file header (magic, version, byte order, long and page sizes), then the rest by the
+/// version's parser.
+fn read_layout(d: &[u8]) -> Result<Layout> {
+    let mut l = Layout::default();
+    let mut c = Cur::at(d, 0, false);
+    if c.bytes(MAGIC.len(), "magic")? != MAGIC {
+        return Err(TraceDatError::BadMagic);
+    }
+    let ver = c.cstr("version")?;
+    let ver = text(ver);
+    l.version = match ver.as_str() {
+        "6" => 6,
+        "7" => 7,
+        _ => return Err(TraceDatError::UnsupportedVersion(ver)),
+    };
+    let endian = c.bytes(1, "endian")?[0];
+    l.big_endian = match endian {
+        0 => false,
+        1 => true,
+        e => return corrupt(format!("endian byte {e}"), c.off() - 1),
+    };
+    c.be = l.big_endian;
+    l.long_size = c.bytes(1, "long size")?[0];
+    let at = c.off();
+    l.page_size = c.u32("page size")?;
+    if !l.page_size.is_power_of_two() || l.page_size < 64 {
+        return corrupt(format!("page size {}", l.page_size), at);
+    }
+    if l.version == 6 {
+        l.parse_v6(c)?;
+    } else {
+        l.parse_v7(c)?;
+    }
+    Ok(l)
+}
+
+impl TraceFile {
+    /// File version: 6 or 7.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().version(), 6);
+    /// ```
+    pub fn version(&self) -> u32 {
+        self.layout.version
+    }
+
+    /// Whether the file's numbers are big-endian.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert!(!TraceFile::parse(out.into_inner()).unwrap().big_endian());
+    /// ```
+    pub fn big_endian(&self) -> bool {
+        self.layout.big_endian
+    }
+
+    /// The writer's `sizeof(long)` from the file header.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().long_size(), 8);
+    /// ```
+    pub fn long_size(&self) -> u8 {
+        self.layout.long_size
+    }
+
+    /// Page (sub-buffer) size: the stride of the per-CPU data.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(8192), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().page_size(), 8192);
+    /// ```
+    pub fn page_size(&self) -> u32 {
+        self.layout.page_size
+    }
+
+    /// The `header_page` text; its commit field's size is kbuffer's long size.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert!(f.header_page().contains("size:4080;"));
+    /// assert_eq!(f.page_header_size(), 16);
+    /// ```
+    pub fn header_page(&self) -> &str {
+        &self.layout.header_page
+    }
+
+    /// Bytes of each page's header (16 with an 8-byte commit, 12 with a 4-byte one).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().page_header_size(), 16);
+    /// ```
+    pub fn page_header_size(&self) -> usize {
+        self.layout.page_header_size
+    }
+
+    /// The `header_event` text (informational).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert!(TraceFile::parse(out.into_inner()).unwrap().header_event().contains("type_len"));
+    /// ```
+    pub fn header_event(&self) -> &str {
+        &self.layout.header_event
+    }
+
+    /// Every event format of the file (ftrace ones first, then each system's).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.formats().len(), typhon_recorder::codec::KINDS.len());
+    /// ```
+    pub fn formats(&self) -> &[EventFormat] {
+        &self.layout.formats
+    }
+
+    /// The format whose id is `id`.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.event(255).unwrap().name, "CeLog");
+    /// ```
+    pub fn event(&self, id: u32) -> Option<&EventFormat> {
+        // By index: a hostile file's many formats must not cost a search per record.
+        self.by_id
+            .get(&id)
+            .and_then(|&i| self.layout.formats.get(i))
+    }
+
+    /// The event of a record: the `common_type` field of the first format (libtraceevent's
+    /// rule) read from the record, then looked up.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.event_of(&[12, 0, 77, 1]).unwrap().name, "ThreadInfo");
+    /// ```
+    pub fn event_of(&self, data: &[u8]) -> Option<&EventFormat> {
+        let ct = self.common_type.as_ref()?;
+        let id = ct.read_endian(data, self.layout.big_endian)?;
+        self.event(u32::try_from(id).ok()?)
+    }
+
+    /// pid → command name, from the cmdlines (for Typhon files: slot → thread name).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert!(TraceFile::parse(out.into_inner()).unwrap().cmdlines().is_empty());
+    /// ```
+    pub fn cmdlines(&self) -> &BTreeMap<i64, String> {
+        &self.layout.cmdlines
+    }
+
+    /// The command name of `pid`.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().cmdline(1), None);
+    /// ```
+    pub fn cmdline(&self, pid: i64) -> Option<&str> {
+        self.layout.cmdlines.get(&pid).map(String::as_str)
+    }
+
+    /// Number of CPUs (for Typhon files: highest slot + 1).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().cpus(), 1);
+    /// ```
+    pub fn cpus(&self) -> u32 {
+        self.layout.cpus
+    }
+
+    /// The options in file order (for version 7: of every options section, DONE excluded).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile, OPTION_TRACECLOCK};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert!(f.options().iter().any(|o| o.id == OPTION_TRACECLOCK));
+    /// ```
+    pub fn options(&self) -> &[TraceOption] {
+        &self.layout.options
+    }
+
+    /// The trace clock's name (`mono`, `local`, ...), if the file names one.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().clock(), Some("mono"));
+    /// ```
+    pub fn clock(&self) -> Option<&str> {
+        self.layout.clock.as_deref()
+    }
+
+    /// The Typhon session metadata (option [`OPTION_TYPHON_META`]): `None` if the file has none
+    /// (e.g. a kernel trace), an error if it is not valid metadata JSON.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// let mut meta = FileMeta::new(4096);
+    /// meta.wall_anchor_ns = 1_700_000_000_000_000_000;
+    /// let mut out = std::io::Cursor::new(Vec::new());
+    /// write_tracedat(&mut out, &meta, &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.typhon_meta().unwrap().unwrap(), meta);
+    /// ```
+    pub fn typhon_meta(&self) -> Option<Result<FileMeta>> {
+        let o = self
+            .layout
+            .options
+            .iter()
+            .find(|o| o.id == OPTION_TYPHON_META)?;
+        let t = o.text();
+        let parsed = serde_json::from_str::<serde_json::Value>(&t)
+            .map_err(|e| e.to_string())
+            .and_then(|v| FileMeta::from_json(&v));
+        Some(parsed.map_err(|e| TraceDatError::Corrupt {
+            what: format!("typhon metadata option: {e}"),
+            at: 0,
+        }))
+    }
+
+    /// File offset and size of a CPU's page data (`None` for a CPU beyond [`Self::cpus`]).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.cpu_data(0), Some((0, 0)));
+    /// assert_eq!(f.cpu_data(1), None);
+    /// ```
+    pub fn cpu_data(&self, cpu: u32) -> Option<(u64, u64)> {
+        if cpu >= self.layout.cpus {
+            return None;
+        }
+        match self.layout.cpu_data.binary_search_by_key(&cpu, |e| e.0) {
+            Ok(i) => Some((self.layout.cpu_data[i].1, self.layout.cpu_data[i].2)),
+            Err(_) => Some((0, 0)),
+        }
+    }
+
+    /// The whole pages of a CPU, in order. A trailing partial page is not returned (reading the
+    /// CPU's records reports it as an error).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.pages(0).count(), 0);
+    /// ```
+    pub fn pages(&self, cpu: u32) -> std::slice::ChunksExact<'_, u8> {
+        self.cpu_bytes(cpu)
+            .chunks_exact(self.layout.page_size as usize)
+    }
+
+    fn cpu_bytes(&self, cpu: u32) -> &[u8] {
+        match self.cpu_data(cpu) {
+            // Bounds were checked at parse time; `get` keeps this panic-free regardless.
+            Some((off, size)) if size > 0 => usize::try_from(off)
+                .ok()
+                .zip(usize::try_from(size).ok())
+                .and_then(|(o, s)| self.data.get(o..o.checked_add(s)?))
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// The records of one CPU in page order, with missed counts.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.cpu_records(0).count(), 0);
+    /// ```
+    pub fn cpu_records(&self, cpu: u32) -> CpuRecords<'_> {
+        let long = if self.layout.commit_size == 4 {
+            LongSize::Four
+        } else {
+            LongSize::Eight
+        };
+        let endian = if self.layout.big_endian {
+            Endian::Big
+        } else {
+            Endian::Little
+        };
+        CpuRecords::new(
+            cpu,
+            self.cpu_bytes(cpu),
+            self.layout.page_size as usize,
+            self.cpu_data(cpu).map_or(0, |d| d.0),
+            long,
+            endian,
+        )
+    }
+
+    /// The records of every CPU merged in time order. Ties go to the lower CPU; each CPU's own
+    /// order is kept even where its timestamps go backwards.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert!(f.records().all(|r| r.is_ok()));
+    /// ```
+    pub fn records(&self) -> MergedRecords<'_> {
+        // Only the CPUs with data: a CPU count declared by the file costs nothing per CPU.
+        let its: Vec<CpuRecords<'_>> = self
+            .layout
+            .cpu_data
+            .iter()
+            .filter(|e| e.0 < self.layout.cpus && e.2 > 0)
+            .map(|e| self.cpu_records(e.0))
+            .collect();
+        MergedRecords::new(its)
+    }
+}

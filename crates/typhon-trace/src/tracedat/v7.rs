@@ -1,0 +1,218 @@
+//! Version 7 (trace-cmd ≥ 3.0's default): after the file header, a chain of options sections,
+//! whose options point at the other sections and describe each buffer; the top buffer's
+//! BUFFER option holds the clock and the per-CPU table.
+//!
+//! The chain and the sections come from the file, so they are bounded here: sections may not
+//! share a byte, and each options section must start past the end of the one before (a chain
+//! that nests, repeats or points back is refused), so what parsing copies out adds up to at
+//! most the file's size. Compressed sections are refused with [`TraceDatError::Compressed`].
+
+use super::cursor::{read_uint, Cur};
+use super::error::{corrupt, Result, TraceDatError};
+use super::layout::{text, Layout, TraceOption, MAX_CPUS};
+use std::collections::BTreeMap;
+
+/// trace-cmd option id of the CPU count (version 7).
+const OPTION_CPUCOUNT: u16 = 8;
+
+impl Layout {
+    /// The header of section `want` at `off`: its body's offset and size, inside `d`.
+    fn section_header(&self, d: &[u8], off: u64, want: u16) -> Result<(usize, u64)> {
+        let pos = usize::try_from(off).ok().filter(|&p| p < d.len());
+        let Some(pos) = pos else {
+            return Err(TraceDatError::Truncated {
+                what: "section header",
+                at: off,
+            });
+        };
+        let mut c = Cur::at(d, pos, self.big_endian);
+        let id = c.u16("section id")?;
+        let flags = c.u16("section flags")?;
+        let _desc = c.u32("section description")?;
+        let size = c.u64("section size")?;
+        if id != want {
+            return corrupt(format!("section id {id}, expected {want}"), off);
+        }
+        if flags & 1 != 0 {
+            return Err(TraceDatError::Compressed("compressed section".into()));
+        }
+        let body = c.pos;
+        if (body as u64)
+            .checked_add(size)
+            .map_or(true, |e| e > d.len() as u64)
+        {
+            return Err(TraceDatError::Truncated {
+                what: "section body",
+                at: off,
+            });
+        }
+        Ok((body, size))
+    }
+
+    /// The rest of a version 7 file, from just after its page size.
+    pub(super) fn parse_v7(&mut self, mut c: Cur<'_>) -> Result<()> {
+        let d = c.d;
+        let comp = text(c.cstr("compression name")?);
+        let _comp_ver = c.cstr("compression version")?;
+        if !comp.is_empty() && comp != "none" {
+            return Err(TraceDatError::Compressed(comp));
+        }
+        let mut next = c.u64("options offset")?;
+        let mut sections: BTreeMap<u16, u64> = BTreeMap::new();
+        // Indexes into `options` of the BUFFER options (their data is not copied twice).
+        let mut buffers: Vec<(String, usize)> = Vec::new();
+        // Every section read, as (header offset, body end): no two may share a byte, so the
+        // bytes parsed (and copied into options) add up to at most the file's size.
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        // Follow the options chain. Each options section must start after the end of the one
+        // before: a chain that points back, repeats or nests (a section inside an option of
+        // the one before, which would be parsed, and copied, once per level: memory growing
+        // with the square of the file) is refused, and the chain ends.
+        let mut min_next = c.off();
+        while next != 0 {
+            if next < min_next {
+                return corrupt(
+                    format!(
+                        "options chain points back, repeats or nests (section at {next}, \
+                         the previous one ends at {min_next})"
+                    ),
+                    next,
+                );
+            }
+            let (body, size) = self.section_header(d, next, 0)?;
+            let end = body + size as usize;
+            spans.push((next, end as u64));
+            min_next = end as u64;
+            let mut oc = Cur::at(&d[..end], body, self.big_endian);
+            next = 0;
+            loop {
+                let id = oc.u16("option id")?;
+                let n = oc.u32("option size")?;
+                let data = oc.bytes_u64(u64::from(n), "option data")?;
+                if id == 0 {
+                    if data.len() >= 8 {
+                        next = read_uint(&data[..8], self.big_endian);
+                    }
+                    break;
+                }
+                match id {
+                    16..=21 if data.len() >= 8 => {
+                        sections.insert(id, read_uint(&data[..8], self.big_endian));
+                    }
+                    3 => {
+                        let mut bc = Cur::at(data, 8, self.big_endian);
+                        let name = text(bc.cstr("buffer name")?);
+                        buffers.push((name, self.options.len()));
+                    }
+                    _ => {}
+                }
+                self.options.push(TraceOption {
+                    id,
+                    data: data.to_vec(),
+                });
+            }
+        }
+        self.take_clock_option();
+        let mut bodies = Vec::new();
+        for id in 16..=21u16 {
+            let Some(&off) = sections.get(&id) else {
+                if id == 16 {
+                    return corrupt("no HEADER_INFO section", 0);
+                }
+                continue;
+            };
+            let (body, size) = self.section_header(d, off, id)?;
+            spans.push((off, (body as u64) + size));
+            bodies.push((id, body, size));
+        }
+        spans.sort_unstable();
+        for w in spans.windows(2) {
+            if w[1].0 < w[0].1 {
+                return corrupt(
+                    format!(
+                        "section at {} overlaps the section at {} (ends at {})",
+                        w[1].0, w[0].0, w[0].1
+                    ),
+                    w[1].0,
+                );
+            }
+        }
+        for (id, body, size) in bodies {
+            let mut sc = Cur::at(&d[..body + size as usize], body, self.big_endian);
+            match id {
+                16 => self.parse_headers(&mut sc)?,
+                17 => self.parse_ftrace(&mut sc)?,
+                18 => self.parse_events(&mut sc)?,
+                19 => self.parse_kallsyms_printk(&mut sc, 0)?,
+                20 => self.parse_kallsyms_printk(&mut sc, 1)?,
+                _ => self.parse_cmdlines(&mut sc)?,
+            }
+        }
+        // The top buffer (name "") holds the records; other instances are left alone.
+        let Some(&(_, bi)) = buffers.iter().find(|(n, _)| n.is_empty()) else {
+            return Ok(());
+        };
+        let b = std::mem::take(&mut self.options[bi].data);
+        let r = self.parse_buffer(&b);
+        self.options[bi].data = b;
+        r
+    }
+
+    /// The top buffer's BUFFER option: clock, page size and the per-CPU table.
+    fn parse_buffer(&mut self, b: &[u8]) -> Result<()> {
+        let mut bc = Cur::at(b, 0, self.big_endian);
+        let _sec = bc.u64("buffer section offset")?;
+        let _name = bc.cstr("buffer name")?;
+        let clock = text(bc.cstr("buffer clock")?);
+        if !clock.is_empty() {
+            self.clock = Some(clock);
+        }
+        let at = bc.off();
+        let ps = bc.u32("buffer page size")?;
+        if ps != self.page_size {
+            return corrupt(
+                format!(
+                    "buffer page size {ps} differs from file page size {}",
+                    self.page_size
+                ),
+                at,
+            );
+        }
+        // The table lists only CPUs with data (`n` entries with their ids); the CPU count is the
+        // CPUCOUNT option's, or the highest id + 1. Entries are bounded by the option's bytes;
+        // the count is only a number (nothing is allocated per CPU it declares).
+        let n = bc.u32("buffer cpu count")?;
+        let table = bc.bytes_u64(u64::from(n) * 20, "buffer cpu table")?;
+        let mut tc = Cur::at(table, 0, self.big_endian);
+        // A CPU listed twice: the last entry wins.
+        let mut entries: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for _ in 0..n {
+            let cpu = tc.u32("cpu id")?;
+            let off = tc.u64("cpu offset")?;
+            let size = tc.u64("cpu size")?;
+            entries.insert(cpu, (off, size));
+        }
+        let counted = self
+            .options
+            .iter()
+            .find(|o| o.id == OPTION_CPUCOUNT && o.data.len() >= 4)
+            .map_or(0, |o| read_uint(&o.data[..4], self.big_endian) as u32);
+        let top = entries
+            .keys()
+            .next_back()
+            .map_or(0, |&c| c.saturating_add(1));
+        self.cpus = counted.max(top);
+        if self.cpus > MAX_CPUS {
+            return corrupt(
+                format!("{} cpus (at most {MAX_CPUS} supported)", self.cpus),
+                at,
+            );
+        }
+        self.cpu_data = entries
+            .into_iter()
+            .filter(|&(_, e)| e != (0, 0))
+            .map(|(cpu, (off, size))| (cpu, off, size))
+            .collect();
+        Ok(())
+    }
+}
