@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use typhon_recorder::recorder::RecorderBuilder;
 use typhon_recorder::sink::NullSink;
 
-/// The ring of the flusher phase: large enough that the producer never fills it.
+/// The ring of the flusher phase: 64 MiB, 32 times the default ring.
 const BIG_RING: usize = 64 << 20;
 
 /// Records per second of 1, 2 and 4 producer threads writing `per_thread` records each as fast
