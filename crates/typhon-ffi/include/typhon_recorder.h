@@ -181,6 +181,16 @@ const char *typhon_version(void);
 // freed.
 const char *typhon_error_name(int32_t code);
 
+// The calling thread's last error message: what went wrong in its most recent call into the
+// library that returned an error code, prefixed with the function's name (e.g.
+// `"typhon_start: invalid recorder configuration: page size 5000 ..."`); an empty string if
+// none of its calls has failed. A NUL-terminated UTF-8 string owned by the library, never NULL.
+//
+// Lifetime: the pointer is valid until the same thread's next call into the library (copy the
+// text first if you need it longer); other threads' calls do not touch it. Calls that succeed
+// leave the message as it was (like `errno`), so read it right after the failing call.
+const char *typhon_last_error_message(void);
+
 // Starts a recorder writing to `config->output_path` and installs it process-wide; every
 // thread of the process then records through the write functions. The recorder runs one
 // thread of its own, `typhon-flusher`, and while threads are taking the spare rings a
@@ -236,16 +246,6 @@ int32_t typhon_longest_drain_gap(uint64_t *out_ns);
 // # Safety
 // `out` must be NULL or point to a writable `uint64_t`.
 int32_t typhon_clamped(uint64_t *out);
-
-// The calling thread's last error message: what went wrong in its most recent call into the
-// library that returned an error code, prefixed with the function's name (e.g.
-// `"typhon_start: invalid recorder configuration: page size 5000 ..."`); an empty string if
-// none of its calls has failed. A NUL-terminated UTF-8 string owned by the library, never NULL.
-//
-// Lifetime: the pointer is valid until the same thread's next call into the library (copy the
-// text first if you need it longer); other threads' calls do not touch it. Calls that succeed
-// leave the message as it was (like `errno`), so read it right after the failing call.
-const char *typhon_last_error_message(void);
 
 // Waits until the flusher has drained every record written before this call (on this thread,
 // or on threads joined before it) and freed the slots of threads that have exited, so that

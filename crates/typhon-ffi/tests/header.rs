@@ -1,7 +1,11 @@
 //! The checked-in C header `include/typhon_recorder.h` must be what cbindgen generates from
-//! `src/lib.rs` with `cbindgen.toml`, with the Rust-only parts of the doc comments (doctest code
-//! blocks, intra-doc link brackets) removed. `TYPHON_BLESS=1 cargo test -p typhon-ffi --test header`
-//! rewrites it.
+//! the crate's sources with `cbindgen.toml`, with the Rust-only parts of the doc comments
+//! (doctest code blocks, intra-doc link brackets) removed. `TYPHON_BLESS=1 cargo test -p
+//! typhon-ffi --test header` rewrites it.
+//!
+//! cbindgen starts at `src/lib.rs` and follows its `mod` declarations into the module files
+//! (no `cargo metadata`, no macro expansion): the header lists lib.rs's items, then each
+//! module's, in the order lib.rs declares them.
 
 use std::path::Path;
 
@@ -26,7 +30,7 @@ fn header_is_up_to_date() {
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         checked_in == generated,
-        "include/typhon_recorder.h is out of date with src/lib.rs: run \
+        "include/typhon_recorder.h is out of date with src/: run \
          `TYPHON_BLESS=1 cargo test -p typhon-ffi --test header` and commit the result"
     );
 }

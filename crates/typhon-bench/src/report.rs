@@ -1,0 +1,521 @@
+//! What one run measured, and its two renderings: the JSON `typhon-rec bench --json` prints
+//! and the text table it prints without.
+//!
+//! The JSON's flat keys are an interface (scripts and BENCHMARKS.md read them by name); the
+//! details (`figures`, `kinds_ns`, `threads`, `targets`) follow them.
+
+use serde_json::{json, Value};
+use std::fmt;
+
+/// One ns/op figure: the median of several runs, with the fastest and slowest run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NsFigure {
+    /// Median ns per call over the runs.
+    pub median: f64,
+    /// Fastest run.
+    pub min: f64,
+    /// Slowest run.
+    pub max: f64,
+}
+
+/// Per-call latency distribution (ns, empty-bracket cost subtracted).
+#[derive(Clone, Debug, Default)]
+pub struct Latency {
+    /// Calls sampled.
+    pub samples: u64,
+    /// The empty bracket's median that was subtracted (ns), timed interleaved with the calls.
+    pub bracket_ns: f64,
+    /// Percentiles, ns.
+    pub p50: f64,
+    /// 99th percentile, ns.
+    pub p99: f64,
+    /// 99.9th percentile, ns.
+    pub p999: f64,
+    /// 99.99th percentile, ns.
+    pub p9999: f64,
+    /// Largest sample, ns.
+    pub max: f64,
+    /// The first call of a fresh thread (claims a slot, taking a spare ring, and writes its
+    /// ThreadInfo), ns.
+    pub first_call: f64,
+    /// The same first call in a session without spare rings
+    /// ([`spare_rings(0)`](typhon_recorder::RecorderBuilder::spare_rings)): the claim allocates the
+    /// ring and faults it in, ns.
+    pub first_call_no_spare: f64,
+    /// [`register_thread`](typhon_recorder::register_thread) on a fresh thread (the claim, moved to
+    /// thread start), ns.
+    pub register: f64,
+    /// The first call of a thread that registered, ns.
+    pub first_call_registered: f64,
+    /// Records dropped during the latency run.
+    pub drops: u64,
+    /// The floor of a write with the clock (TSC read, 24-byte store, Release publish into a
+    /// private ring backed like ours), timed a quarter of the way after each of our calls with the same
+    /// brackets: median, ns.
+    pub floor_p50: f64,
+    /// The floor's 99.9th percentile, ns: the tail the machine gives the least a clocked write does.
+    pub floor_p999: f64,
+    /// A lone TSC read, timed half way between two of our calls: median and 99.9th percentile,
+    /// ns (bracket subtracted). The least any clocked call does; where its p99.9 misses the
+    /// bound too, the tail is the machine's.
+    pub tsc_p50: f64,
+    /// See `tsc_p50`.
+    pub tsc_p999: f64,
+    /// An empty bracket (no call at all), timed three quarters of the way after each of ours: its 99.9th
+    /// percentile, ns (bracket subtracted). Anything above a few resolution steps is the machine
+    /// stalling this thread in those moments, whatever the call does.
+    pub empty_p999: f64,
+    /// Mean of our calls, ns (bracket subtracted). With the start phase dithered, the mean is not
+    /// biased by the clock's resolution, where the percentiles are multiples of it.
+    pub mean: f64,
+    /// The clock's resolution, ns: the smallest non-zero difference between two back-to-back TSC
+    /// reads (about 10 ns on AMD hosts whose TSC advances in steps; every percentile is a
+    /// multiple of it).
+    pub resolution_ns: f64,
+    /// Bytes of the trace file written.
+    pub file_bytes: u64,
+    /// Share of the mapping that holds the latency thread's ring on transparent huge pages
+    /// (`AnonHugePages` / `Size` in `/proc/self/smaps`): 1 when the default ring got its huge
+    /// page, 0 when the kernel gave 4 KiB pages (the tail is then longer), `None` where it
+    /// cannot be read. The kernel may merge the ring's mapping with a neighbouring one alike
+    /// (another spare ring), which the share then covers too.
+    pub ring_huge_share: Option<f64>,
+}
+
+/// Throughput of `threads` producer threads writing as fast as they can.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadThroughput {
+    /// Producer threads.
+    pub threads: usize,
+    /// Records attempted per second, all threads together.
+    pub records_per_s: f64,
+    /// Records dropped (ring full).
+    pub drops: u64,
+    /// Records attempted.
+    pub attempted: u64,
+}
+
+/// Flusher drain rate for one sink.
+#[derive(Clone, Debug, Default)]
+pub struct FlusherThroughput {
+    /// Records moved from rings to pages per second of flusher CPU time.
+    pub records_per_s: f64,
+    /// Ring bytes moved per second of flusher CPU time, in MB/s (10^6).
+    pub mb_per_s: f64,
+    /// Records written to pages during the run.
+    pub records: u64,
+    /// Flusher CPU time, seconds.
+    pub cpu_s: f64,
+}
+
+/// A speed target checked as a ratio between two figures of this run.
+#[derive(Clone, Debug)]
+pub struct TargetCheck {
+    /// Short name.
+    pub name: &'static str,
+    /// The target, in words.
+    pub target: &'static str,
+    /// The measured ratio (or value).
+    pub measured: f64,
+    /// The limit the measured value is compared with.
+    pub limit: f64,
+    /// Whether the target is met.
+    pub pass: bool,
+    /// Whether this is one of the issue's targets; `false` for a `(context)` row, which is
+    /// reported beside them but left out of `all_pass`.
+    pub counted: bool,
+}
+
+/// Everything one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct BenchReport {
+    /// Whether this was a `--quick` run.
+    pub quick: bool,
+    /// CPU model and logical CPU count.
+    pub machine: String,
+    /// quanta `Clock::raw` alone.
+    pub clock: NsFigure,
+    /// IngressReceived with the recorder's clock.
+    pub write_clock: NsFigure,
+    /// IngressReceived with a caller-supplied timestamp.
+    pub write_caller_ts: NsFigure,
+    /// Every correlation kind with the recorder's clock: (name, figure).
+    pub kinds: Vec<(&'static str, NsFigure)>,
+    /// CeLog event (8 data bytes) with a timestamp.
+    pub celog_ts: NsFigure,
+    /// CeLog event (8 data bytes) without a timestamp.
+    pub celog_no_ts: NsFigure,
+    /// Span begin/end pair with the recorder's clock (two clock reads).
+    pub span: NsFigure,
+    /// Span begin/end pair with caller-supplied times.
+    pub span_caller_ts: NsFigure,
+    /// Bare 24-byte store plus Release publish of a local SPSC-like ring.
+    pub store_floor: NsFigure,
+    /// crossbeam `ArrayQueue::push` of a 24-byte record under the conditions our writes are
+    /// timed in: a queue of the default ring's record capacity, emptied by another thread
+    /// between runs of 20 000 pushes (as the flusher drains our ring between runs).
+    pub arrayqueue: NsFigure,
+    /// `ArrayQueue::push` into a 512-slot queue popped by the same thread after each batch: the
+    /// queue never leaves this core's L1 (context, not like for like with our write).
+    pub arrayqueue_local: NsFigure,
+    /// The store floor under the recorder's memory conditions: 24-byte stores + Release publish
+    /// into a ring of the default size that a consumer thread reads, runs of 20 000 starting from a drained
+    /// ring (exactly how the recorder's writes are timed).
+    pub store_floor_shared: NsFigure,
+    /// `ArrayQueue::push` under the same conditions: a queue of the default ring's record
+    /// capacity, popped concurrently by a consumer thread, runs of 20 000 from empty.
+    pub arrayqueue_shared: NsFigure,
+    /// `std::sync::mpsc::Sender::send` of a 24-byte record (received outside the timing).
+    pub mpsc: NsFigure,
+    /// The peer profiler's name.
+    pub peer: &'static str,
+    /// The peer profiler's span (enter + exit), with a real reporter installed.
+    pub peer_span: NsFigure,
+    /// Span records the peer's reporter received (proof that it recorded).
+    pub peer_reported: u64,
+    /// A second peer, puffin: `profile_scope!` enter + exit, with scopes on and a frame sink
+    /// installed, each run's frame handed to the sink between runs (context, not counted).
+    pub puffin_span: NsFigure,
+    /// Scopes in the frames puffin's sink received (proof that it recorded).
+    pub puffin_reported: u64,
+    /// A write with no recorder installed, in straight-line code (eight per loop iteration).
+    pub disabled: NsFigure,
+    /// The same, one call per loop iteration (context).
+    pub disabled_loop: NsFigure,
+    /// Drops of the recorder during the ns/op phase (should be 0).
+    pub ns_phase_drops: u64,
+    /// Per-call latency with the flusher writing a file.
+    pub latency: Latency,
+    /// Throughput at 1, 2 and 4 threads.
+    pub threads: Vec<ThreadThroughput>,
+    /// Flusher into a NullSink.
+    pub flusher_null: FlusherThroughput,
+    /// Flusher into the file sink.
+    pub flusher_file: FlusherThroughput,
+    /// Drops at 5 M records/s from 2 threads (default ring).
+    pub drops_at_5m: u64,
+    /// Records attempted in that phase.
+    pub attempted_at_5m: u64,
+    /// How far behind its schedule a producer of that phase fell at worst, ms: a producer the
+    /// machine did not run for a while catches up in a burst, and a burst of more than the ring
+    /// holds (about 38 ms of this rate per thread) drops records however fast the flusher is.
+    pub late_ms_at_5m: f64,
+    /// The longest gap between two drains of the rings in that phase, ms
+    /// ([`Stats::longest_drain_gap_ns`](typhon_recorder::Stats::longest_drain_gap_ns)): a gap
+    /// longer than a ring holds means the flusher was held up.
+    pub drain_gap_ms_at_5m: f64,
+    /// Targets, checked.
+    pub targets: Vec<TargetCheck>,
+    /// Wall time of the whole run, seconds.
+    pub elapsed_s: f64,
+}
+
+fn fig(f: &NsFigure) -> Value {
+    json!({ "median": f.median, "min": f.min, "max": f.max })
+}
+
+impl BenchReport {
+    /// The figures as JSON: flat keys for the headline numbers (ns medians), then details.
+    ///
+    /// ```
+    /// let r = typhon_bench::BenchReport::default();
+    /// assert!(r.to_json()["clock_ns"].is_number());
+    /// ```
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "quick": self.quick,
+            "machine": self.machine,
+            "clock_ns": self.clock.median,
+            "write_clock_ns": self.write_clock.median,
+            "write_caller_ts_ns": self.write_caller_ts.median,
+            "store_floor_ns": self.store_floor.median,
+            "store_floor_shared_ns": self.store_floor_shared.median,
+            "arrayqueue_shared_ns": self.arrayqueue_shared.median,
+            "arrayqueue_ns": self.arrayqueue.median,
+            "arrayqueue_local_ns": self.arrayqueue_local.median,
+            "floor_p50_ns": self.latency.floor_p50,
+            "floor_p999_ns": self.latency.floor_p999,
+            "mpsc_ns": self.mpsc.median,
+            "span_ns": self.span.median,
+            "span_caller_ts_ns": self.span_caller_ts.median,
+            "celog_ts_ns": self.celog_ts.median,
+            "celog_no_ts_ns": self.celog_no_ts.median,
+            "peer": self.peer,
+            "peer_reported": self.peer_reported,
+            "peer_span_ns": self.peer_span.median,
+            "puffin_span_ns": self.puffin_span.median,
+            "puffin_reported": self.puffin_reported,
+            "disabled_ns": self.disabled.median,
+            "p50_ns": self.latency.p50,
+            "p99_ns": self.latency.p99,
+            "p999_ns": self.latency.p999,
+            "p9999_ns": self.latency.p9999,
+            "max_ns": self.latency.max,
+            "first_call_ns": self.latency.first_call,
+            "bracket_ns": self.latency.bracket_ns,
+            "latency_drops": self.latency.drops,
+            "flusher_records_per_s": self.flusher_null.records_per_s,
+            "flusher_mb_per_s": self.flusher_null.mb_per_s,
+            "flusher_file_records_per_s": self.flusher_file.records_per_s,
+            "flusher_file_mb_per_s": self.flusher_file.mb_per_s,
+            "drops_at_5m": self.drops_at_5m,
+            "attempted_at_5m": self.attempted_at_5m,
+            "ns_phase_drops": self.ns_phase_drops,
+            "elapsed_s": self.elapsed_s,
+        });
+        // Added one by one: one more key in the literal above passes `json!`'s recursion limit.
+        for (k, x) in [
+            ("empty_p999_ns", self.latency.empty_p999),
+            ("tsc_p50_ns", self.latency.tsc_p50),
+            ("tsc_p999_ns", self.latency.tsc_p999),
+            ("latency_mean_ns", self.latency.mean),
+            ("resolution_ns", self.latency.resolution_ns),
+            ("late_ms_at_5m", self.late_ms_at_5m),
+            ("drain_gap_ms_at_5m", self.drain_gap_ms_at_5m),
+            ("register_thread_ns", self.latency.register),
+            ("disabled_loop_ns", self.disabled_loop.median),
+            ("first_call_no_spare_ns", self.latency.first_call_no_spare),
+            (
+                "first_call_registered_ns",
+                self.latency.first_call_registered,
+            ),
+        ] {
+            v[k] = json!(x);
+        }
+        // null where smaps cannot be read.
+        v["ring_huge_share"] = json!(self.latency.ring_huge_share);
+        v["threads"] = json!(self
+            .threads
+            .iter()
+            .map(|t| json!({
+                "threads": t.threads, "records_per_s": t.records_per_s,
+                "drops": t.drops, "attempted": t.attempted,
+            }))
+            .collect::<Vec<_>>());
+        v["kinds_ns"] = Value::Object(
+            self.kinds
+                .iter()
+                .map(|(k, f)| (k.to_string(), fig(f)))
+                .collect(),
+        );
+        v["figures"] = json!({
+            "clock": fig(&self.clock), "write_clock": fig(&self.write_clock),
+            "write_caller_ts": fig(&self.write_caller_ts), "store_floor": fig(&self.store_floor),
+            "arrayqueue": fig(&self.arrayqueue), "arrayqueue_local": fig(&self.arrayqueue_local),
+            "mpsc": fig(&self.mpsc), "span": fig(&self.span),
+            "span_caller_ts": fig(&self.span_caller_ts), "peer_span": fig(&self.peer_span),
+            "puffin_span": fig(&self.puffin_span),
+            "celog_ts": fig(&self.celog_ts), "celog_no_ts": fig(&self.celog_no_ts),
+            "disabled": fig(&self.disabled), "disabled_loop": fig(&self.disabled_loop),
+        });
+        v["targets"] = json!(self
+            .targets
+            .iter()
+            .map(|t| json!({
+                "name": t.name, "target": t.target, "measured": t.measured,
+                "limit": t.limit, "pass": t.pass,
+            }))
+            .collect::<Vec<_>>());
+        v["all_pass"] = json!(self.targets.iter().filter(|t| t.counted).all(|t| t.pass));
+        v
+    }
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let row = |f: &mut fmt::Formatter<'_>, name: &str, x: &NsFigure| {
+            writeln!(
+                f,
+                "  {name:<34} {:>8.2} ns  (runs {:.2}–{:.2})",
+                x.median, x.min, x.max
+            )
+        };
+        writeln!(
+            f,
+            "typhon-rec bench{} — {}",
+            if self.quick { " --quick" } else { "" },
+            self.machine
+        )?;
+        writeln!(f, "ns per call (median of runs, loop-timed):")?;
+        row(f, "clock read (quanta Clock::raw)", &self.clock)?;
+        row(f, "store floor (24 B + release)", &self.store_floor)?;
+        row(
+            f,
+            "  same, ring read by a consumer",
+            &self.store_floor_shared,
+        )?;
+        row(f, "write, recorder clock", &self.write_clock)?;
+        row(f, "write, caller timestamp", &self.write_caller_ts)?;
+        for (k, x) in &self.kinds {
+            row(f, &format!("  {k}"), x)?;
+        }
+        row(f, "CeLog event, timestamp", &self.celog_ts)?;
+        row(f, "CeLog event, no timestamp", &self.celog_no_ts)?;
+        row(f, "span pair, recorder clock", &self.span)?;
+        row(f, "span pair, caller timestamps", &self.span_caller_ts)?;
+        row(f, "crossbeam ArrayQueue push", &self.arrayqueue)?;
+        row(
+            f,
+            "  512 slots, popped on this core",
+            &self.arrayqueue_local,
+        )?;
+        row(
+            f,
+            "  popped by a consumer during the run",
+            &self.arrayqueue_shared,
+        )?;
+        row(f, "std mpsc send", &self.mpsc)?;
+        row(
+            f,
+            &format!(
+                "{} span (enter+exit; {} spans reported)",
+                self.peer, self.peer_reported
+            ),
+            &self.peer_span,
+        )?;
+        row(
+            f,
+            &format!(
+                "puffin scope (enter+exit; {} scopes reported)",
+                self.puffin_reported
+            ),
+            &self.puffin_span,
+        )?;
+        row(
+            f,
+            "disabled (no recorder), 8 calls per loop iteration",
+            &self.disabled,
+        )?;
+        row(
+            f,
+            "disabled, 1 call per loop iteration",
+            &self.disabled_loop,
+        )?;
+        let l = &self.latency;
+        writeln!(
+            f,
+            "per-call latency ({} samples, flusher writing a file, bracket {:.1} ns subtracted):",
+            l.samples, l.bracket_ns
+        )?;
+        writeln!(
+            f,
+            "  p50 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.0}  first call {:.0} ns; drops {}",
+            l.p50, l.p99, l.p999, l.p9999, l.max, l.first_call, l.drops
+        )?;
+        writeln!(
+            f,
+            "  mean {:.1} ns; clock resolution {:.1} ns (every percentile is a multiple of it)",
+            l.mean, l.resolution_ns
+        )?;
+        match l.ring_huge_share {
+            Some(s) => writeln!(
+                f,
+                "  our ring: {:.0}% on transparent huge pages{}",
+                s * 100.0,
+                if s < 1.0 {
+                    " (4 KiB pages have a longer tail)"
+                } else {
+                    ""
+                }
+            )?,
+            None => writeln!(f, "  our ring's page backing: unknown")?,
+        }
+        writeln!(
+            f,
+            "  first call without a spare ring (it allocates and faults in its own) {:.0} ns",
+            l.first_call_no_spare
+        )?;
+        writeln!(
+            f,
+            "  a thread that calls register_thread first: register {:.0} ns, then its first call {:.0} ns",
+            l.register, l.first_call_registered
+        )?;
+        writeln!(
+            f,
+            "  interleaved: clocked store floor p50 {:.1}  p99.9 {:.1} ns; lone TSC read p50 {:.1}  p99.9 {:.1} ns; empty bracket p99.9 {:.1} ns",
+            l.floor_p50, l.floor_p999, l.tsc_p50, l.tsc_p999, l.empty_p999
+        )?;
+        writeln!(f, "throughput (default ring, NullSink):")?;
+        for t in &self.threads {
+            writeln!(
+                f,
+                "  {} thread(s): {:.1} M records/s, drops {} of {}",
+                t.threads,
+                t.records_per_s / 1e6,
+                t.drops,
+                t.attempted
+            )?;
+        }
+        for (name, x) in [
+            ("null sink", &self.flusher_null),
+            ("file sink", &self.flusher_file),
+        ] {
+            writeln!(
+                f,
+                "flusher into {name}: {:.1} M records/s ({:.0} MB/s) per second of flusher CPU ({} records, {:.3} s CPU)",
+                x.records_per_s / 1e6,
+                x.mb_per_s,
+                x.records,
+                x.cpu_s
+            )?;
+        }
+        writeln!(
+            f,
+            "drops at 5 M records/s from 2 threads (default ring): {} of {} (producers at worst {:.1} ms behind schedule, {:.1} ms at most between two drains)",
+            self.drops_at_5m, self.attempted_at_5m, self.late_ms_at_5m, self.drain_gap_ms_at_5m
+        )?;
+        writeln!(f, "targets:")?;
+        for t in &self.targets {
+            writeln!(
+                f,
+                "  [{}] {:<32} {:>10.3} (limit {}) — {}",
+                if t.pass { "pass" } else { "FAIL" },
+                t.name,
+                t.measured,
+                t.limit,
+                t.target
+            )?;
+        }
+        write!(f, "elapsed {:.1} s", self.elapsed_s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_every_key_the_issue_lists() {
+        let v = BenchReport::default().to_json();
+        for k in [
+            "clock_ns",
+            "write_clock_ns",
+            "write_caller_ts_ns",
+            "store_floor_ns",
+            "arrayqueue_ns",
+            "span_ns",
+            "peer",
+            "peer_span_ns",
+            "p50_ns",
+            "p999_ns",
+            "flusher_records_per_s",
+            "disabled_ns",
+            "drops_at_5m",
+            "puffin_span_ns",
+            "empty_p999_ns",
+            "tsc_p50_ns",
+            "tsc_p999_ns",
+            "latency_mean_ns",
+            "resolution_ns",
+            "late_ms_at_5m",
+            "drain_gap_ms_at_5m",
+            "register_thread_ns",
+            "first_call_registered_ns",
+            "first_call_no_spare_ns",
+            "disabled_loop_ns",
+            "ring_huge_share",
+        ] {
+            assert!(v.get(k).is_some(), "missing key {k}");
+        }
+    }
+}
