@@ -1,0 +1,263 @@
+//! The typed view of a record ([`Record`]), built on the generic decoder so that no layout is
+//! written down twice; and the ThreadInfo helpers the flusher and recovery use.
+
+use super::*;
+use crate::codec::celog::{self, CelEvent};
+use crate::codec::correlation::{self, CorrelationInstant};
+use crate::codec::{CommonHeader, DecodeError, EncodeError, TraceEventKind as K};
+
+/// A typed record body for every kind of the table. Built on [`decode_fields`], so it accepts
+/// exactly what the table-driven decoder accepts.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let r = Record::PhaseStart { phase: 3 };
+/// let mut b = [0u8; 16];
+/// let n = r.write(&mut b, 2, 10).unwrap();
+/// let (h, back) = decode(&b[..n]).unwrap();
+/// assert_eq!((h.slot, h.timestamp, back), (2, 10, r));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// Kind 0.
+    TickStart,
+    /// Kind 1.
+    TickEnd {
+        /// How overloaded the tick was.
+        overload_level: u8,
+        /// Tick multiplier in effect.
+        tick_multiplier: u8,
+    },
+    /// Kind 2.
+    PhaseStart {
+        /// Phase number.
+        phase: u8,
+    },
+    /// Kind 3.
+    PhaseEnd {
+        /// Phase number.
+        phase: u8,
+    },
+    /// Kind 6.
+    Instant {
+        /// Interned name.
+        name_id: i32,
+        /// User value.
+        payload: i32,
+    },
+    /// Kind 11.
+    TracedSpan {
+        /// Duration and ids.
+        span: SpanExt,
+        /// Trace context.
+        context: TraceContext,
+        /// Span name.
+        name: &'a str,
+    },
+    /// Kind 77.
+    ThreadInfo {
+        /// OS thread id.
+        thread_id: i32,
+        /// Thread name.
+        name: &'a str,
+        /// What the thread is for.
+        kind: ThreadKind,
+    },
+    /// Kinds 236–240.
+    Correlation(CorrelationInstant),
+    /// Kind 246.
+    NamedSpan {
+        /// Duration and ids.
+        span: SpanExt,
+        /// Span name.
+        name: &'a str,
+    },
+    /// Kind 255.
+    CeLog(CelEvent<'a>),
+}
+
+impl Record<'_> {
+    /// The record's kind.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::{records::Record, TraceEventKind};
+    /// assert_eq!(Record::TickStart.kind(), TraceEventKind::TICK_START);
+    /// ```
+    pub const fn kind(&self) -> K {
+        match self {
+            Record::TickStart => K::TICK_START,
+            Record::TickEnd { .. } => K::TICK_END,
+            Record::PhaseStart { .. } => K::PHASE_START,
+            Record::PhaseEnd { .. } => K::PHASE_END,
+            Record::Instant { .. } => K::INSTANT,
+            Record::TracedSpan { .. } => K::TRACED_SPAN,
+            Record::ThreadInfo { .. } => K::THREAD_INFO,
+            Record::Correlation(c) => c.kind(),
+            Record::NamedSpan { .. } => K::NAMED_SPAN,
+            Record::CeLog(_) => K::CELOG,
+        }
+    }
+
+    /// The encoded record size.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::records::*;
+    /// assert_eq!(Record::NamedSpan { span: SpanExt::default(), name: "ab" }.encoded_len(), 40);
+    /// ```
+    pub const fn encoded_len(&self) -> usize {
+        match self {
+            Record::TickStart => TICK_START_SIZE,
+            Record::TickEnd { .. } => TICK_END_SIZE,
+            Record::PhaseStart { .. } | Record::PhaseEnd { .. } => PHASE_SIZE,
+            Record::Instant { .. } => INSTANT_SIZE,
+            Record::TracedSpan { name, .. } => traced_span_len(name),
+            Record::ThreadInfo { name, .. } => thread_info_len(name),
+            Record::Correlation(c) => correlation::size_of(c.kind()),
+            Record::NamedSpan { name, .. } => named_span_len(name),
+            Record::CeLog(ev) => CELOG_EVENT + ev.encoded_len(),
+        }
+    }
+
+    /// Writes the record with the matching typed encoder and returns its size.
+    ///
+    /// # Errors
+    /// Those of the encoder; a correlation record whose size exceeds `d` gives
+    /// [`EncodeError::DstTooSmall`] rather than the correlation writers' panic.
+    ///
+    /// ```
+    /// use typhon_recorder::codec::{records::*, EncodeError};
+    /// let r = Record::Instant { name_id: 1, payload: 2 };
+    /// assert_eq!(r.write(&mut [0u8; 4], 0, 0), Err(EncodeError::DstTooSmall { need: 20, have: 4 }));
+    /// ```
+    pub fn write(&self, d: &mut [u8], slot: u8, ts: i64) -> Result<usize, EncodeError> {
+        match *self {
+            Record::TickStart => write_tick_start(d, slot, ts),
+            Record::TickEnd {
+                overload_level,
+                tick_multiplier,
+            } => write_tick_end(d, slot, ts, overload_level, tick_multiplier),
+            Record::PhaseStart { phase } => write_phase_start(d, slot, ts, phase),
+            Record::PhaseEnd { phase } => write_phase_end(d, slot, ts, phase),
+            Record::Instant { name_id, payload } => write_instant(d, slot, ts, name_id, payload),
+            Record::TracedSpan {
+                span,
+                context,
+                name,
+            } => write_traced_span(d, slot, ts, &span, context, name),
+            Record::ThreadInfo {
+                thread_id,
+                name,
+                kind,
+            } => write_thread_info(d, slot, ts, thread_id, name, kind),
+            Record::Correlation(instant) => {
+                let d = reserve(d, correlation::size_of(instant.kind()))?;
+                Ok(correlation::CorrelationInstantData {
+                    slot,
+                    timestamp: ts,
+                    instant,
+                }
+                .write(d))
+            }
+            Record::NamedSpan { span, name } => write_named_span(d, slot, ts, &span, name),
+            Record::CeLog(ev) => write_celog_record(d, slot, ts, &ev),
+        }
+    }
+}
+
+/// Decodes the record at the start of `record` into its header and typed body (bytes after the
+/// record are ignored).
+///
+/// # Errors
+/// Those of [`decode_fields`], and [`DecodeError::UnexpectedKind`] for a kind not in the table.
+///
+/// ```
+/// use typhon_recorder::codec::{records::*, DecodeError, TraceEventKind};
+/// let mut b = [0u8; 64];
+/// let span = SpanExt { duration_ns: 5, span_id: 6, parent_span_id: 7 };
+/// let ctx = TraceContext::from_command(1, 2, 3);
+/// let n = write_traced_span(&mut b, 4, 100, &span, ctx, "cmd").unwrap();
+/// let (_, r) = decode(&b[..n]).unwrap();
+/// assert_eq!(r, Record::TracedSpan { span, context: ctx, name: "cmd" });
+/// b[2] = 200;
+/// assert_eq!(decode(&b), Err(DecodeError::UnexpectedKind(TraceEventKind(200))));
+/// ```
+pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> {
+    let r = decode_fields(record)?;
+    let h = r.header;
+    let span = |r: &DecodedRecord<'_>| -> Result<SpanExt, DecodeError> {
+        Ok(SpanExt {
+            duration_ns: r.signed("duration_ns")?,
+            span_id: r.unsigned("span_id")?,
+            parent_span_id: r.unsigned("parent_span_id")?,
+        })
+    };
+    let body = match h.kind {
+        K::TICK_START => Record::TickStart,
+        K::TICK_END => Record::TickEnd {
+            overload_level: r.unsigned("overload_level")? as u8,
+            tick_multiplier: r.unsigned("tick_multiplier")? as u8,
+        },
+        K::PHASE_START => Record::PhaseStart {
+            phase: r.unsigned("phase")? as u8,
+        },
+        K::PHASE_END => Record::PhaseEnd {
+            phase: r.unsigned("phase")? as u8,
+        },
+        K::INSTANT => Record::Instant {
+            name_id: r.signed("name_id")? as i32,
+            payload: r.signed("payload")? as i32,
+        },
+        K::TRACED_SPAN => Record::TracedSpan {
+            span: span(&r)?,
+            context: TraceContext {
+                hi: r.unsigned("trace_id_hi")?,
+                lo: r.unsigned("trace_id_lo")?,
+            },
+            name: r.string("name")?,
+        },
+        K::THREAD_INFO => Record::ThreadInfo {
+            thread_id: r.signed("thread_id")? as i32,
+            name: r.string("name")?,
+            kind: ThreadKind::from_u8(r.unsigned("thread_kind")? as u8),
+        },
+        K::NAMED_SPAN => Record::NamedSpan {
+            span: span(&r)?,
+            name: r.string("name")?,
+        },
+        K::CELOG => Record::CeLog(celog::decode_event(r.payload)?.0),
+        k if correlation::covers(k) => Record::Correlation(correlation::decode(record)?.instant),
+        k => return Err(DecodeError::UnexpectedKind(k)),
+    };
+    Ok((h, body))
+}
+
+/// Longest thread name a ThreadInfo record carries (longer names are cut at a character
+/// boundary: a display name, not data).
+pub const MAX_THREAD_NAME: usize = 64;
+
+/// `name`, cut to [`MAX_THREAD_NAME`] bytes at a character boundary.
+pub(crate) fn clamp_thread_name(name: &str) -> &str {
+    if name.len() <= MAX_THREAD_NAME {
+        return name;
+    }
+    let mut end = MAX_THREAD_NAME;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// Decodes a ThreadInfo record: (thread id, name, kind).
+pub(crate) fn thread_info(r: &[u8]) -> Option<(i32, &str, ThreadKind)> {
+    match decode(r) {
+        Ok((
+            _,
+            Record::ThreadInfo {
+                thread_id,
+                name,
+                kind,
+            },
+        )) => Some((thread_id, name, kind)),
+        _ => None,
+    }
+}
