@@ -3,7 +3,8 @@
 //! Every slot's record stream becomes a sequence of fixed-size pages in exactly the layout the
 //! kernel hands to `trace_pipe_raw` readers on a 64-bit little-endian host, so that libtraceevent's
 //! `kbuffer` (and therefore `trace-cmd report`) reads them byte-compatibly. The format is described
-//! here once; [`crate::kbuffer`] is the matching reader.
+//! here once; `typhon_trace::kbuffer` is the
+//! reader with libtraceevent's semantics, [`PageRecords`] the recorder's own.
 //!
 //! ```text
 //!  page (page_size bytes, all integers little-endian)
@@ -529,7 +530,7 @@ impl PageWriter {
     }
 }
 
-/// The records of one page as this writer lays them out, read back: what [`crate::sink::file`]'s
+/// The records of one page as this writer lays them out, read back: what [`crate::sink::recover`]
 /// recovery walks to count a leftover page's records and missed count. It follows the format
 /// above strictly (only the record types this writer makes), so a page that any rule above does
 /// not hold for is damaged. (The full reader, with libtraceevent's semantics for pages of any

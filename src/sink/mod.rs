@@ -28,7 +28,7 @@ pub struct SlotSummary {
     /// Thread name (of the first thread that used the slot; later ones are in `thread_ids`).
     pub name: String,
     /// OS thread ids of the first threads that used the slot, in order (at most
-    /// [`MAX_THREAD_IDS`](crate::flush::flusher::MAX_THREAD_IDS)).
+    /// `MAX_THREAD_IDS`).
     pub thread_ids: Vec<i32>,
     /// OS thread id of the slot's latest thread.
     pub last_thread_id: i32,

@@ -66,7 +66,7 @@ macro_rules! correlation_writes {
             $name_at(None, $($arg),*)
         }
         #[doc = concat!("[`", stringify!($name), "`] with a caller-supplied timestamp in raw ticks",
-            " ([`Recorder::now`], [`Recorder::ns_to_ticks`]); `None` reads the clock.")]
+            " ([`Recorder::now`](crate::Recorder::now), [`Recorder::ns_to_ticks`](crate::Recorder::ns_to_ticks)); `None` reads the clock.")]
         #[inline]
         pub fn $name_at(ts: Option<u64>, $($arg: $ty),*) {
             const K: TraceEventKind = TraceEventKind::$kind;
@@ -255,7 +255,7 @@ pub fn set_thread_info(name: &str, kind: ThreadKind) {
 
 /// Claims the calling thread's slot of the installed recorder now, writing its ThreadInfo record,
 /// so that the thread's first event costs what every later one does. A claim takes a ring (a
-/// spare one, see [`RecorderBuilder::spare_rings`], costs a few microseconds; once the spares are
+/// spare one, see [`RecorderBuilder::spare_rings`](crate::RecorderBuilder::spare_rings), costs a few microseconds; once the spares are
 /// gone a new one is allocated and its pages faulted in: 0.8–1.5 ms for the default 2 MiB ring
 /// on a small VM) and is otherwise paid by the thread's first event. Call it at thread start, after
 /// [`set_thread_info`]. Returns whether the thread now has a slot: `false` with no recorder

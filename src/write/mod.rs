@@ -42,7 +42,7 @@ pub enum WriteError {
     },
     /// The input is malformed (e.g. a NUL inside a span name, a CeLog id out of range).
     Invalid(String),
-    /// [`span_end`] was given a span that is not the thread's innermost open one.
+    /// [`span_end`](crate::span_end) was given a span that is not the thread's innermost open one.
     SpanMismatch {
         /// The span the caller tried to end.
         span_id: u64,

@@ -461,7 +461,7 @@ pub fn span_at(name: &str, start: u64) -> SpanGuard<'_> {
 }
 
 /// Opens a TracedSpan carrying a trace context: a W3C trace id
-/// ([`TraceContext::from_w3c_bytes`]) or a command's causal id ([`command_causal_id`]).
+/// ([`TraceContext::from_w3c_bytes`]) or a command's causal id ([`command_causal_id`](crate::command_causal_id)).
 ///
 /// ```
 /// let (hi, lo) = typhon_recorder::command_causal_id(7, 100, 3);

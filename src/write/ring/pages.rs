@@ -188,7 +188,7 @@ pub(crate) fn smaps_field(addr: usize, field: &str) -> Option<String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backing {
     /// From [`HUGE_PAGE`] up, aligned to it and advised `MADV_HUGEPAGE` before it is faulted
-    /// in (smaller rings: as `Base`). For rings made ahead of need: [`ring`] and the recorder's
+    /// in (smaller rings: as `Base`). For rings made ahead of need: [`ring`](super::ring) and the recorder's
     /// spare rings.
     Huge,
     /// Not advised and populated in one call: 4 KiB pages where transparent huge pages are
