@@ -318,12 +318,10 @@ impl Producer {
     /// it (`prfchw`), else `prefetcht0`, which is what the default x86-64 target (and the
     /// figures below) get.
     ///
-    /// The hardware prefetchers follow a stream of stores only within a 4 KiB page, so the
-    /// first lines of each new 4 KiB of ring (every ~190 records) missed. In the paced latency
-    /// probe on a 2-vCPU KVM guest, with the ring already on a huge page, 311–750 of our writes
-    /// slower than 110 ns were the first on a new 4 KiB (28–63 expected by chance, 4 runs of
-    /// 4 M writes); with this prefetch, 44–145 (27–107 expected). One instruction that never
-    /// faults and changes no byte: where the line is still being read by the consumer, it
+    /// The hardware prefetchers follow a stream of stores only within a 4 KiB page, so without
+    /// it the first lines of each new 4 KiB of ring (every ~190 records) miss, and those writes
+    /// were most of the slow ones even on a huge page (BENCHMARKS.md). One instruction that
+    /// never faults and changes no byte: where the line is still being read by the consumer, it
     /// costs the consumer a miss, nothing else.
     #[inline(always)]
     fn prefetch_ahead(&self) {
