@@ -363,3 +363,133 @@ fn export_is_n_log_n_for_many_flows() {
         }))
     });
 }
+
+/// `typhon-rec ARGS` run to its end or for at most `limit`: (peak RSS in KiB, success,
+/// stderr), or `None` if it was still running at the limit (it is then killed).
+// Reaped with wait4 (WNOHANG, polled), which reports the child's peak RSS.
+#[allow(clippy::zombie_processes)]
+fn run_for(args: &[&std::ffi::OsStr], limit: Duration) -> Option<(i64, bool, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+        err
+    });
+    let start = Instant::now();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our child, not yet reaped (`child` is never waited on), and both
+        // pointers are to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break;
+        }
+        assert_eq!(r, 0, "wait4");
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            // SAFETY: as above; this reaps the killed child.
+            unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = reader.join().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    Some((
+        ru.ru_maxrss,
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        err,
+    ))
+}
+
+/// A FIFO, a device, a directory and a socket given to a reading command are refused at once,
+/// with the path and what it is named, in the memory a small regular file costs. (Before:
+/// `std::fs::read` read /dev/zero until memory ran out and blocked on a FIFO forever.)
+#[test]
+fn non_regular_inputs_are_refused_at_once_naming_the_path() {
+    use std::ffi::OsStr;
+    let dir = scratch("nonregular");
+    let fifo = dir.join("fifo.dat");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let sock = dir.join("sock.dat");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let subdir = dir.join("dir.dat");
+    std::fs::create_dir(&subdir).unwrap();
+    let regular = dir.join("small.dat");
+    std::fs::write(&regular, small_v7()).unwrap();
+    // A symlink to a regular file is read like the file.
+    let link = dir.join("link.dat");
+    std::os::unix::fs::symlink(&regular, &link).unwrap();
+    let mut inputs: Vec<(PathBuf, &str)> = vec![
+        (fifo, "FIFO"),
+        ("/dev/zero".into(), "character device"),
+        (subdir, "directory"),
+        (sock, "socket"),
+    ];
+    match std::fs::read_dir("/dev").ok().and_then(|d| {
+        d.flatten().map(|e| e.path()).find(|p| {
+            use std::os::unix::fs::FileTypeExt;
+            std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device())
+        })
+    }) {
+        Some(p) => inputs.push((p, "block device")),
+        None => eprintln!("no block device in /dev: that kind is not tried"),
+    }
+    let limit = Duration::from_secs(20);
+    for cmd in ["report", "stats", "export", "pages"] {
+        let out = dir.join(format!("{cmd}-out"));
+        let args = |p: &Path| {
+            let mut a: Vec<std::ffi::OsString> = vec![cmd.into(), p.into()];
+            if cmd == "pages" {
+                a.extend(["--slot", "1"].map(Into::into));
+            }
+            if cmd == "pages" || cmd == "export" {
+                a.push("--out".into());
+                a.push(out.clone().into());
+            }
+            a
+        };
+        let run = |p: &Path| {
+            let a = args(p);
+            let a: Vec<&OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+            let r = run_for(&a, limit);
+            let _ = std::fs::remove_dir_all(&out);
+            let _ = std::fs::remove_file(&out);
+            r
+        };
+        let (base, ok, err) = run(&link).expect("a small file is read at once");
+        assert!(ok, "`{cmd}` on a symlink to a regular file: {err}");
+        for (p, kind) in &inputs {
+            let Some((rss, ok, err)) = run(p) else {
+                panic!(
+                    "`typhon-rec {cmd} {}` still ran after {limit:?}",
+                    p.display()
+                );
+            };
+            assert!(!ok, "`{cmd} {}` succeeded", p.display());
+            assert!(
+                err.contains(&p.display().to_string()) && err.contains(kind),
+                "`{cmd} {}`: {err}",
+                p.display()
+            );
+            assert!(
+                (rss as f64) < 1.5 * base as f64,
+                "`{cmd} {}` peaked at {rss} KiB, {base} KiB on a small file",
+                p.display()
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
