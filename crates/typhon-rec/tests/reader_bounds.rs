@@ -493,3 +493,63 @@ fn non_regular_inputs_are_refused_at_once_naming_the_path() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `pages --out` writes only into a real directory and never through a link: an --out that is
+/// a symlink or not a directory is refused, and a link planted under a page's name is not
+/// followed (the page files are created exclusively). (Before: create_dir_all and fs::write
+/// followed both, writing pages wherever the links pointed.)
+#[test]
+fn pages_never_write_through_a_planted_link() {
+    let dir = scratch("pages-links");
+    let dat = dir.join("rec.dat");
+    std::fs::write(&dat, small_v7()).unwrap();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    let pages = |out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+            .args([
+                "pages".as_ref(),
+                dat.as_os_str(),
+                "--slot".as_ref(),
+                "1".as_ref(),
+            ])
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // --out a symlink to a directory.
+    let link = dir.join("out-link");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    let (ok, err) = pages(&link);
+    assert!(
+        !ok && err.contains("out-link") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // --out a regular file.
+    let (ok, err) = pages(&victim);
+    assert!(
+        !ok && err.contains("victim") && err.contains("not a directory"),
+        "{err}"
+    );
+    // A link planted where the first page goes.
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("slot-001-page-000000.raw")).unwrap();
+    let (ok, err) = pages(&out);
+    assert!(!ok && err.contains("slot-001-page-000000.raw"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    // A fresh directory (and its parents) is made and filled.
+    let fresh = dir.join("a/b/pages");
+    let (ok, err) = pages(&fresh);
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
