@@ -78,7 +78,7 @@ impl TraceFile {
     /// ));
     /// ```
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        Self::parse(read_regular(path.as_ref())?)
+        Self::parse(read_file(path.as_ref())?)
     }
 
     /// Parses a whole file held in memory.
@@ -128,8 +128,16 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
     }
 }
 
-/// The bytes of the regular file at `path`, at most as many as it had when opened.
-fn read_regular(path: &std::path::Path) -> Result<Vec<u8>> {
+/// The bytes of the regular file at `path` (a symlink to one is followed), at most as many as
+/// it had when opened: what [`TraceFile::open`] reads. A FIFO, device, directory or socket is
+/// refused with [`TraceDatError::NotAFile`] without blocking or reading.
+///
+/// ```
+/// use typhon_trace::tracedat::{read_file, TraceDatError};
+/// assert!(matches!(read_file("/dev/zero".as_ref()), Err(TraceDatError::NotAFile { .. })));
+/// assert!(matches!(read_file("/".as_ref()), Err(TraceDatError::NotAFile { kind: "directory" })));
+/// ```
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: opening a FIFO with no writer (or a device that waits) returns at once, so
