@@ -605,11 +605,26 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
             f.cpus()
         ));
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    out_dir(out)?;
     let mut n = 0;
     for (i, page) in f.pages(slot).enumerate() {
         let p = out.join(format!("slot-{slot:03}-page-{i:06}.raw"));
-        std::fs::write(&p, page).map_err(|e| format!("{}: {e}", p.display()))?;
+        // create_new (O_CREAT | O_EXCL): nothing is written through a link planted under the
+        // page's name, and no file already there is overwritten.
+        let mut o = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    " (pages are never written over: remove it or choose another --out)"
+                } else {
+                    ""
+                };
+                format!("{}: {e}{hint}", p.display())
+            })?;
+        o.write_all(page)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
         n += 1;
     }
     println!(
@@ -618,6 +633,32 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
         printable(&out.display().to_string())
     );
     Ok(())
+}
+
+/// Makes `out` the directory `pages` writes into: an existing directory (not a symlink to
+/// one), or a new one. A symlink, or anything that is not a directory, is refused, so the
+/// pages never land where a planted link points.
+fn out_dir(out: &Path) -> Res {
+    let refuse = |what: &str| {
+        Err(format!(
+            "{}: is {what}, not a directory: --out must be a directory (new or existing)",
+            out.display()
+        ))
+    };
+    match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => refuse("a symbolic link"),
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => refuse("not a directory"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            // create_dir, not create_dir_all: it fails on anything made at `out` meanwhile.
+            std::fs::create_dir(out).map_err(|e| format!("{}: {e}", out.display()))
+        }
+        Err(e) => Err(format!("{}: {e}", out.display())),
+    }
 }
 
 /// Recovers a killed recording.

@@ -363,3 +363,193 @@ fn export_is_n_log_n_for_many_flows() {
         }))
     });
 }
+
+/// `typhon-rec ARGS` run to its end or for at most `limit`: (peak RSS in KiB, success,
+/// stderr), or `None` if it was still running at the limit (it is then killed).
+// Reaped with wait4 (WNOHANG, polled), which reports the child's peak RSS.
+#[allow(clippy::zombie_processes)]
+fn run_for(args: &[&std::ffi::OsStr], limit: Duration) -> Option<(i64, bool, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut err);
+        err
+    });
+    let start = Instant::now();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our child, not yet reaped (`child` is never waited on), and both
+        // pointers are to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break;
+        }
+        assert_eq!(r, 0, "wait4");
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            // SAFETY: as above; this reaps the killed child.
+            unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = reader.join().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    Some((
+        ru.ru_maxrss,
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        err,
+    ))
+}
+
+/// A FIFO, a device, a directory and a socket given to a reading command are refused at once,
+/// with the path and what it is named, in the memory a small regular file costs. (Before:
+/// `std::fs::read` read /dev/zero until memory ran out and blocked on a FIFO forever.)
+#[test]
+fn non_regular_inputs_are_refused_at_once_naming_the_path() {
+    use std::ffi::OsStr;
+    let dir = scratch("nonregular");
+    let fifo = dir.join("fifo.dat");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let sock = dir.join("sock.dat");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let subdir = dir.join("dir.dat");
+    std::fs::create_dir(&subdir).unwrap();
+    let regular = dir.join("small.dat");
+    std::fs::write(&regular, small_v7()).unwrap();
+    // A symlink to a regular file is read like the file.
+    let link = dir.join("link.dat");
+    std::os::unix::fs::symlink(&regular, &link).unwrap();
+    let mut inputs: Vec<(PathBuf, &str)> = vec![
+        (fifo, "FIFO"),
+        ("/dev/zero".into(), "character device"),
+        (subdir, "directory"),
+        (sock, "socket"),
+    ];
+    match std::fs::read_dir("/dev").ok().and_then(|d| {
+        d.flatten().map(|e| e.path()).find(|p| {
+            use std::os::unix::fs::FileTypeExt;
+            std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device())
+        })
+    }) {
+        Some(p) => inputs.push((p, "block device")),
+        None => eprintln!("no block device in /dev: that kind is not tried"),
+    }
+    let limit = Duration::from_secs(20);
+    for cmd in ["report", "stats", "export", "pages"] {
+        let out = dir.join(format!("{cmd}-out"));
+        let args = |p: &Path| {
+            let mut a: Vec<std::ffi::OsString> = vec![cmd.into(), p.into()];
+            if cmd == "pages" {
+                a.extend(["--slot", "1"].map(Into::into));
+            }
+            if cmd == "pages" || cmd == "export" {
+                a.push("--out".into());
+                a.push(out.clone().into());
+            }
+            a
+        };
+        let run = |p: &Path| {
+            let a = args(p);
+            let a: Vec<&OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+            let r = run_for(&a, limit);
+            let _ = std::fs::remove_dir_all(&out);
+            let _ = std::fs::remove_file(&out);
+            r
+        };
+        let (base, ok, err) = run(&link).expect("a small file is read at once");
+        assert!(ok, "`{cmd}` on a symlink to a regular file: {err}");
+        for (p, kind) in &inputs {
+            let Some((rss, ok, err)) = run(p) else {
+                panic!(
+                    "`typhon-rec {cmd} {}` still ran after {limit:?}",
+                    p.display()
+                );
+            };
+            assert!(!ok, "`{cmd} {}` succeeded", p.display());
+            assert!(
+                err.contains(&p.display().to_string()) && err.contains(kind),
+                "`{cmd} {}`: {err}",
+                p.display()
+            );
+            assert!(
+                (rss as f64) < 1.5 * base as f64,
+                "`{cmd} {}` peaked at {rss} KiB, {base} KiB on a small file",
+                p.display()
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `pages --out` writes only into a real directory and never through a link: an --out that is
+/// a symlink or not a directory is refused, and a link planted under a page's name is not
+/// followed (the page files are created exclusively). (Before: create_dir_all and fs::write
+/// followed both, writing pages wherever the links pointed.)
+#[test]
+fn pages_never_write_through_a_planted_link() {
+    let dir = scratch("pages-links");
+    let dat = dir.join("rec.dat");
+    std::fs::write(&dat, small_v7()).unwrap();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    let pages = |out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
+            .args([
+                "pages".as_ref(),
+                dat.as_os_str(),
+                "--slot".as_ref(),
+                "1".as_ref(),
+            ])
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap();
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // --out a symlink to a directory.
+    let link = dir.join("out-link");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    let (ok, err) = pages(&link);
+    assert!(
+        !ok && err.contains("out-link") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // --out a regular file.
+    let (ok, err) = pages(&victim);
+    assert!(
+        !ok && err.contains("victim") && err.contains("not a directory"),
+        "{err}"
+    );
+    // A link planted where the first page goes.
+    let out = dir.join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("slot-001-page-000000.raw")).unwrap();
+    let (ok, err) = pages(&out);
+    assert!(!ok && err.contains("slot-001-page-000000.raw"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    // A fresh directory (and its parents) is made and filled.
+    let fresh = dir.join("a/b/pages");
+    let (ok, err) = pages(&fresh);
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -48,7 +48,13 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> io::Res
             return Ok(255);
         }
     };
-    let buf = match std::fs::read(path) {
+    // At most the size stat gave (the C example reads st_size bytes): /dev/zero is not read
+    // without end.
+    let buf = match std::fs::File::open(path).and_then(|f| {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, st_size.max(0) as u64), &mut b)?;
+        Ok(b)
+    }) {
         Ok(b) => b,
         Err(e) => {
             writeln!(err, "{}: {}", path, os_message(&e))?;

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         eprintln!("usage: tracedat_v7 IN.dat OUT.dat");
         return ExitCode::from(2);
     };
-    let v6 = match std::fs::read(input) {
+    let v6 = match typhon_trace::tracedat::read_file(input.as_ref()) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("{input}: {e}");

@@ -16,6 +16,12 @@ use core::fmt;
 pub enum TraceDatError {
     /// The file could not be read.
     Io(std::io::Error),
+    /// The path names something other than a regular file (a FIFO, device, directory or
+    /// socket): it is refused before anything is read.
+    NotAFile {
+        /// What it is ("FIFO (named pipe)", "character device", "directory", ...).
+        kind: &'static str,
+    },
     /// The file does not start with the trace.dat magic.
     BadMagic,
     /// A file version this reader does not handle (not 6 or 7).
@@ -57,6 +63,12 @@ impl fmt::Display for TraceDatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TraceDatError::Io(e) => write!(f, "cannot read trace.dat: {e}"),
+            TraceDatError::NotAFile { kind } => {
+                write!(
+                    f,
+                    "is a {kind}, not a regular file: a trace.dat must be a file"
+                )
+            }
             TraceDatError::BadMagic => f.write_str("not a trace.dat file (bad magic)"),
             TraceDatError::UnsupportedVersion(v) => {
                 write!(f, "trace.dat version {v:?} is not supported (6 and 7 are)")

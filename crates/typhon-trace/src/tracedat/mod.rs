@@ -61,14 +61,24 @@ pub struct TraceFile {
 }
 
 impl TraceFile {
-    /// Reads and parses the file at `path`.
+    /// Reads and parses the file at `path`, which must be a regular file (a symlink to one is
+    /// followed).
+    ///
+    /// The path is opened without blocking and checked on the open handle before anything is
+    /// read: a FIFO, device, directory or socket is refused with [`TraceDatError::NotAFile`]
+    /// (reading `/dev/zero` would never end, a FIFO would block), and at most the size the file
+    /// had at open is read, so a file that grows while it is read is read to that size.
     ///
     /// ```
-    /// use typhon_trace::tracedat::TraceFile;
+    /// use typhon_trace::tracedat::{TraceDatError, TraceFile};
     /// assert!(TraceFile::open("/nonexistent/trace.dat").is_err());
+    /// assert!(matches!(
+    ///     TraceFile::open("/dev/null"),
+    ///     Err(TraceDatError::NotAFile { kind: "character device" })
+    /// ));
     /// ```
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self> {
-        Self::parse(std::fs::read(path)?)
+        Self::parse(read_file(path.as_ref())?)
     }
 
     /// Parses a whole file held in memory.
@@ -98,6 +108,75 @@ impl TraceFile {
             common_type,
         })
     }
+}
+
+/// What a file that is not a regular file is, for an error.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// The bytes of the regular file at `path` (a symlink to one is followed), at most as many as
+/// it had when opened: what [`TraceFile::open`] reads. A FIFO, device, directory or socket is
+/// refused with [`TraceDatError::NotAFile`] without blocking or reading.
+///
+/// ```
+/// use typhon_trace::tracedat::{read_file, TraceDatError};
+/// assert!(matches!(read_file("/dev/zero".as_ref()), Err(TraceDatError::NotAFile { .. })));
+/// assert!(matches!(read_file("/".as_ref()), Err(TraceDatError::NotAFile { kind: "directory" })));
+/// ```
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO with no writer (or a device that waits) returns at once, so
+    // the type check below can refuse it; on a regular file the flag changes nothing.
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        // A socket cannot be opened at all (ENXIO): say what it is rather than "no such device".
+        Err(e) => {
+            return Err(match std::fs::metadata(path) {
+                Ok(m) if !m.is_file() => TraceDatError::NotAFile {
+                    kind: kind_of(m.file_type()),
+                },
+                _ => TraceDatError::Io(e),
+            })
+        }
+    };
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Err(TraceDatError::NotAFile {
+            kind: kind_of(m.file_type()),
+        });
+    }
+    let size = m.len();
+    let mut data = Vec::new();
+    // The size at open bounds the read and the allocation; a file that shrank since reads short
+    // and fails to parse like any truncated file.
+    data.try_reserve_exact(usize::try_from(size).map_err(|_| {
+        TraceDatError::Io(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("{size} bytes do not fit in memory"),
+        ))
+    })?)
+    .map_err(|e| TraceDatError::Io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
+    f.take(size).read_to_end(&mut data)?;
+    Ok(data)
 }
 
 /// The file header (magic, version, byte order, long and page sizes), then the rest by the
