@@ -123,7 +123,7 @@ pub(crate) fn describe(code: i32) -> &'static str {
 #[cold]
 pub(crate) fn write_error(e: WriteError) -> i32 {
     let code = match e {
-        WriteError::TooLarge { .. } => TYPHON_ERR_TOO_LARGE,
+        WriteError::TooLarge { .. } | WriteError::SpanStackFull { .. } => TYPHON_ERR_TOO_LARGE,
         WriteError::Invalid(_) => TYPHON_ERR_INVALID,
         WriteError::SpanMismatch { .. } => TYPHON_ERR_SPAN_MISMATCH,
     };
