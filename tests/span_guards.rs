@@ -498,3 +498,72 @@ fn refused_spans_return_errors_and_count_once() {
     assert_eq!(spans.len(), 1);
     assert_eq!((spans[0].name.as_str(), spans[0].parent), ("ok", 0));
 }
+
+/// Counts the allocations of threads that ask for it (SPEC §8: the producer never allocates
+/// after its thread's first event).
+struct Counting;
+
+static ALLOCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    static TRACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        if TRACK.try_with(|t| t.get()).unwrap_or(false) {
+            ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        if TRACK.try_with(|t| t.get()).unwrap_or(false) {
+            ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn spans_deeper_or_longer_than_the_stack_allocate_nothing() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = recorder(&sink);
+    let allocs = std::thread::spawn(|| {
+        drop(typhon_recorder::span("first")); // claims the slot: may allocate
+        let names: Vec<String> = (0..100).map(|i| "s".repeat(1 + i * 7)).collect();
+        let mut guards: Vec<SpanGuard<'_>> = Vec::with_capacity(200);
+        TRACK.with(|t| t.set(true));
+        for round in 0..20 {
+            for name in names.iter().cycle().skip(round).take(100) {
+                guards.push(typhon_recorder::span(name));
+            }
+            let _ = typhon_recorder::span_begin("begun", None, None);
+            // Outermost first: ends them all at once.
+            guards.truncate(0);
+        }
+        TRACK.with(|t| t.set(false));
+        ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
+    })
+    .join()
+    .unwrap();
+    let stats = rec.finish().unwrap();
+    assert_eq!(
+        allocs, 0,
+        "allocations on the span path after the first event"
+    );
+    assert!(
+        stats.slot(1).unwrap().refused > 0,
+        "the stack's room was passed"
+    );
+}
