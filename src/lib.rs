@@ -106,7 +106,7 @@ pub use write::clock::Clock;
 pub use write::spans::{
     span, span_at, span_begin, span_end, traced_span, traced_span_at, try_span, SpanGuard,
 };
-pub use write::WriteError;
+pub use write::{WriteError, SPAN_DEPTH, SPAN_NAME_BYTES};
 
 /// The most-used names in one import: `use typhon_recorder::prelude::*;`.
 ///

@@ -121,6 +121,7 @@ impl Progress {
             // Relaxed: statistics.
             s.filtered = e.filtered.load(Ordering::Relaxed);
             s.refused = e.refused.load(Ordering::Relaxed);
+            s.unclosed = e.unclosed.load(Ordering::Relaxed);
         }
         Stats {
             slots,

@@ -352,6 +352,13 @@ impl Flusher {
             }
         }
         self.drain(slot);
+        if last && state == ACTIVE {
+            // Spans its thread still has open (a forgotten guard): written now, ending now, so
+            // that the spans they parent have their parent in the file (see `SpanGuard`).
+            for r in reg.unclosed_spans(slot, self.core.clock.raw_clock().raw()) {
+                self.push_raw(slot, &r);
+            }
+        }
         if state == RETIRING || (last && state == ACTIVE) {
             self.close_stream(slot);
             if state == RETIRING {
@@ -684,6 +691,7 @@ impl Flusher {
                     refused: e.refused.load(Ordering::Relaxed),
                     sink_lost: s.sink_lost,
                     clamped: s.clamped,
+                    unclosed: e.unclosed.load(Ordering::Relaxed),
                 }
             })
             .collect()

@@ -628,7 +628,7 @@ impl FileSink {
             "first_sink_error": first,
             "slots": summary.slots.iter().map(|s| serde_json::json!({
                 "slot": s.slot, "filtered": s.filtered, "refused": s.refused,
-                "sink_lost": s.sink_lost, "clamped": s.clamped, "thread_ids": s.thread_ids, "threads": s.threads,
+                "sink_lost": s.sink_lost, "clamped": s.clamped, "unclosed": s.unclosed, "thread_ids": s.thread_ids, "threads": s.threads,
             })).collect::<Vec<_>>(),
         });
         let a = assemble(&self.dir, &self.out, &meta, sources, true)?;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// ```
 /// let s = typhon_recorder::sink::SlotSummary { slot: 1, name: "main".into(), thread_ids: vec![42],
 ///     last_thread_id: 42, threads: 1, attempted: 10, written: 9, missed: 1, filtered: 0,
-///     refused: 0, sink_lost: 0, clamped: 0 };
+///     refused: 0, sink_lost: 0, clamped: 0, unclosed: 0 };
 /// assert_eq!(s.attempted, s.written + s.missed + s.sink_lost);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -54,6 +54,11 @@ pub struct SlotSummary {
     /// do not stamp the slot's later records at that future time. They are in `written`; this
     /// says how many carry a time that is not the caller's.
     pub clamped: u64,
+    /// Spans still open when the recorder finished (a forgotten guard, a thread that goes on
+    /// past `finish`): written then, ending at finish, so the spans they parent have their
+    /// parent in the file. They are in `written`; this says how many do not end where the
+    /// program ended them.
+    pub unclosed: u64,
 }
 
 /// What a sink learns when the session ends.

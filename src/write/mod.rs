@@ -18,10 +18,12 @@ pub mod clock;
 pub mod ring;
 pub mod slots;
 pub(crate) mod spans;
+pub(crate) mod stack;
 pub(crate) mod writer;
 
 use crate::codec;
 use core::fmt;
+pub use stack::{SPAN_DEPTH, SPAN_NAME_BYTES};
 
 /// Why a write with variable-size input was not recorded. (Fixed-size writes cannot fail; a
 /// full ring is not an error but a counted drop.)
@@ -49,6 +51,16 @@ pub enum WriteError {
         /// The thread's innermost open span (0 = none).
         innermost: u64,
     },
+    /// A span begun while the thread already has [`SPAN_DEPTH`] spans open, or whose name
+    /// does not fit beside the open ones' (their names, each rounded up to 8 bytes, hold at
+    /// most [`SPAN_NAME_BYTES`]): the recorder's room for open spans is fixed when the thread
+    /// claims its slot, so that no span allocates. Nothing is opened; counted as refused.
+    SpanStackFull {
+        /// Spans the thread had open.
+        open: usize,
+        /// Bytes of names the open spans and this one would need.
+        name_bytes: usize,
+    },
 }
 
 impl fmt::Display for WriteError {
@@ -65,6 +77,11 @@ impl fmt::Display for WriteError {
                 "record of {size} bytes does not fit in a page (max {max}); use a larger page size"
             ),
             WriteError::Invalid(s) => write!(f, "invalid record: {s}"),
+            WriteError::SpanStackFull { open, name_bytes } => write!(
+                f,
+                "span not opened: {open} spans open with {name_bytes} bytes of names; a thread \
+                 holds at most {SPAN_DEPTH} open spans and {SPAN_NAME_BYTES} bytes of their names"
+            ),
             WriteError::SpanMismatch { span_id, innermost } => write!(
                 f,
                 "span {span_id:#x} is not the innermost open span ({innermost:#x})"

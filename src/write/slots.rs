@@ -66,6 +66,12 @@ pub struct SlotEntry {
     pub refused: AtomicU64,
     /// Writes filtered out (written by the owning thread).
     pub filtered: AtomicU64,
+    /// Spans still open when the recorder finished, written then by the flusher, ending at
+    /// finish (see [`SpanGuard`](crate::SpanGuard)).
+    pub unclosed: AtomicU64,
+    /// The open spans of the slot's thread, made at the slot's first claim and kept for its
+    /// later threads (see [`Registry::span_stack`]).
+    pub(crate) spans: Mutex<Option<std::sync::Arc<crate::write::stack::SpanStack>>>,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -273,6 +279,28 @@ impl Registry {
     /// ```
     pub fn slot(&self, i: u8) -> &SlotEntry {
         &self.slots[i as usize]
+    }
+
+    /// The span stack of `slot`, for the thread that just claimed it: made at the slot's first
+    /// claim (the claim allocates; no span does), emptied for each later thread.
+    pub(crate) fn span_stack(&self, slot: u8) -> std::sync::Arc<crate::write::stack::SpanStack> {
+        let mut g = self.slot(slot).spans.lock();
+        let s = g.get_or_insert_with(|| std::sync::Arc::new(crate::write::stack::SpanStack::new()));
+        s.clear();
+        s.clone()
+    }
+
+    /// The records of the spans `slot`'s thread has open, ending at `end` (raw ticks), each
+    /// counted in the slot's `unclosed`: the flusher writes them at finish, so that a span's
+    /// parent is in the file even when the thread never ends it (a forgotten guard), or goes on
+    /// past `finish`.
+    pub(crate) fn unclosed_spans(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
+        let e = self.slot(slot);
+        let stack = e.spans.lock().clone();
+        let recs = stack.map_or_else(Vec::new, |s| s.open_records(slot, end));
+        // Relaxed: a statistic, read after the flusher is joined.
+        e.unclosed.fetch_add(recs.len() as u64, Ordering::Relaxed);
+        recs
     }
 
     /// One past the highest slot ever claimed (at least 1).

@@ -4,8 +4,10 @@ use crate::codec::records::TraceContext;
 use crate::codec::{self, records, TraceEventKind};
 use crate::session::*;
 use crate::write::ring::Producer;
+use crate::write::stack::{SPAN_DEPTH, SPAN_NAME_BYTES};
 use crate::write::writer::*;
 use crate::write::WriteError;
+use std::sync::atomic::Ordering;
 
 /// An open span; dropping it ends the span and writes its record (NamedSpan, or TracedSpan when
 /// it carries a trace context). Not `Send`: a span begins and ends on one thread.
@@ -19,24 +21,35 @@ use crate::write::WriteError;
 ///   ends it **and every span opened inside it that is still open**, at the same time; the
 ///   inner guards' own drops then write nothing. So every span ends within its parent.
 /// - a guard that is never dropped (`mem::forget`, a leak) stays open until its parent ends
-///   (it is then ended with it), or until its thread exits (every span still open is ended
-///   then). A span still open when its recorder finishes is not in the file; the spans it
-///   parents are.
-/// - a guard opened under one recorder belongs to that one. Dropped after it finished, it
-///   writes nothing: under a later recorder the drop is counted as refused there (the span
-///   cannot be recorded anywhere), with no recorder installed it does nothing.
+///   (it is then ended with it), until its thread exits (every span still open is ended
+///   then), or until its recorder finishes: the spans a thread still has open then are written
+///   by the recorder as it finishes, ending at that moment, and counted in the slot's
+///   [`unclosed`](crate::sink::SlotSummary::unclosed) (in `finish()`'s stats and the file's
+///   metadata). The recorder can do this for a thread that never writes again because the
+///   stack lives in memory it shares with the flusher (read once, at finish; see "Cost").
+/// - a guard opened under one recorder belongs to that one, whose finish wrote (and counted)
+///   it. Dropped later, under another recorder or none, it writes and counts nothing: the
+///   later recording is not charged with the earlier one's span, and its spans never name a
+///   parent of the earlier one (a thread's stack starts empty under each recorder).
 ///
-/// The invariant: in a recording, every span's parent is 0 or a span of the same slot that
-/// was open when it began, and that parent is in the recording too unless it was still open
-/// when the recorder finished. With the recorder's clock (no `*_at` times), a span's interval
-/// lies within its parent's.
+/// **The invariant**: in a recording, every span's id appears once, and its parent is 0 or a
+/// span of the same slot, begun before it, that is in the same recording. With the recorder's
+/// clock (no `*_at` times), a span's interval lies within its parent's. The one exception is
+/// the race `finish` documents: a span a thread ends or begins while `finish` runs may be in
+/// neither the file nor a counter, and a span it parents may then lack it.
 ///
-/// A guard whose span the recorder refused (a name with a NUL byte, a record larger than a
-/// page) opens nothing and is counted as refused: [`try_span`] returns that error instead.
+/// A guard whose span the recorder refused opens nothing and is counted as refused
+/// ([`try_span`] returns the error instead): a name with a NUL byte, a record larger than a
+/// page, or a thread with no room left for another open span ([`WriteError::SpanStackFull`]:
+/// [`SPAN_DEPTH`](crate::SPAN_DEPTH) spans open, or their names past
+/// [`SPAN_NAME_BYTES`](crate::SPAN_NAME_BYTES)). The spans opened inside a refused one have the
+/// innermost span that was opened as their parent.
 ///
-/// Cost: the stack lives in the thread's writer, made with room for 64 open spans and 4 KiB of
-/// their names when the thread claims its slot; a thread that goes past either allocates once
-/// more for each new high mark (never on later spans that stay within it).
+/// Cost: the stack is fixed in size, allocated when its slot is first claimed, so no span
+/// allocates. A span's begin stores its fields and name there (relaxed stores to memory only
+/// its thread writes), its end one word more (the entry is marked free before its record is
+/// written, so that the flusher's read at finish, a seqlock keyed on the span id, never takes
+/// a span that was also written). No lock, no shared cache line written.
 ///
 /// ```
 /// # let _g = typhon_recorder::doc_lock();
@@ -122,43 +135,55 @@ impl Writer {
                 max: self.max_record,
             });
         }
+        let depth = self.depth;
+        let name_at = self.stack.names_end(depth);
+        if depth >= SPAN_DEPTH || name_at * 8 + name.len() > SPAN_NAME_BYTES {
+            return Err(self.stack_full(depth, name_at * 8 + name.len()));
+        }
         let start = self.ts(at);
         let id = (self.slot as u64) << 56 | (self.span_counter & ((1 << 56) - 1));
         self.span_counter += 1;
-        let parent = self.spans.last().map_or(0, |e| e.id);
-        let name_at = self.span_names.len();
-        push_name(&mut self.span_names, name.as_bytes());
-        let (traced, c) = match ctx {
-            Some(c) => (true, c),
-            None => (false, TraceContext::default()),
+        let parent = match depth.checked_sub(1) {
+            None => 0,
+            Some(top) => self.stack.entries[top].id.load(Ordering::Relaxed),
         };
-        self.spans.push(OpenSpan {
-            start,
-            id,
-            parent,
-            trace_hi: c.hi,
-            trace_lo: c.lo,
-            traced,
-            name_at,
-        });
+        self.stack
+            .push(depth, name_at, id, start, parent, ctx, name.as_bytes());
+        self.depth = depth + 1;
         Ok(id)
+    }
+
+    /// A span begun past the stack's room: refused and counted (see [`SpanGuard`]).
+    #[cold]
+    #[inline(never)]
+    fn stack_full(&self, open: usize, name_bytes: usize) -> WriteError {
+        self.refuse();
+        WriteError::SpanStackFull { open, name_bytes }
+    }
+
+    /// The id of the innermost open span, 0 when none is.
+    #[inline(always)]
+    pub(crate) fn innermost(&self) -> u64 {
+        match self.depth.checked_sub(1) {
+            None => 0,
+            Some(top) => self.stack.entries[top].id.load(Ordering::Relaxed),
+        }
     }
 
     /// Ends the open span at `i` at `end` (raw ticks), and every span opened inside it that is
     /// still open, innermost first; each is written.
     #[inline(always)]
     pub(crate) fn end_spans_from(&mut self, i: usize, end: u64) {
-        let Some(target) = self.spans.get(i).map(|e| e.id) else {
+        if i >= self.depth {
             return;
-        };
-        while self.spans.len() > i {
-            let top = self.spans.len() - 1;
+        }
+        while self.depth > i {
+            let top = self.depth - 1;
             // Spans left open inside the target end with it, never before they began.
-            let e = &self.spans[top];
-            let t = if e.id == target {
+            let t = if top == i {
                 end
             } else {
-                end.max(e.start)
+                end.max(self.stack.entries[top].start.load(Ordering::Relaxed))
             };
             self.end_innermost(t);
         }
@@ -166,58 +191,68 @@ impl Writer {
     }
 
     /// Ends the innermost open span at `end` (the common end: a guard dropped in order).
-    ///
-    /// The entry is read in place, field by field, not copied out: `pop` moved it with 16-byte
-    /// loads, which cannot be forwarded from the 8-byte stores that wrote it at the span's
-    /// begin, and the stall cost about 7 ns a span pair (13.6 against 6.2 ns).
     #[inline(always)]
     pub(crate) fn end_innermost(&mut self, end: u64) {
-        let Some(top) = self.spans.len().checked_sub(1) else {
+        let Some(top) = self.depth.checked_sub(1) else {
             return;
         };
-        let e = &self.spans[top];
-        let name_at = e.name_at;
+        let stack = &*self.stack;
+        let e = &stack.entries[top];
+        // Relaxed: this thread stored them.
+        let id = e.id.load(Ordering::Relaxed);
+        let start = e.start.load(Ordering::Relaxed);
+        let parent = e.parent.load(Ordering::Relaxed);
+        let m = e.meta.load(Ordering::Relaxed);
+        let ctx = (m & 1 == 1).then(|| TraceContext {
+            hi: e.trace_hi.load(Ordering::Relaxed),
+            lo: e.trace_lo.load(Ordering::Relaxed),
+        });
+        // Before the record: once the flusher has drained it, it must not also find the span
+        // open (it would write it twice at finish).
+        stack.invalidate(top);
+        stack.depth.store(top, Ordering::Relaxed);
+        self.depth = top;
+        let ext = records::SpanExt {
+            duration_ns: end.wrapping_sub(start) as i64,
+            span_id: id,
+            parent_span_id: parent,
+        };
         write_span(
             &mut self.producer,
-            &self.span_names[name_at.min(self.span_names.len())..],
-            e,
+            stack.name(m),
+            ctx,
             self.slot,
-            end,
+            start,
+            &ext,
         );
         if self.producer.passed_half() {
             self.wake_flusher();
         }
-        // OpenSpan is Copy: nothing to drop.
-        self.spans.truncate(top);
-        self.span_names.truncate(name_at);
         self.last_raw = end;
     }
 }
 
-/// Writes the record of `e`, the thread's innermost open span, whose name is `name` (the end
-/// of [`Writer::span_names`]), ending at `end`.
+/// Writes a span's record: name `name` (an entry's, see [`SpanStack::name`](crate::write::stack::SpanStack::name)), starting at
+/// `start` (raw ticks).
 #[inline(always)]
-pub(crate) fn write_span(producer: &mut Producer, name: &[u8], e: &OpenSpan, slot: u8, end: u64) {
-    // SAFETY: `span_names` holds whole `&str`s, each pushed at its entry's `name_at` and cut
-    // back only to an entry's `name_at`, so the bytes from the innermost's `name_at` to the end
-    // are one whole UTF-8 name.
+pub(crate) fn write_span(
+    producer: &mut Producer,
+    name: &[u8],
+    ctx: Option<TraceContext>,
+    slot: u8,
+    start: u64,
+    ext: &records::SpanExt,
+) {
+    // SAFETY: the stack's names hold whole `&str`s, each stored from its entry's first word
+    // with its length in the entry, so an entry's `name` is one whole UTF-8 name.
     let name = unsafe { std::str::from_utf8_unchecked(name) };
-    let ctx = e.traced.then_some(TraceContext {
-        hi: e.trace_hi,
-        lo: e.trace_lo,
-    });
     let size = match ctx {
         None => records::named_span_len(name),
         Some(_) => records::traced_span_len(name),
     };
     // Checked against the page when it opened (`open_span`), under this same recorder.
     producer.write(size, |d| {
-        let ext = records::SpanExt {
-            duration_ns: end.wrapping_sub(e.start) as i64,
-            span_id: e.id,
-            parent_span_id: e.parent,
-        };
-        records::fill_span(d, slot, e.start as i64, &ext, ctx, name)
+        records::fill_span(d, slot, start as i64, ext, ctx, name)
     });
 }
 
@@ -227,8 +262,7 @@ pub(crate) fn write_span(producer: &mut Producer, name: &[u8], e: &OpenSpan, slo
 pub(crate) fn close_guard(id: u64, gen: u64, at: Option<u64>) {
     // With no recorder installed there is no writer: nothing to write or count.
     with_writer(|w| {
-        let n = w.spans.len();
-        if w.core.gen == gen && n > 0 && w.spans[n - 1].id == id {
+        if w.core.gen == gen && w.innermost() == id {
             let end = match at {
                 Some(t) => t,
                 None => w.clock.raw(),
@@ -245,12 +279,15 @@ pub(crate) fn close_guard(id: u64, gen: u64, at: Option<u64>) {
 #[inline(never)]
 pub(crate) fn close_other(w: &mut Writer, id: u64, gen: u64, at: Option<u64>) {
     if w.core.gen != gen {
-        // Its recorder has finished: the span can be written nowhere (see `SpanGuard`).
-        w.refuse();
+        // Its recorder has finished, and wrote the span then, counted as unclosed in its own
+        // file (see `SpanGuard`): nothing to write or count here.
         return;
     }
     // Not found: it already ended, with a span that enclosed it.
-    if let Some(i) = w.spans.iter().rposition(|e| e.id == id) {
+    let i = (0..w.depth)
+        .rev()
+        .find(|&i| w.stack.entries[i].id.load(Ordering::Relaxed) == id);
+    if let Some(i) = i {
         let end = match at {
             Some(t) => t,
             None => w.clock.raw(),
@@ -397,7 +434,7 @@ pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
     }
     let mismatch = |innermost| WriteError::SpanMismatch { span_id, innermost };
     with_writer(|w| {
-        let innermost = w.spans.last().map_or(0, |e| e.id);
+        let innermost = w.innermost();
         if innermost != span_id {
             return Err(mismatch(innermost));
         }

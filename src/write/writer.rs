@@ -6,6 +6,7 @@ use crate::codec::{records, TraceEventKind};
 use crate::session::*;
 use crate::write::ring::Producer;
 use crate::write::slots::{Parked, SLOTS};
+use crate::write::stack::SpanStack;
 use crate::write::WriteError;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,11 +23,11 @@ pub(crate) struct Writer {
     pub(crate) last_raw: u64,
     /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
     pub(crate) max_record: usize,
-    /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]); made
-    /// with room for [`SPAN_DEPTH`] when the thread claims its slot.
-    pub(crate) spans: Vec<OpenSpan>,
-    /// The open spans' names, one after the other (see [`OpenSpan::name_at`]).
-    pub(crate) span_names: Vec<u8>,
+    /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]): the
+    /// slot's fixed stack, shared with the flusher, which writes those still open at finish.
+    pub(crate) stack: Arc<SpanStack>,
+    /// How many spans are open (the stack's depth; this thread's copy).
+    pub(crate) depth: usize,
 }
 
 impl Drop for Writer {
@@ -97,7 +98,7 @@ impl Drop for Owner {
             // Spans still open (forgotten guards, `span_begin` spans never ended) end with
             // their thread, so that the spans they parent have their parent in the file.
             // Relaxed: as in `refresh`; a recorder that finished meanwhile drops what is left.
-            if !w.spans.is_empty() && w.core.gen == GEN.load(Ordering::Relaxed) {
+            if w.depth > 0 && w.core.gen == GEN.load(Ordering::Relaxed) {
                 let now = w.clock.raw();
                 w.end_spans_from(0, now);
             }
@@ -183,6 +184,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
         // Built here and put in `Hot` once its ThreadInfo is written: if anything below
         // unwound, the writer would be dropped (its slot retired) rather than left in place
         // without the record that names its thread.
+        let stack = core.registry.span_stack(slot);
         let mut w = Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,
@@ -194,8 +196,8 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
                 .span_counter
                 .max(SPAN_COUNTERS[slot as usize].load(Ordering::Relaxed)),
             last_raw: 0,
-            spans: Vec::with_capacity(SPAN_DEPTH),
-            span_names: Vec::with_capacity(SPAN_NAME_BYTES),
+            stack,
+            depth: 0,
         };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {
@@ -363,62 +365,6 @@ impl Writer {
             .fetch_add(1, Ordering::Relaxed);
     }
 }
-
-/// A span the thread has open: what its record needs when it ends (see [`SpanGuard`]).
-#[derive(Clone, Copy)]
-pub(crate) struct OpenSpan {
-    pub(crate) start: u64,
-    pub(crate) id: u64,
-    pub(crate) parent: u64,
-    /// The trace context, if `traced` (kept as plain words: see [`Writer::end_innermost`]).
-    pub(crate) trace_hi: u64,
-    pub(crate) trace_lo: u64,
-    pub(crate) traced: bool,
-    /// Where its name starts in [`Writer::span_names`] (it runs to the next span's, or to the
-    /// end for the innermost).
-    pub(crate) name_at: usize,
-}
-
-/// Appends `name` to a thread's span names. Names are short and copied on every span begin, so
-/// those of up to 16 bytes are copied by hand, in at most two overlapping word moves, instead
-/// of a call to `memcpy` (as `extend_from_slice` makes for a length it does not know).
-#[inline(always)]
-pub(crate) fn push_name(names: &mut Vec<u8>, name: &[u8]) {
-    let n = name.len();
-    if n > 16 || names.capacity() - names.len() < 16 {
-        names.extend_from_slice(name);
-        return;
-    }
-    let len = names.len();
-    // SAFETY: at least 16 bytes of spare capacity were checked above, so `dst..dst + n` (n <=
-    // 16) is inside the allocation; the moves read only within `name`, write only within
-    // `dst..dst + n`, and after them those `n` bytes are initialised, so `set_len` is sound.
-    unsafe {
-        let dst = names.as_mut_ptr().add(len);
-        let src = name.as_ptr();
-        if n >= 8 {
-            let a = src.cast::<u64>().read_unaligned();
-            let b = src.add(n - 8).cast::<u64>().read_unaligned();
-            dst.cast::<u64>().write_unaligned(a);
-            dst.add(n - 8).cast::<u64>().write_unaligned(b);
-        } else if n >= 4 {
-            let a = src.cast::<u32>().read_unaligned();
-            let b = src.add(n - 4).cast::<u32>().read_unaligned();
-            dst.cast::<u32>().write_unaligned(a);
-            dst.add(n - 4).cast::<u32>().write_unaligned(b);
-        } else {
-            for i in 0..n {
-                *dst.add(i) = *src.add(i);
-            }
-        }
-        names.set_len(len + n);
-    }
-}
-
-/// Open spans a thread can have before its span stack grows (an allocation, once per new
-/// depth), and bytes of their names.
-pub(crate) const SPAN_DEPTH: usize = 64;
-pub(crate) const SPAN_NAME_BYTES: usize = 4096;
 
 /// A write refused for its input (whatever the recorder): counted as refused against the
 /// thread's slot when a recorder runs (a thread without a slot counts it as no-slot), then

@@ -87,7 +87,9 @@
 #define TYPHON_ERR_IO -6
 
 // The record does not fit in one page (size > page size − 24; a larger page size records it),
-// or is larger than any record can be (65534 bytes). For a span, reported when it begins.
+// or is larger than any record can be (65534 bytes). For a span, reported when it begins; also
+// for a span begun while its thread has 64 spans open, or 4096 bytes of their names (the
+// recorder's fixed room for open spans; nothing is opened, and it is counted as refused).
 #define TYPHON_ERR_TOO_LARGE -7
 
 // Malformed input: a NUL inside a span name, a CeLog id of 0x3FFF or above or of 90

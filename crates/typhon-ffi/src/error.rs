@@ -29,7 +29,9 @@ pub const TYPHON_ERR_NOT_STARTED: i32 = -5;
 /// An I/O error creating or writing the output file.
 pub const TYPHON_ERR_IO: i32 = -6;
 /// The record does not fit in one page (size > page size − 24; a larger page size records it),
-/// or is larger than any record can be (65534 bytes). For a span, reported when it begins.
+/// or is larger than any record can be (65534 bytes). For a span, reported when it begins; also
+/// for a span begun while its thread has 64 spans open, or 4096 bytes of their names (the
+/// recorder's fixed room for open spans; nothing is opened, and it is counted as refused).
 pub const TYPHON_ERR_TOO_LARGE: i32 = -7;
 /// Malformed input: a NUL inside a span name, a CeLog id of 0x3FFF or above or of 90
 /// (`CELID_FLAGGED`), CeLog data above 4095 bytes, a payload its kind's decoder rejects, a
@@ -123,7 +125,7 @@ pub(crate) fn describe(code: i32) -> &'static str {
 #[cold]
 pub(crate) fn write_error(e: WriteError) -> i32 {
     let code = match e {
-        WriteError::TooLarge { .. } => TYPHON_ERR_TOO_LARGE,
+        WriteError::TooLarge { .. } | WriteError::SpanStackFull { .. } => TYPHON_ERR_TOO_LARGE,
         WriteError::Invalid(_) => TYPHON_ERR_INVALID,
         WriteError::SpanMismatch { .. } => TYPHON_ERR_SPAN_MISMATCH,
     };

@@ -1,0 +1,280 @@
+//! A thread's stack of open spans, fixed in size and shared with the flusher.
+//!
+//! The owning thread is the only writer; it pushes at a span's begin and pops at its end, with
+//! plain (relaxed atomic) stores into memory allocated once, when its slot is first claimed, so
+//! a span never allocates. The flusher reads the stack once, at finish, to write the spans still
+//! open then (forgotten guards, spans of a thread that goes on past `finish`): so a span written
+//! earlier never names a parent that is missing from the file.
+//!
+//! The flusher's read races with a thread that is still writing: each entry is a seqlock whose
+//! sequence is the span id itself (unique, never reused), zeroed at the pop before anything of
+//! a later span is stored there. A read that sees the id change, or 0, takes nothing.
+
+use crate::codec::records::{self, TraceContext};
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+
+/// Open spans a thread can have at once; a span begun beyond is refused
+/// ([`WriteError::SpanStackFull`](crate::WriteError::SpanStackFull), counted as refused).
+///
+/// ```
+/// assert_eq!(typhon_recorder::SPAN_DEPTH, 64);
+/// ```
+pub const SPAN_DEPTH: usize = 64;
+/// Bytes of open spans' names a thread can hold at once (each name rounded up to 8 bytes); a
+/// span whose name does not fit is refused
+/// ([`WriteError::SpanStackFull`](crate::WriteError::SpanStackFull), counted as refused).
+///
+/// ```
+/// assert_eq!(typhon_recorder::SPAN_NAME_BYTES, 4096);
+/// ```
+pub const SPAN_NAME_BYTES: usize = 4096;
+const NAME_WORDS: usize = SPAN_NAME_BYTES / 8;
+
+/// One open span: what its record needs when it ends.
+#[derive(Default)]
+pub(crate) struct Entry {
+    /// The span id, 0 while the entry holds no open span (the seqlock word, see the module).
+    pub(crate) id: AtomicU64,
+    pub(crate) start: AtomicU64,
+    pub(crate) parent: AtomicU64,
+    pub(crate) trace_hi: AtomicU64,
+    pub(crate) trace_lo: AtomicU64,
+    /// `name_at << 32 | name_len << 1 | traced`: its name is `name_len` bytes from word
+    /// `name_at` of [`SpanStack::names`].
+    pub(crate) meta: AtomicU64,
+}
+
+/// See the module docs.
+pub(crate) struct SpanStack {
+    /// How many entries are open (entries below hold spans, innermost last).
+    pub(crate) depth: AtomicUsize,
+    pub(crate) entries: Box<[Entry]>,
+    /// The open spans' names, each from a word boundary, little-endian bytes.
+    pub(crate) names: Box<[AtomicU64]>,
+}
+
+impl std::fmt::Debug for SpanStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpanStack")
+            .field("depth", &self.depth.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl SpanStack {
+    pub(crate) fn new() -> Self {
+        SpanStack {
+            depth: AtomicUsize::new(0),
+            entries: (0..SPAN_DEPTH).map(|_| Entry::default()).collect(),
+            names: (0..NAME_WORDS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Empties the stack for a new thread of its slot: an entry its last thread left open (it
+    /// exited after its recorder finished) must not look open to the flusher's read while the
+    /// new thread overwrites it.
+    pub(crate) fn clear(&self) {
+        for e in self.entries.iter() {
+            e.id.store(0, Ordering::Relaxed);
+        }
+        // Relaxed: the claim that calls this is ordered before the new thread's spans by the
+        // slot lock it took, and `push`'s Release covers its own entries.
+        self.depth.store(0, Ordering::Relaxed);
+        fence(Ordering::Release);
+    }
+
+    /// Words of names in use below the open entry `depth` (where the next name goes).
+    #[inline(always)]
+    pub(crate) fn names_end(&self, depth: usize) -> usize {
+        match depth.checked_sub(1) {
+            None => 0,
+            Some(top) => {
+                let m = self.entries[top].meta.load(Ordering::Relaxed);
+                (m >> 32) as usize + (((m as u32) >> 1) as usize).div_ceil(8)
+            }
+        }
+    }
+
+    /// Pushes a span at `depth` (the current depth, checked by the caller to be below
+    /// [`SPAN_DEPTH`], and the name to fit from word `at`). Owning thread only.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push(
+        &self,
+        depth: usize,
+        at: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        ctx: Option<TraceContext>,
+        name: &[u8],
+    ) {
+        let e = &self.entries[depth];
+        // Relaxed: published by the Release store of `id` below (see the module docs).
+        e.start.store(start, Ordering::Relaxed);
+        e.parent.store(parent, Ordering::Relaxed);
+        let traced = match ctx {
+            Some(c) => {
+                e.trace_hi.store(c.hi, Ordering::Relaxed);
+                e.trace_lo.store(c.lo, Ordering::Relaxed);
+                1
+            }
+            None => 0,
+        };
+        e.meta.store(
+            (at as u64) << 32 | (name.len() as u64) << 1 | traced,
+            Ordering::Relaxed,
+        );
+        store_name(&self.names[at..], name);
+        e.id.store(id, Ordering::Release);
+        // Relaxed: the flusher checks each entry's id, not the depth, for what is complete.
+        self.depth.store(depth + 1, Ordering::Relaxed);
+    }
+
+    /// Invalidates the entry at `top` (the innermost) before it is written out and popped:
+    /// from here a read of the flusher takes nothing of it, whatever is stored there next.
+    #[inline(always)]
+    pub(crate) fn invalidate(&self, top: usize) {
+        self.entries[top].id.store(0, Ordering::Relaxed);
+        // Release: orders the store above before every later store to the entry or names
+        // (the seqlock writer's barrier; free on x86).
+        fence(Ordering::Release);
+    }
+
+    /// The name of the entry whose `meta` is `m`. Owning thread only.
+    #[inline(always)]
+    pub(crate) fn name(&self, m: u64) -> &[u8] {
+        let at = ((m >> 32) as usize).min(NAME_WORDS);
+        let len = (((m as u32) >> 1) as usize).min((NAME_WORDS - at) * 8);
+        // SAFETY: `at * 8 + len` lies within `names` (clamped above), whose words are plain
+        // `u64`s in memory (`AtomicU64` has `u64`'s layout). Only the owning thread (the caller)
+        // stores to them, so nothing writes while this reads; the flusher's concurrent atomic
+        // loads are reads too, so there is no data race.
+        unsafe { std::slice::from_raw_parts(self.names.as_ptr().cast::<u8>().add(at * 8), len) }
+    }
+
+    /// The records of the spans open now, each ending at `end` (raw ticks, never before its
+    /// start), for `slot`: what the flusher writes at finish. Any thread; an entry that changes
+    /// while it is read is skipped.
+    pub(crate) fn open_records(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
+        // Relaxed: see `push`.
+        let depth = self.depth.load(Ordering::Relaxed).min(SPAN_DEPTH);
+        let mut out = Vec::new();
+        for e in &self.entries[..depth] {
+            // Acquire: pairs with `push`'s Release store of the id, so the fields are the span's.
+            let id = e.id.load(Ordering::Acquire);
+            if id == 0 {
+                continue;
+            }
+            let start = e.start.load(Ordering::Relaxed);
+            let parent = e.parent.load(Ordering::Relaxed);
+            let hi = e.trace_hi.load(Ordering::Relaxed);
+            let lo = e.trace_lo.load(Ordering::Relaxed);
+            let m = e.meta.load(Ordering::Relaxed);
+            let at = (m >> 32) as usize;
+            let len = ((m as u32) >> 1) as usize;
+            let Some(words) = self.names.get(at..at + len.div_ceil(8)) else {
+                continue;
+            };
+            let mut name: Vec<u8> = words
+                .iter()
+                .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+                .collect();
+            name.truncate(len);
+            // Acquire: pairs with `invalidate`'s fence; if any load above saw a later span's
+            // store, the id below is no longer the one read first.
+            fence(Ordering::Acquire);
+            if e.id.load(Ordering::Relaxed) != id {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(&name) else {
+                continue;
+            };
+            let ctx = (m & 1 == 1).then_some(TraceContext { hi, lo });
+            let size = match ctx {
+                None => records::named_span_len(name),
+                Some(_) => records::traced_span_len(name),
+            };
+            let mut rec = vec![0u8; size];
+            let ext = records::SpanExt {
+                duration_ns: end.saturating_sub(start) as i64,
+                span_id: id,
+                parent_span_id: parent,
+            };
+            records::fill_span(&mut rec, slot, start as i64, &ext, ctx, name);
+            out.push(rec);
+        }
+        out
+    }
+}
+
+/// Stores `name` into `dst` from its first word, little-endian, the last word zero-padded.
+/// Names of up to 16 bytes take at most two word stores built from overlapping loads, without
+/// a loop or a call.
+#[inline(always)]
+fn store_name(dst: &[AtomicU64], name: &[u8]) {
+    let n = name.len();
+    let src = name.as_ptr();
+    // Relaxed: published with the entry (see `SpanStack::push`).
+    let put = |i: usize, w: u64| dst[i].store(w.to_le(), Ordering::Relaxed);
+    // SAFETY (every read below): each reads 4 or 8 bytes at an offset that, for the `n`
+    // checked by its branch, lies within `name`.
+    if n > 16 {
+        store_name_long(dst, name);
+    } else if n >= 8 {
+        put(
+            0,
+            u64::from_le(unsafe { src.cast::<u64>().read_unaligned() }),
+        );
+        if n > 8 {
+            let b = u64::from_le(unsafe { src.add(n - 8).cast::<u64>().read_unaligned() });
+            put(1, b >> (8 * (16 - n)));
+        }
+    } else if n >= 4 {
+        let a = u32::from_le(unsafe { src.cast::<u32>().read_unaligned() }) as u64;
+        let b = u32::from_le(unsafe { src.add(n - 4).cast::<u32>().read_unaligned() }) as u64;
+        put(0, a | (b >> (8 * (8 - n))) << 32);
+    } else if n > 0 {
+        let mut w = 0u64;
+        for (i, &c) in name.iter().enumerate() {
+            w |= (c as u64) << (8 * i);
+        }
+        put(0, w);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn store_name_long(dst: &[AtomicU64], name: &[u8]) {
+    for (d, chunk) in dst.iter().zip(name.chunks(8)) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        // Relaxed: as in `store_name`.
+        d.store(u64::from_le_bytes(b), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_every_length_read_back_whole() {
+        let s = SpanStack::new();
+        let text: String = (0..200).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+        for n in 0..200 {
+            let name = &text.as_bytes()[..n];
+            s.push(0, 3, 7, 1, 0, None, name);
+            let m = s.entries[0].meta.load(Ordering::Relaxed);
+            assert_eq!(s.name(m), name, "length {n}");
+            assert_eq!(s.names_end(1), 3 + n.div_ceil(8));
+            let recs = s.open_records(1, 5);
+            assert_eq!(recs.len(), 1);
+            s.invalidate(0);
+            assert!(
+                s.open_records(1, 5).is_empty(),
+                "an invalidated entry is skipped"
+            );
+        }
+    }
+}
