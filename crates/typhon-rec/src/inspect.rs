@@ -30,6 +30,8 @@ struct SlotCounters {
     filtered: u64,
     sink_lost: u64,
     clamped: u64,
+    /// Spans still open at finish, written ending at finish time.
+    unclosed: u64,
 }
 
 /// Every counter the session kept, from the file's metadata option (SPEC §9). Read leniently:
@@ -87,6 +89,7 @@ impl Session {
             c.filtered = n(e, "filtered");
             c.sink_lost = n(e, "sink_lost");
             c.clamped = n(e, "clamped");
+            c.unclosed = n(e, "unclosed");
         }
         s.no_slot = n(ses, "no_slot");
         s.filtered_no_slot = n(ses, "filtered_no_slot");
@@ -138,6 +141,7 @@ impl Losses {
                 ("unreadable_pages", s.unreadable_pages),
                 ("torn_bytes", s.torn_bytes),
                 ("clamped", s.total(|c| c.clamped)),
+                ("unclosed", s.total(|c| c.unclosed)),
             ],
             filtered: vec![
                 ("filtered", s.total(|c| c.filtered)),
@@ -469,6 +473,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
             "sink_errors": session.sink_errors,
             "first_sink_error": session.first_sink_error,
             "clamped": session.total(|c| c.clamped),
+            "unclosed": session.total(|c| c.unclosed),
             "recovered": session.recovered,
             "recovered_damaged_pages": session.damaged_pages,
             "torn_bytes": session.torn_bytes,
@@ -481,6 +486,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
                     "missed_in_pages": a.missed, "damaged_pages": a.damaged,
                     "attempted": m.attempted, "written": m.written, "refused": m.refused,
                     "filtered": m.filtered, "sink_lost": m.sink_lost, "clamped": m.clamped,
+                    "unclosed": m.unclosed,
                     "span_s": a.span_s(), "records_per_s": a.rate(),
                 })
             }).collect::<Vec<_>>(),
@@ -531,7 +537,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
     }
     println!(
         "attempted {}, written {}, missed {}, refused {}, filtered {}, no_slot {}, \
-         filtered_no_slot {}, sink_lost {}, pages_lost {}, sink_errors {}, clamped {}",
+         filtered_no_slot {}, sink_lost {}, pages_lost {}, sink_errors {}, clamped {}, unclosed {}",
         session.total(|c| c.attempted),
         session.total(|c| c.written),
         missed,
@@ -543,9 +549,10 @@ pub fn stats(file: &Path, json: bool) -> Res {
         session.pages_lost,
         session.sink_errors,
         session.total(|c| c.clamped),
+        session.total(|c| c.unclosed),
     );
     println!(
-        "\n{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10} {:>14}",
+        "\n{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>14}",
         "slot",
         "thread",
         "records",
@@ -556,13 +563,14 @@ pub fn stats(file: &Path, json: bool) -> Res {
         "filtered",
         "sink_lost",
         "clamped",
+        "unclosed",
         "span s",
         "records/s"
     );
     for (c, a) in &slots {
         let m = counters(*c);
         println!(
-            "{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>10.3} {:>14.0}{}",
+            "{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10.3} {:>14.0}{}",
             c,
             comm(&f, *c),
             a.count,
@@ -573,6 +581,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
             m.filtered,
             m.sink_lost,
             m.clamped,
+            m.unclosed,
             a.span_s(),
             a.rate(),
             damage(a.damaged)

@@ -79,7 +79,7 @@ fn full_session() -> serde_json::Value {
         "unreadable_pages": 16,
         "a_key_from_the_future": [1, 2, 3],
         "slots": [
-            { "slot": 1, "filtered": 17, "refused": 18, "sink_lost": 19, "clamped": 20,
+            { "slot": 1, "filtered": 17, "refused": 18, "sink_lost": 19, "clamped": 20, "unclosed": 22,
               "thread_ids": [42], "threads": 1 },
             { "slot": 2, "refused": 21 },
         ],
@@ -109,6 +109,7 @@ fn stats_and_report_show_every_counter_of_the_session() {
         ("pages_lost", 12),
         ("sink_errors", 13),
         ("clamped", 20),
+        ("unclosed", 22),
         ("recovered_damaged_pages", 14),
         ("torn_bytes", 15),
         ("unreadable_pages", 16),
@@ -129,6 +130,7 @@ fn stats_and_report_show_every_counter_of_the_session() {
         ("filtered", 17),
         ("sink_lost", 19),
         ("clamped", 20),
+        ("unclosed", 22),
     ] {
         assert_eq!(s1[k].as_u64(), Some(want), "slot 1 {k}");
     }
@@ -153,6 +155,7 @@ fn stats_and_report_show_every_counter_of_the_session() {
         "unreadable_pages=16",
         "torn_bytes=15",
         "clamped=20",
+        "unclosed=22",
         "filtered=17",
         "filtered_no_slot=11",
     ] {
@@ -164,10 +167,10 @@ fn stats_and_report_show_every_counter_of_the_session() {
         .find(|l| l.trim_start().starts_with("1  worker"))
         .unwrap();
     let cols: Vec<&str> = row.split_whitespace().collect();
-    // slot thread records missed attempted written refused filtered sink_lost clamped ...
+    // slot thread records missed attempted written refused filtered sink_lost clamped unclosed
     assert_eq!(
-        &cols[..10],
-        ["1", "worker", "1", "3", "10", "1", "18", "17", "19", "20"]
+        &cols[..11],
+        ["1", "worker", "1", "3", "10", "1", "18", "17", "19", "20", "22"]
     );
 
     let (ok, out, err) = rec(&["report", fs]);
@@ -178,7 +181,9 @@ fn stats_and_report_show_every_counter_of_the_session() {
         "{last}"
     );
     assert!(
-        last.contains("refused=39") && last.contains("filtered_no_slot=11"),
+        last.contains("refused=39")
+            && last.contains("filtered_no_slot=11")
+            && last.contains("unclosed=22"),
         "{last}"
     );
     let _ = std::fs::remove_dir_all(&d);
@@ -204,6 +209,7 @@ fn files_without_the_newer_counters_read_as_zero() {
         "pages_lost",
         "sink_errors",
         "clamped",
+        "unclosed",
         "torn_bytes",
         "unreadable_pages",
     ] {
