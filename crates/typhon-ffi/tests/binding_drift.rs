@@ -139,7 +139,11 @@ fn parse_header(src: &str) -> Result<Api, String> {
     for decl in body.split(';').map(|d| squash(&d.replace('*', " * "))) {
         let Some(open) = decl.find('(') else { continue };
         let head = &decl[..open];
-        let Some(name) = head.split(' ').last().filter(|n| n.starts_with("typhon_")) else {
+        let Some(name) = head
+            .split(' ')
+            .next_back()
+            .filter(|n| n.starts_with("typhon_"))
+        else {
             continue;
         };
         let ret = head[..head.len() - name.len()]
