@@ -1,12 +1,19 @@
 // P/Invoke binding of typhon-recorder's C ABI (include/typhon_recorder.h) for the Typhon engine.
-// Not compiled in this repository's CI (no .NET on its machines); the same ABI is exercised by
-// tests/ffi_ctypes.py (Python ctypes) and tests/c/ffi_host.c. Keep in step with the header.
 //
-// Put libtyphon_ffi.so (cargo build --release --no-default-features) next to the app or on
-// LD_LIBRARY_PATH.
+// One source file for Mono's mcs (C# 7.2: `mcs -langversion:7.2 -unsafe`) and .NET 8+
+// (<AllowUnsafeBlocks>true</AllowUnsafeBlocks>): size_t is UIntPtr (not nuint), spans are pinned
+// through MemoryMarshal.GetReference (not the C# 7.3 pattern-based `fixed`), no nullable
+// annotations. tests/ffi_csharp.rs compiles it with mcs and records from managed threads under
+// mono; tests/binding_drift.rs fails when `Native`, the structs or the constants differ from the
+// header.
+//
+// Put libtyphon_ffi.so (cargo build --release -p typhon-ffi) next to the app or on
+// LD_LIBRARY_PATH: DllImport("typhon_ffi") finds libtyphon_ffi.so.
 using System;
+using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using System.Text;
+using System.Threading;
 
 namespace Typhon.Recorder
 {
@@ -14,60 +21,88 @@ namespace Typhon.Recorder
     [StructLayout(LayoutKind.Sequential)]
     public struct TyphonConfig
     {
-        public IntPtr OutputPath;      // const char*, NUL-terminated UTF-8
-        public nuint PageSize;         // size_t
-        public nuint RingBytes;        // size_t
-        public ulong FlushIntervalUs;  // uint64_t
+        public IntPtr OutputPath;      // const char *output_path: NUL-terminated UTF-8
+        public UIntPtr PageSize;       // size_t page_size
+        public UIntPtr RingBytes;      // size_t ring_bytes
+        public ulong FlushIntervalUs;  // uint64_t flush_interval_us
     }
 
     /// <summary>Session counters (TyphonStats); finished: Attempted == Written + Missed + SinkLost.</summary>
     [StructLayout(LayoutKind.Sequential)]
     public struct TyphonStats
     {
-        public ulong Attempted, Written, Missed, Filtered, Refused, NoSlot, Pages, Bytes,
-            SinkErrors, SinkLost, Slots;
+        public ulong Attempted;
+        public ulong Written;
+        public ulong Missed;
+        public ulong Filtered;
+        public ulong Refused;
+        public ulong NoSlot;
+        public ulong Pages;
+        public ulong Bytes;
+        public ulong SinkErrors;
+        public ulong SinkLost;
+        public ulong Slots;
     }
 
-    public enum ThreadKind : byte { Main = 0, Worker = 1, Pool = 2, Other = 3 }
+    /// <summary>TYPHON_THREAD_*: what a thread is for (typhon_set_thread_info).</summary>
+    public enum ThreadKind : byte
+    {
+        Main = 0,
+        Worker = 1,
+        Pool = 2,
+        Other = 3,
+    }
 
+    /// <summary>A call into the library failed: <see cref="Code"/> is its TYPHON_ERR_* code, the
+    /// message its name and typhon_last_error_message() (read on the failing thread right after
+    /// the call, before the next call can replace it).</summary>
     public sealed class TyphonException : Exception
     {
         public int Code { get; }
-        /// <summary>The code's name and the library's message for it (typhon_last_error_message,
-        /// read on the failing thread right after the call, before the pointer can change).</summary>
-        public TyphonException(int code) : base(Describe(code)) => Code = code;
 
-        static string Describe(int code)
+        public TyphonException(int code) : this(code, Native.LastErrorMessage()) { }
+
+        TyphonException(int code, string lastError)
+            : base(Native.ErrorName(code) + ": " + lastError)
         {
-            // The message first: its pointer is valid only until the next call into the library.
-            string message = Marshal.PtrToStringUTF8(Native.typhon_last_error_message());
-            return Marshal.PtrToStringUTF8(Native.typhon_error_name(code)) + ": " + message;
+            Code = code;
         }
     }
 
-    /// <summary>Raw entry points, one per header function. All return 0 or a negative code.</summary>
+    /// <summary>Raw entry points, one per header function (same names, same order). The int
+    /// results are TYPHON_OK (0) or a negative TYPHON_ERR_* code.</summary>
     public static unsafe class Native
     {
         const string Lib = "typhon_ffi";
 
-        public const int Ok = 0, ErrNull = -1, ErrUtf8 = -2, ErrConfig = -3, ErrAlreadyStarted = -4,
-            ErrNotStarted = -5, ErrIo = -6, ErrTooLarge = -7, ErrInvalid = -8,
-            ErrSpanMismatch = -9, ErrPanic = -10, ErrFlusher = -11, ErrNoSlot = -12;
+        public const int Ok = 0;
+        public const int ErrNull = -1;
+        public const int ErrUtf8 = -2;
+        public const int ErrConfig = -3;
+        public const int ErrAlreadyStarted = -4;
+        public const int ErrNotStarted = -5;
+        public const int ErrIo = -6;
+        public const int ErrTooLarge = -7;
+        public const int ErrInvalid = -8;
+        public const int ErrSpanMismatch = -9;
+        public const int ErrPanic = -10;
+        public const int ErrFlusher = -11;
+        public const int ErrNoSlot = -12;
 
         [DllImport(Lib)] public static extern IntPtr typhon_version();
         [DllImport(Lib)] public static extern IntPtr typhon_error_name(int code);
-        [DllImport(Lib)] public static extern int typhon_start(TyphonConfig* config);
-        [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* stats);
-        [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* stats);
-        [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* ns);
-        [DllImport(Lib)] public static extern int typhon_clamped(ulong* count);
         // Valid until this thread's next call into the library: copy it at once.
         [DllImport(Lib)] public static extern IntPtr typhon_last_error_message();
+        [DllImport(Lib)] public static extern int typhon_start(TyphonConfig* config);
+        [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* @out);
+        [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* @out);
+        [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* outNs);
+        [DllImport(Lib)] public static extern int typhon_clamped(ulong* @out);
         [DllImport(Lib)] public static extern int typhon_drain();
         [DllImport(Lib)] public static extern ulong typhon_now();
         [DllImport(Lib)] public static extern ulong typhon_ns_to_ticks(ulong ns);
         [DllImport(Lib)] public static extern int typhon_register_thread();
-        [DllImport(Lib)] public static extern int typhon_set_thread_info(byte* name, nuint len, byte kind);
+        [DllImport(Lib)] public static extern int typhon_set_thread_info(byte* name, UIntPtr nameLen, byte kind);
         [DllImport(Lib)] public static extern int typhon_command_causal_id(uint session, uint drainTick, ushort seq, ulong* hi, ulong* lo);
 
         [DllImport(Lib)] public static extern int typhon_ingress_received(uint session, ushort seq, ushort wireIdx, ushort bytes);
@@ -93,73 +128,151 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_instant_at(ulong ts, int nameId, int payload);
 
         // BOOL parameters are int: never marshal them as C# bool.
-        [DllImport(Lib)] public static extern int typhon_celog_set_zones(uint user, uint ce, uint process);
-        [DllImport(Lib)] public static extern int typhon_celog_data(int fTimeStamp, ushort wID, void* pData, ushort wLen, uint dwZoneUser, uint dwZoneCE, ushort wFlag, int fFlagged);
-        [DllImport(Lib)] public static extern int typhon_celog_data_at(ulong ts, ushort wID, void* pData, ushort wLen, uint dwZoneUser, uint dwZoneCE, ushort wFlag, int fFlagged);
+        [DllImport(Lib)] public static extern int typhon_celog_set_zones(uint zoneUser, uint zoneCe, uint zoneProcess);
+        [DllImport(Lib)] public static extern int typhon_celog_data(int fTimeStamp, ushort wId, void* pData, ushort wLen, uint dwZoneUser, uint dwZoneCe, ushort wFlag, int fFlagged);
+        [DllImport(Lib)] public static extern int typhon_celog_data_at(ulong ts, ushort wId, void* pData, ushort wLen, uint dwZoneUser, uint dwZoneCe, ushort wFlag, int fFlagged);
 
-        [DllImport(Lib)] public static extern int typhon_write_record(byte kind, byte* payload, nuint len);
-        [DllImport(Lib)] public static extern int typhon_write_record_at(ulong ts, byte kind, byte* payload, nuint len);
+        [DllImport(Lib)] public static extern int typhon_write_record(byte kind, byte* payload, UIntPtr len);
+        [DllImport(Lib)] public static extern int typhon_write_record_at(ulong ts, byte kind, byte* payload, UIntPtr len);
 
-        [DllImport(Lib)] public static extern int typhon_span_begin(byte* name, nuint len, ulong* spanId);
-        [DllImport(Lib)] public static extern int typhon_span_begin_at(ulong ts, byte* name, nuint len, ulong* spanId);
-        [DllImport(Lib)] public static extern int typhon_traced_span_begin(byte* name, nuint len, ulong traceHi, ulong traceLo, ulong* spanId);
-        [DllImport(Lib)] public static extern int typhon_traced_span_begin_at(ulong ts, byte* name, nuint len, ulong traceHi, ulong traceLo, ulong* spanId);
+        [DllImport(Lib)] public static extern int typhon_span_begin(byte* name, UIntPtr nameLen, ulong* spanId);
+        [DllImport(Lib)] public static extern int typhon_span_begin_at(ulong ts, byte* name, UIntPtr nameLen, ulong* spanId);
+        [DllImport(Lib)] public static extern int typhon_traced_span_begin(byte* name, UIntPtr nameLen, ulong traceHi, ulong traceLo, ulong* spanId);
+        [DllImport(Lib)] public static extern int typhon_traced_span_begin_at(ulong ts, byte* name, UIntPtr nameLen, ulong traceHi, ulong traceLo, ulong* spanId);
         [DllImport(Lib)] public static extern int typhon_span_end(ulong spanId);
         [DllImport(Lib)] public static extern int typhon_span_end_at(ulong spanId, ulong ts);
+
+        /// <summary>A copy of this thread's typhon_last_error_message().</summary>
+        public static string LastErrorMessage() => Marshal.PtrToStringUTF8(typhon_last_error_message());
+
+        /// <summary>typhon_error_name(code) ("TYPHON_ERR_NULL", ...).</summary>
+        public static string ErrorName(int code) => Marshal.PtrToStringUTF8(typhon_error_name(code));
+    }
+
+    /// <summary>A span opened by <see cref="TyphonRecorder.Span"/> or
+    /// <see cref="TyphonRecorder.TracedSpan"/>, for <c>using</c>. Dispose never throws: a span
+    /// that is not this thread's innermost open one is left open and reported through
+    /// <see cref="TyphonRecorder.ScopeErrors"/> and <see cref="TyphonRecorder.ScopeError"/>.</summary>
+    public readonly struct SpanScope : IDisposable
+    {
+        readonly ulong _id;
+
+        internal SpanScope(ulong id)
+        {
+            _id = id;
+        }
+
+        /// <summary>The span's id (0: nothing is recorded, e.g. no recorder is running).</summary>
+        public ulong Id => _id;
+
+        public void Dispose()
+        {
+            int code = Native.typhon_span_end(_id);
+            if (code != Native.Ok) TyphonRecorder.ReportScopeError(code);
+        }
     }
 
     /// <summary>
-    /// Engine-facing helpers: UTF-8 names as ReadOnlySpan&lt;byte&gt; (use "name"u8 literals: no
-    /// allocation, no marshalling), payloads as spans, errors as exceptions where they are bugs.
+    /// Engine-facing helpers: UTF-8 names and payloads as ReadOnlySpan&lt;byte&gt; (a cached
+    /// byte[], stackalloc, or on .NET 7+ a "name"u8 literal), errors as TyphonException. The
+    /// write path allocates nothing and marshals nothing: blittable arguments, spans pinned
+    /// for the call, no SafeHandle (the recorder is process-wide, there is no handle).
     /// </summary>
     public static unsafe class TyphonRecorder
     {
-        public static string Version => Marshal.PtrToStringUTF8(Native.typhon_version())!;
+        public static string Version => Marshal.PtrToStringUTF8(Native.typhon_version());
 
-        static void Check(int code) { if (code != Native.Ok) throw new TyphonException(code); }
-
-        public static void Start(string outputPath, nuint pageSize = 0, nuint ringBytes = 0, ulong flushIntervalUs = 0)
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
+        static void Check(int code)
         {
-            IntPtr path = Marshal.StringToCoTaskMemUTF8(outputPath);
-            try
-            {
-                var cfg = new TyphonConfig { OutputPath = path, PageSize = pageSize, RingBytes = ringBytes, FlushIntervalUs = flushIntervalUs };
-                Check(Native.typhon_start(&cfg));
-            }
-            finally { Marshal.FreeCoTaskMem(path); }
+            if (code != Native.Ok) Throw(code);
         }
 
-        public static TyphonStats Finish() { TyphonStats s; Check(Native.typhon_finish(&s)); return s; }
-        public static TyphonStats Stats() { TyphonStats s; Check(Native.typhon_stats(&s)); return s; }
+        // Out of line, so that Check inlines into the write helpers as one compare.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Throw(int code)
+        {
+            throw new TyphonException(code);
+        }
+
+        /// <summary>UTF-8 bytes of a name, to cache once (e.g. in a static readonly field) and
+        /// pass to the span and thread helpers without a conversion per call.</summary>
+        public static byte[] Utf8(string s) => Encoding.UTF8.GetBytes(s);
+
+        /// <summary>Starts the process-wide recorder writing to <paramref name="outputPath"/>.</summary>
+        public static void Start(string outputPath, ulong pageSize = 0, ulong ringBytes = 0, ulong flushIntervalUs = 0)
+        {
+            if (outputPath == null) throw new ArgumentNullException(nameof(outputPath));
+            byte[] path = new byte[Encoding.UTF8.GetByteCount(outputPath) + 1]; // + the NUL
+            Encoding.UTF8.GetBytes(outputPath, 0, outputPath.Length, path, 0);
+            fixed (byte* p = path)
+            {
+                var cfg = new TyphonConfig
+                {
+                    OutputPath = (IntPtr)p,
+                    PageSize = new UIntPtr(pageSize),
+                    RingBytes = new UIntPtr(ringBytes),
+                    FlushIntervalUs = flushIntervalUs,
+                };
+                Check(Native.typhon_start(&cfg));
+            }
+        }
+
+        /// <summary>Writes out everything recorded, assembles the file, returns the final counters.</summary>
+        public static TyphonStats Finish()
+        {
+            TyphonStats s;
+            Check(Native.typhon_finish(&s));
+            return s;
+        }
+
+        public static TyphonStats Stats()
+        {
+            TyphonStats s;
+            Check(Native.typhon_stats(&s));
+            return s;
+        }
 
         /// <summary>Longest time between two drains of the rings so far (a gap longer than a ring holds drops records).</summary>
         public static TimeSpan LongestDrainGap()
         {
-            ulong ns; Check(Native.typhon_longest_drain_gap(&ns)); return TimeSpan.FromTicks((long)(ns / 100));
+            ulong ns;
+            Check(Native.typhon_longest_drain_gap(&ns));
+            return TimeSpan.FromTicks((long)(ns / 100));
         }
 
         /// <summary>Records whose caller time lay more than 10 s ahead of the clock and were
         /// clamped (the running recorder's count, or the last finished one's).</summary>
         public static ulong Clamped()
         {
-            ulong n; Check(Native.typhon_clamped(&n)); return n;
+            ulong n;
+            Check(Native.typhon_clamped(&n));
+            return n;
         }
-
-        /// <summary>Call once per thread before its first event (pool threads: ThreadKind.Pool).</summary>
-        public static void SetThreadInfo(ReadOnlySpan<byte> utf8Name, ThreadKind kind)
-        {
-            fixed (byte* p = utf8Name) Check(Native.typhon_set_thread_info(p, (nuint)utf8Name.Length, (byte)kind));
-        }
-
-        public static void SetThreadInfo(string name, ThreadKind kind) => SetThreadInfo(Encoding.UTF8.GetBytes(name), kind);
-
-        /// <summary>Claims this thread's slot now (after SetThreadInfo), so its first event costs no more than any other.</summary>
-        public static void RegisterThread() => Check(Native.typhon_register_thread());
 
         /// <summary>Returns once the flusher has drained every record written before the call.</summary>
         public static void Drain() => Check(Native.typhon_drain());
 
+        /// <summary>The clock in raw ticks, the unit of the *_at functions.</summary>
         public static ulong Now => Native.typhon_now();
+
+        /// <summary>CLOCK_MONOTONIC nanoseconds to raw ticks.</summary>
+        public static ulong NsToTicks(ulong ns) => Native.typhon_ns_to_ticks(ns);
+
+        /// <summary>Names this thread; call before its first event (pool threads: ThreadKind.Pool).</summary>
+        public static void SetThreadInfo(ReadOnlySpan<byte> utf8Name, ThreadKind kind)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_set_thread_info(p != null ? p : &none, (UIntPtr)utf8Name.Length, (byte)kind));
+            }
+        }
+
+        public static void SetThreadInfo(string name, ThreadKind kind) => SetThreadInfo(Utf8(name), kind);
+
+        /// <summary>Claims this thread's slot now (after SetThreadInfo), so its first event costs no more than any other.</summary>
+        public static void RegisterThread() => Check(Native.typhon_register_thread());
 
         public static (ulong Hi, ulong Lo) CommandCausalId(uint session, uint drainTick, ushort seq)
         {
@@ -168,57 +281,103 @@ namespace Typhon.Recorder
             return (hi, lo);
         }
 
-        /// <summary>Opens a span; returns its id for EndSpan (0: nothing recorded, EndSpan(0) is a no-op).</summary>
+        /// <summary>Opens a NamedSpan; returns its id for EndSpan (0: nothing recorded, EndSpan(0) is a no-op).</summary>
         public static ulong BeginSpan(ReadOnlySpan<byte> utf8Name)
         {
             ulong id;
-            fixed (byte* p = utf8Name) Check(Native.typhon_span_begin(p, (nuint)utf8Name.Length, &id));
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_span_begin(p != null ? p : &none, (UIntPtr)utf8Name.Length, &id));
+            }
             return id;
         }
 
+        /// <summary>Opens a TracedSpan carrying a trace context (a command's causal id, or a W3C trace id).</summary>
         public static ulong BeginTracedSpan(ReadOnlySpan<byte> utf8Name, (ulong Hi, ulong Lo) trace)
         {
             ulong id;
-            fixed (byte* p = utf8Name) Check(Native.typhon_traced_span_begin(p, (nuint)utf8Name.Length, trace.Hi, trace.Lo, &id));
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_traced_span_begin(p != null ? p : &none, (UIntPtr)utf8Name.Length, trace.Hi, trace.Lo, &id));
+            }
             return id;
         }
 
-        /// <summary>Ends the innermost open span of this thread (throws on a mismatched id).</summary>
+        /// <summary>Ends this thread's innermost open span; throws (ErrSpanMismatch) for any other id.</summary>
         public static void EndSpan(ulong spanId) => Check(Native.typhon_span_end(spanId));
 
-        /// <summary>A scope for <c>using</c>: ends the span on Dispose.</summary>
-        public readonly struct SpanScope : IDisposable
-        {
-            readonly ulong _id;
-            internal SpanScope(ulong id) => _id = id;
-            public void Dispose() => EndSpan(_id);
-        }
-
+        /// <summary>Opens a NamedSpan ended by the scope's Dispose (<c>using (TyphonRecorder.Span(name)) { ... }</c>).</summary>
         public static SpanScope Span(ReadOnlySpan<byte> utf8Name) => new SpanScope(BeginSpan(utf8Name));
 
-        /// <summary>CeLogData; returns false when refused (too large, bad id) instead of throwing.</summary>
-        public static bool CeLogData(bool timeStamp, ushort id, ReadOnlySpan<byte> data, uint zoneUser, uint zoneCE, ushort flag = 0, bool flagged = false)
+        /// <summary>Opens a TracedSpan ended by the scope's Dispose.</summary>
+        public static SpanScope TracedSpan(ReadOnlySpan<byte> utf8Name, (ulong Hi, ulong Lo) trace) =>
+            new SpanScope(BeginTracedSpan(utf8Name, trace));
+
+        static long s_scopeErrors;
+        [ThreadStatic] static int t_lastScopeError;
+
+        /// <summary>How many SpanScope.Dispose calls failed (process-wide), e.g. a scope ended
+        /// out of order: the span was left open.</summary>
+        public static long ScopeErrors => Interlocked.Read(ref s_scopeErrors);
+
+        /// <summary>The code of this thread's last failed SpanScope.Dispose (0: none).</summary>
+        public static int LastScopeError => t_lastScopeError;
+
+        /// <summary>Called (on the disposing thread) with the code and the library's message when a
+        /// SpanScope.Dispose fails; exceptions it throws are swallowed, Dispose never throws.</summary>
+        public static Action<int, string> ScopeError;
+
+        internal static void ReportScopeError(int code)
         {
-            fixed (byte* p = data)
-                return Native.typhon_celog_data(timeStamp ? 1 : 0, id, p, (ushort)Math.Min(data.Length, ushort.MaxValue), zoneUser, zoneCE, flag, flagged ? 1 : 0) == Native.Ok;
+            Interlocked.Increment(ref s_scopeErrors);
+            t_lastScopeError = code;
+            Action<int, string> handler = ScopeError;
+            if (handler == null) return;
+            try
+            {
+                handler(code, Native.ErrorName(code) + ": " + Native.LastErrorMessage());
+            }
+            catch
+            {
+                // Dispose must not throw; the counter has it.
+            }
         }
 
-        /// <summary>Writes a record of the engine's own kind: payload is everything after the 12-byte header.</summary>
-        public static bool WriteRecord(byte kind, ReadOnlySpan<byte> payload)
+        /// <summary>Which CeLog zones are recorded (process-wide, from the next event on).</summary>
+        public static void CeLogSetZones(uint zoneUser, uint zoneCE, uint zoneProcess = 0) =>
+            Check(Native.typhon_celog_set_zones(zoneUser, zoneCE, zoneProcess));
+
+        /// <summary>CeLogData: one event of id <paramref name="id"/> carrying <paramref name="data"/>
+        /// (at most 4095 bytes; longer data is refused with ErrInvalid, never cut).</summary>
+        public static void CeLogData(bool timeStamp, ushort id, ReadOnlySpan<byte> data, uint zoneUser, uint zoneCE, ushort flag = 0, bool flagged = false)
         {
-            fixed (byte* p = payload) return Native.typhon_write_record(kind, p, (nuint)payload.Length) == Native.Ok;
+            // Lengths past 65535 cannot be expressed; 65535 is refused like any length above 4095.
+            ushort len = data.Length > ushort.MaxValue ? ushort.MaxValue : (ushort)data.Length;
+            fixed (byte* p = &MemoryMarshal.GetReference(data))
+                Check(Native.typhon_celog_data(timeStamp ? 1 : 0, id, p, len, zoneUser, zoneCE, flag, flagged ? 1 : 0));
         }
 
-        // Fixed-size writes cannot fail except by a caught panic; their codes are ignored here.
-        public static void IngressReceived(uint session, ushort seq, ushort wireIdx, ushort bytes) => Native.typhon_ingress_received(session, seq, wireIdx, bytes);
-        public static void IngressAdmitted(uint session, ushort seq, ushort wireIdx, uint drainTick) => Native.typhon_ingress_admitted(session, seq, wireIdx, drainTick);
-        public static void IngressDropped(uint session, ushort seq, byte reason) => Native.typhon_ingress_dropped(session, seq, reason);
-        public static void CommandConsumed(uint session, ushort seq, ushort sysIdx) => Native.typhon_command_consumed(session, seq, sysIdx);
-        public static void EgressSent(uint session, uint tick, uint bytes, ushort acks) => Native.typhon_egress_sent(session, tick, bytes, acks);
-        public static void TickStart() => Native.typhon_tick_start();
-        public static void TickEnd(byte overloadLevel, byte tickMultiplier) => Native.typhon_tick_end(overloadLevel, tickMultiplier);
-        public static void PhaseStart(byte phase) => Native.typhon_phase_start(phase);
-        public static void PhaseEnd(byte phase) => Native.typhon_phase_end(phase);
-        public static void Instant(int nameId, int payload) => Native.typhon_instant(nameId, payload);
+        /// <summary>Writes a record of any kind: <paramref name="payload"/> is everything after the 12-byte header.</summary>
+        public static void WriteRecord(byte kind, ReadOnlySpan<byte> payload)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(payload))
+                Check(Native.typhon_write_record(kind, p, (UIntPtr)payload.Length));
+        }
+
+        public static void IngressReceived(uint session, ushort seq, ushort wireIdx, ushort bytes) => Check(Native.typhon_ingress_received(session, seq, wireIdx, bytes));
+        public static void IngressAdmitted(uint session, ushort seq, ushort wireIdx, uint drainTick) => Check(Native.typhon_ingress_admitted(session, seq, wireIdx, drainTick));
+        public static void IngressDropped(uint session, ushort seq, byte reason) => Check(Native.typhon_ingress_dropped(session, seq, reason));
+        public static void CommandConsumed(uint session, ushort seq, ushort sysIdx) => Check(Native.typhon_command_consumed(session, seq, sysIdx));
+        public static void EgressSent(uint session, uint tick, uint bytes, ushort acks) => Check(Native.typhon_egress_sent(session, tick, bytes, acks));
+        public static void TickStart() => Check(Native.typhon_tick_start());
+        public static void TickEnd(byte overloadLevel, byte tickMultiplier) => Check(Native.typhon_tick_end(overloadLevel, tickMultiplier));
+        public static void PhaseStart(byte phase) => Check(Native.typhon_phase_start(phase));
+        public static void PhaseEnd(byte phase) => Check(Native.typhon_phase_end(phase));
+        public static void Instant(int nameId, int payload) => Check(Native.typhon_instant(nameId, payload));
+
+        /// <summary>An Instant at <paramref name="ts"/> (raw ticks from Now or NsToTicks).</summary>
+        public static void InstantAt(ulong ts, int nameId, int payload) => Check(Native.typhon_instant_at(ts, nameId, payload));
     }
 }

@@ -16,6 +16,20 @@ pub fn available(tool: &str, why: &str) -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
+    skip_unless(ok, tool, why)
+}
+
+/// `available` for a tool without a `--version` that exits 0 (trace-cmd: its `--help` prints
+/// its version and exits 255): installed when it runs and prints `marker`.
+pub fn available_printing(tool: &str, arg: &str, marker: &str, why: &str) -> bool {
+    let ok = Command::new(tool).arg(arg).output().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout).contains(marker)
+            || String::from_utf8_lossy(&o.stderr).contains(marker)
+    });
+    skip_unless(ok, tool, why)
+}
+
+fn skip_unless(ok: bool, tool: &str, why: &str) -> bool {
     if !ok {
         if std::env::var_os("TYPHON_REQUIRE_INTEROP").is_some_and(|v| v == "1") {
             panic!("{tool} is required ({why}) because TYPHON_REQUIRE_INTEROP=1, but not found");
@@ -119,6 +133,12 @@ pub struct ThreadRecords {
     pub kinds: BTreeMap<u8, u64>,
     /// NamedSpan/TracedSpan: (span_id, parent_span_id, name, is_traced).
     pub spans: Vec<(u64, u64, String, bool)>,
+    /// TracedSpan: (name, trace context hi, lo).
+    pub traced: Vec<(String, u64, u64)>,
+    /// Payloads (after the 12-byte header) of the hosts' own kind 200.
+    pub custom: Vec<Vec<u8>>,
+    /// The kind its ThreadInfo gave (`Main`, `Worker`, `Pool`, `Other`).
+    pub thread_kind: Option<String>,
 }
 
 /// Summary of a recording made through the C ABI.
@@ -131,6 +151,11 @@ pub struct Checked {
     pub slot_meta: Vec<(u8, u64, u64, u64)>,
     /// Records in the file.
     pub records: u64,
+    /// Records in the file per slot.
+    pub records_per_slot: BTreeMap<u32, u64>,
+    /// Records of the hosts' own kind 200 (no event format: `[UNKNOWN EVENT]` for trace-cmd)
+    /// per slot.
+    pub custom_per_slot: BTreeMap<u32, u64>,
 }
 
 /// Reads `path` with the crate's reader and decodes every record.
@@ -139,22 +164,29 @@ pub fn check_file(path: &Path) -> Checked {
     let mut threads: BTreeMap<String, ThreadRecords> = BTreeMap::new();
     let mut infos_per_slot = BTreeMap::new();
     let mut records_n = 0;
+    let mut records_per_slot = BTreeMap::new();
+    let mut custom_per_slot = BTreeMap::new();
     for cpu in 0..f.cpus() {
         let mut owner: Option<String> = None;
         for r in f.cpu_records(cpu) {
             let r = r.expect("record");
             records_n += 1;
+            *records_per_slot.entry(cpu).or_default() += 1;
             let kind = r.data[2];
             if kind == 200 {
                 // The hosts' own kind: no layout in the table.
                 let t = threads.entry(owner.clone().expect("owner")).or_default();
                 *t.kinds.entry(kind).or_default() += 1;
+                t.custom.push(r.data[12..].to_vec());
+                *custom_per_slot.entry(cpu).or_default() += 1;
                 continue;
             }
             let (_, rec) = records::decode(r.data).expect("decodable record");
-            if let Record::ThreadInfo { name, .. } = rec {
+            if let Record::ThreadInfo { name, kind, .. } = rec {
                 owner = Some(name.to_string());
                 *infos_per_slot.entry(cpu).or_default() += 1;
+                let t = threads.entry(name.to_string()).or_default();
+                t.thread_kind = Some(format!("{kind:?}"));
             }
             let Some(o) = owner.clone() else {
                 assert_eq!(cpu, 0, "user slot {cpu} record before its ThreadInfo");
@@ -176,7 +208,8 @@ pub fn check_file(path: &Path) -> Checked {
                 } => {
                     assert!(typhon_recorder::is_command_causal_id(context.hi));
                     t.spans
-                        .push((span.span_id, span.parent_span_id, name.into(), true))
+                        .push((span.span_id, span.parent_span_id, name.into(), true));
+                    t.traced.push((name.into(), context.hi, context.lo))
                 }
                 _ => {}
             }
@@ -196,7 +229,99 @@ pub fn check_file(path: &Path) -> Checked {
         infos_per_slot,
         slot_meta,
         records: records_n,
+        records_per_slot,
+        custom_per_slot,
     }
+}
+
+/// The exact accounting, slot by slot: the file holds `written` records of each slot, and
+/// `attempted = written + missed` for each.
+pub fn check_slot_accounting(c: &Checked) {
+    assert!(!c.slot_meta.is_empty(), "per-slot metadata");
+    for &(slot, a, w, m) in &c.slot_meta {
+        let in_file = c
+            .records_per_slot
+            .get(&u32::from(slot))
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(in_file, w, "slot {slot}: records in the file = written");
+        assert_eq!(a, w + m, "slot {slot}: attempted = written + missed");
+    }
+    let metas: BTreeSet<u32> = c.slot_meta.iter().map(|s| u32::from(s.0)).collect();
+    for slot in c.records_per_slot.keys() {
+        assert!(
+            metas.contains(slot),
+            "slot {slot} has records but no metadata"
+        );
+    }
+}
+
+/// `trace-cmd report` reads the whole file: one line per record (after `cpus=`), every record
+/// of a kind with a format parsed (none "FAILED TO PARSE"), `[UNKNOWN EVENT]` exactly for the
+/// hosts' own kind 200 (it has no format), the per-slot counts of the rest as ours, and every
+/// thread name in a ThreadInfo line. Skips (with a message) without trace-cmd, unless
+/// `TYPHON_REQUIRE_INTEROP=1`. Returns whether it ran.
+pub fn check_trace_cmd(path: &Path, c: &Checked) -> bool {
+    if !available_printing(
+        "trace-cmd",
+        "--help",
+        "trace-cmd version",
+        "reading the recording independently",
+    ) {
+        return false;
+    }
+    let out = Command::new("trace-cmd")
+        .arg("report")
+        .arg(path)
+        .output()
+        .expect("run trace-cmd report");
+    assert!(
+        out.status.success(),
+        "trace-cmd report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    assert!(first.starts_with("cpus="), "first line {first:?}");
+    let (mut unknown, mut parsed) = (0u64, BTreeMap::<u32, u64>::new());
+    let mut total = 0u64;
+    for l in lines {
+        total += 1;
+        assert!(!l.contains("FAILED TO PARSE"), "{l}");
+        assert!(!l.contains("EVENTS DROPPED]"), "nothing dropped: {l}");
+        if l.contains("[UNKNOWN EVENT]") {
+            unknown += 1;
+            continue;
+        }
+        let cpu = l
+            .split_once(" [")
+            .and_then(|(_, r)| r.split_once(']'))
+            .and_then(|(n, _)| n.parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("no [cpu] in {l:?}"));
+        *parsed.entry(cpu).or_default() += 1;
+    }
+    assert_eq!(total, c.records, "trace-cmd lists every record");
+    assert_eq!(
+        unknown,
+        c.custom_per_slot.values().sum::<u64>(),
+        "only kind 200 is unknown to trace-cmd"
+    );
+    for (slot, n) in &c.records_per_slot {
+        let custom = c.custom_per_slot.get(slot).copied().unwrap_or(0);
+        assert_eq!(
+            parsed.get(slot).copied().unwrap_or(0),
+            n - custom,
+            "trace-cmd's records of slot {slot}"
+        );
+    }
+    for name in c.threads.keys() {
+        assert!(
+            text.contains(&format!("name={name} ")),
+            "trace-cmd shows the ThreadInfo of {name}"
+        );
+    }
+    true
 }
 
 /// The checks both hosts share: each worker `"{prefix}{n}"` (n < workers) recorded every
