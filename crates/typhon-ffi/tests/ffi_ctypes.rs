@@ -1,5 +1,5 @@
 //! Python ctypes drives the shared library (tests/ffi_ctypes.py) from several Python threads —
-//! the same ABI the C# P/Invoke binding in examples/csharp uses; the recording is checked with
+//! the same ABI the C# P/Invoke binding in crates/typhon-ffi/csharp uses; the recording is checked with
 //! the crate's reader. Skipped (with a message) without `python3`, unless
 //! `TYPHON_REQUIRE_INTEROP=1`.
 
