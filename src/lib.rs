@@ -126,7 +126,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub use flush::{page, wake};
 #[doc(hidden)]
-pub use write::{clock, ring, slots as registry};
+pub use write::{clock, ring, slots as registry, stack};
 
 /// What the benchmark harness (`typhon-bench`) needs to see of the recorder's insides; not an
 /// API for programs.

@@ -18,7 +18,7 @@ pub mod clock;
 pub mod ring;
 pub mod slots;
 pub(crate) mod spans;
-pub(crate) mod stack;
+pub mod stack;
 pub(crate) mod writer;
 
 use crate::codec;

@@ -11,7 +11,7 @@
 //! a later span is stored there. A read that sees the id change, or 0, takes nothing.
 
 use crate::codec::records::{self, TraceContext};
-use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
 
 /// Open spans a thread can have at once; a span begun beyond is refused
 /// ([`WriteError::SpanStackFull`](crate::WriteError::SpanStackFull), counted as refused).
@@ -45,7 +45,7 @@ pub(crate) struct Entry {
 }
 
 /// See the module docs.
-pub(crate) struct SpanStack {
+pub struct SpanStack {
     /// How many entries are open (entries below hold spans, innermost last).
     pub(crate) depth: AtomicUsize,
     pub(crate) entries: Box<[Entry]>,
@@ -61,8 +61,15 @@ impl std::fmt::Debug for SpanStack {
     }
 }
 
+impl Default for SpanStack {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl SpanStack {
-    pub(crate) fn new() -> Self {
+    /// An empty stack, with all its room allocated now (the only allocation it ever makes).
+    pub fn new() -> Self {
         SpanStack {
             depth: AtomicUsize::new(0),
             entries: (0..SPAN_DEPTH).map(|_| Entry::default()).collect(),
@@ -73,7 +80,7 @@ impl SpanStack {
     /// Empties the stack for a new thread of its slot: an entry its last thread left open (it
     /// exited after its recorder finished) must not look open to the flusher's read while the
     /// new thread overwrites it.
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         for e in self.entries.iter() {
             e.id.store(0, Ordering::Relaxed);
         }
@@ -99,7 +106,7 @@ impl SpanStack {
     /// [`SPAN_DEPTH`], and the name to fit from word `at`). Owning thread only.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn push(
+    pub fn push(
         &self,
         depth: usize,
         at: usize,
@@ -134,7 +141,7 @@ impl SpanStack {
     /// Invalidates the entry at `top` (the innermost) before it is written out and popped:
     /// from here a read of the flusher takes nothing of it, whatever is stored there next.
     #[inline(always)]
-    pub(crate) fn invalidate(&self, top: usize) {
+    pub fn invalidate(&self, top: usize) {
         self.entries[top].id.store(0, Ordering::Relaxed);
         // Release: orders the store above before every later store to the entry or names
         // (the seqlock writer's barrier; free on x86).
@@ -143,6 +150,7 @@ impl SpanStack {
 
     /// The name of the entry whose `meta` is `m`. Owning thread only.
     #[inline(always)]
+    #[cfg(not(loom))]
     pub(crate) fn name(&self, m: u64) -> &[u8] {
         let at = ((m >> 32) as usize).min(NAME_WORDS);
         let len = (((m as u32) >> 1) as usize).min((NAME_WORDS - at) * 8);
@@ -153,10 +161,18 @@ impl SpanStack {
         unsafe { std::slice::from_raw_parts(self.names.as_ptr().cast::<u8>().add(at * 8), len) }
     }
 
+    /// Under loom the words are loom's atomics, not `u64`s in memory, so the name cannot be
+    /// borrowed in place; the models drive the stack directly and never end a span through the
+    /// writer.
+    #[cfg(loom)]
+    pub(crate) fn name(&self, _m: u64) -> &[u8] {
+        panic!("SpanStack::name is not modelled under loom")
+    }
+
     /// The records of the spans open now, each ending at `end` (raw ticks, never before its
     /// start), for `slot`: what the flusher writes at finish. Any thread; an entry that changes
     /// while it is read is skipped.
-    pub(crate) fn open_records(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
+    pub fn open_records(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
         // Relaxed: see `push`.
         let depth = self.depth.load(Ordering::Relaxed).min(SPAN_DEPTH);
         let mut out = Vec::new();

@@ -1,0 +1,86 @@
+//! Loom model of a thread's span stack (`typhon_recorder::stack::SpanStack`) against the
+//! flusher's read at finish: each entry is a seqlock whose sequence word is the span id, so a
+//! read racing with the owner's pop and next push must return a span exactly as it was pushed,
+//! or nothing, never a mix of two spans' fields or names.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use loom_tests::builder;
+use typhon_recorder::codec::records::{decode, Record};
+use typhon_recorder::stack::SpanStack;
+use typhon_recorder::TraceContext;
+
+/// (id, start, parent, trace context, name) of a span as the model pushes it.
+type Span = (u64, u64, u64, Option<(u64, u64)>, &'static str);
+
+const A: Span = (0x0100_0000_0000_0001, 10, 0, None, "alpha");
+const B: Span = (
+    0x0100_0000_0000_0002,
+    20,
+    7,
+    Some((3, 4)),
+    "bravo-is-longer-than-16",
+);
+
+fn push(s: &SpanStack, (id, start, parent, ctx, name): Span) {
+    let ctx = ctx.map(|(hi, lo)| TraceContext { hi, lo });
+    s.push(0, 0, id, start, parent, ctx, name.as_bytes());
+}
+
+/// The spans in what `open_records` returned, as the model pushed them.
+fn read(s: &SpanStack) -> Vec<Span> {
+    s.open_records(1, 100)
+        .iter()
+        .map(|r| match decode(r).expect("a whole record").1 {
+            Record::NamedSpan { span, name } => {
+                let name = [A.4, B.4].into_iter().find(|n| *n == name);
+                let s = (
+                    span.span_id,
+                    100 - span.duration_ns as u64,
+                    span.parent_span_id,
+                );
+                (s.0, s.1, s.2, None, name.expect("a name that was pushed"))
+            }
+            Record::TracedSpan {
+                span,
+                context,
+                name,
+            } => {
+                let name = [A.4, B.4].into_iter().find(|n| *n == name);
+                let s = (
+                    span.span_id,
+                    100 - span.duration_ns as u64,
+                    span.parent_span_id,
+                );
+                let c = Some((context.hi, context.lo));
+                (s.0, s.1, s.2, c, name.expect("a name that was pushed"))
+            }
+            other => panic!("not a span: {other:?}"),
+        })
+        .collect()
+}
+
+/// The owner pops span A (invalidating its entry) and pushes span B into the same entry and
+/// the same name words while the flusher reads: the read gets A, B or nothing, whole.
+#[test]
+fn a_read_racing_a_pop_and_push_gets_one_whole_span_or_none() {
+    builder().check(|| {
+        let s = Arc::new(SpanStack::new());
+        push(&s, A);
+        let owner = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.invalidate(0);
+                push(&s, B);
+            })
+        };
+        let seen = read(&s);
+        assert!(seen.len() <= 1, "{seen:?}");
+        if let Some(span) = seen.first() {
+            assert!(*span == A || *span == B, "a torn span: {span:?}");
+        }
+        owner.join().unwrap();
+        assert_eq!(read(&s), vec![B], "once the owner is done, B is open");
+    });
+}
