@@ -36,6 +36,7 @@
 mod args;
 mod build;
 pub mod chrome;
+mod engine;
 mod error;
 mod flows;
 mod fnv;
@@ -113,15 +114,16 @@ impl Timeline<'_> {
     }
 }
 
-/// Writes `file` to `out` in `format`, and returns what the timeline held.
+/// Writes `file` to `out` in `format`, streaming, and returns what went into it; the process
+/// is named "typhon-recorder" (see [`export_named`]).
 ///
 /// # Errors
-/// Those of [`Timeline::build`], and [`ExportError::Io`].
+/// [`ExportError::Read`] if the record data cannot be read, and [`ExportError::Io`].
 ///
 /// ```no_run
 /// use typhon_trace::export::{export, Format};
 /// use typhon_trace::tracedat::TraceFile;
-/// let f = TraceFile::open("run.dat")?;
+/// let f = TraceFile::open_streaming("run.dat")?;
 /// let mut out = std::io::BufWriter::new(std::fs::File::create("run.pftrace")?);
 /// export(&f, Format::Perfetto, &mut out)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -131,7 +133,46 @@ pub fn export(
     format: Format,
     out: &mut impl std::io::Write,
 ) -> Result<TimelineStats, ExportError> {
-    let t = Timeline::build(file)?;
-    t.write(format, out)?;
-    Ok(t.stats())
+    export_named(file, format, "typhon-recorder", out)
+}
+
+/// Writes `file` to `out` in `format` with the process named `process_name`, streaming: each
+/// event is written as soon as it is final, so memory is the open work (per thread its lanes
+/// and open ticks and phases, per command in flight its flow) and the distinct names, not the
+/// records. Events are not in one global time order (viewers sort them; see the module docs).
+///
+/// # Errors
+/// [`ExportError::Read`] if the record data cannot be read, and [`ExportError::Io`].
+///
+/// ```
+/// use typhon_trace::export::{export_named, Format};
+/// use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+/// let mut dat = std::io::Cursor::new(Vec::new());
+/// write_tracedat(&mut dat, &FileMeta::new(4096), &mut []).unwrap();
+/// let f = TraceFile::parse(dat.into_inner()).unwrap();
+/// let mut out = Vec::new();
+/// export_named(&f, Format::Chrome, "my-server", &mut out).unwrap();
+/// assert!(String::from_utf8(out).unwrap().contains("my-server"));
+/// ```
+pub fn export_named(
+    file: &TraceFile,
+    format: Format,
+    process_name: &str,
+    out: &mut impl std::io::Write,
+) -> Result<TimelineStats, ExportError> {
+    let pid = engine::find_pid(file);
+    let s = match format {
+        Format::Perfetto => {
+            let mut w = perfetto::Writer::new(out, pid, process_name)?;
+            engine::run(file, &mut w)?
+        }
+        Format::Chrome => {
+            let mut w = chrome::Writer::new(out, pid, process_name)?;
+            let s = engine::run(file, &mut w)?;
+            w.finish()?;
+            s
+        }
+    };
+    out.flush()?;
+    Ok(s)
 }
