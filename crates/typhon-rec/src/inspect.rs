@@ -313,9 +313,10 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     // Streaming: the records stay in the file and are read a page at a time.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
     // The file does not name the program that recorded it; its own name stands in.
-    let name = file
-        .file_stem()
-        .map_or_else(|| "typhon-recorder".into(), |s| s.to_string_lossy().into_owned());
+    let name = file.file_stem().map_or_else(
+        || "typhon-recorder".into(),
+        |s| s.to_string_lossy().into_owned(),
+    );
     let o = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut w = BufWriter::new(o);
     let s = match export::export_named(&f, format, &name, &mut w) {

@@ -427,8 +427,10 @@ impl Engine<'_> {
         // Ticks and phases still open at the end stay marks (phases in the order they started).
         for th in 0..self.threads.len() {
             let s = &mut self.threads[th];
-            let mut phases: Vec<(u64, Held)> =
-                std::mem::take(&mut s.open_phases).into_values().flatten().collect();
+            let mut phases: Vec<(u64, Held)> = std::mem::take(&mut s.open_phases)
+                .into_values()
+                .flatten()
+                .collect();
             phases.sort_unstable_by_key(|p| p.0);
             let tick = s.open_tick.take();
             for h in tick.into_iter().chain(phases.into_iter().map(|p| p.1)) {

@@ -38,8 +38,8 @@
 //! ```
 
 use super::args::{event_args, event_name, Arg};
-use super::fnv::FnvMap;
 use super::engine::{Item, Kind, Sink};
+use super::fnv::FnvMap;
 use super::timeline::{Thread, Timeline, Track};
 use std::io::{self, Write};
 
