@@ -314,23 +314,29 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
             out.display()
         ));
     }
-    let f = open(file)?;
-    let mut t = export::Timeline::build(&f).map_err(|e| format!("{}: {e}", file.display()))?;
+    // Streaming: the records stay in the file and are read a page at a time.
+    let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
     // The file does not name the program that recorded it; its own name stands in.
-    if let Some(stem) = file.file_stem() {
-        t.process_name = stem.to_string_lossy().into_owned();
-    }
-    let s = t.stats();
+    let name = file.file_stem().map_or_else(
+        || "typhon-recorder".into(),
+        |s| s.to_string_lossy().into_owned(),
+    );
     let o = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut w = BufWriter::new(o);
-    if let Err(e) = t.write(format, &mut w) {
-        drop(w);
-        // A partial export is no use; but a device or pipe given as the output stays.
-        if std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
-            let _ = std::fs::remove_file(&out);
+    let s = match export::export_named(&f, format, &name, &mut w) {
+        Ok(s) => s,
+        Err(e) => {
+            drop(w);
+            // A partial export is no use; but a device or pipe given as the output stays.
+            if std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&out);
+            }
+            return Err(match e {
+                export::ExportError::Io(e) => format!("{}: {e}", out.display()),
+                e => format!("{}: {e}", file.display()),
+            });
         }
-        return Err(format!("{}: {e}", out.display()));
-    }
+    };
     drop(w);
     let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
     // Flows are written in the Perfetto format only.

@@ -553,3 +553,59 @@ fn pages_never_write_through_a_planted_link() {
     assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `export` streams (SPEC §10): its peak RSS on a recording 4 times larger stays within 1.5
+/// times that on the small one, in both formats (holding the file, or every event, grows
+/// with it: about 4.6 times the file before).
+#[test]
+fn export_memory_does_not_grow_with_the_file() {
+    let dir = scratch("export-streams");
+    // Frames of nested spans, each written at its end as a recording does, with instants.
+    let make = |n: u64| {
+        recording((0..n).flat_map(|i| {
+            let t = 100 * i + 1;
+            [
+                (t + 40, span(20, 3 * i)),
+                (
+                    t + 50,
+                    Record::Instant {
+                        name_id: 1,
+                        payload: i as _,
+                    },
+                ),
+                (t + 90, span(60, 3 * i + 1)),
+            ]
+        }))
+    };
+    let small = make(30_000);
+    let large = make(120_000);
+    let sp = dir.join("small.dat");
+    let lp = dir.join("large.dat");
+    std::fs::write(&sp, &small).unwrap();
+    std::fs::write(&lp, &large).unwrap();
+    for format in ["perfetto", "chrome"] {
+        let run = |p: &Path| {
+            let out = dir.join(format!("out.{format}"));
+            let a: Vec<&std::ffi::OsStr> = vec![
+                "export".as_ref(),
+                p.as_os_str(),
+                "--format".as_ref(),
+                format.as_ref(),
+                "--out".as_ref(),
+                out.as_os_str(),
+            ];
+            let r = peak_rss_kib(&a);
+            assert!(r.1, "export {format} failed: {}", r.2);
+            let _ = std::fs::remove_file(&out);
+            r.0
+        };
+        let (s, l) = (run(&sp), run(&lp));
+        assert!(
+            (l as f64) < 1.5 * s as f64,
+            "`typhon-rec export --format {format}` peaked at {l} KiB on {} bytes, {s} KiB on {} bytes",
+            large.len(),
+            small.len()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

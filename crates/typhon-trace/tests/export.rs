@@ -87,14 +87,15 @@ fn perfetto_reader() -> bool {
     ok
 }
 
-/// (track name, type, event name, time in tenths of a µs) per event, in file order, from the
-/// Perfetto reader's output.
+/// (track name, type, event name, time in tenths of a µs) per event, in the order
+/// trace_processor parses them: sorted by time, stably (the export streams, writing each event
+/// when it is final, and uses absolute timestamps, so no order in the file is required).
 fn perfetto_events(v: &Value, base: u64) -> Vec<(String, String, String, i64)> {
     let tracks = v["tracks"].as_object().unwrap();
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let mut events: Vec<&Value> = v["events"].as_array().unwrap().iter().collect();
+    events.sort_by_key(|e| e["ts"].as_u64().unwrap());
+    events
+        .into_iter()
         .map(|e| {
             let t = &tracks[&e["track"].as_u64().unwrap().to_string()];
             (
@@ -108,7 +109,8 @@ fn perfetto_events(v: &Value, base: u64) -> Vec<(String, String, String, i64)> {
 }
 
 /// The flows of the Perfetto reader's output, each as (event name, time in tenths of a µs) in
-/// order, ordered by their first event.
+/// time order (trace_processor links a flow's events by time; within one nanosecond, here by
+/// name), ordered by their first event.
 fn flows(v: &Value, base: u64) -> Vec<Vec<(String, i64)>> {
     let mut by_flow: BTreeMap<u64, Vec<(String, i64)>> = BTreeMap::new();
     for e in v["events"].as_array().unwrap() {
@@ -120,6 +122,9 @@ fn flows(v: &Value, base: u64) -> Vec<Vec<(String, i64)>> {
         }
     }
     let mut f: Vec<_> = by_flow.into_values().collect();
+    for f in &mut f {
+        f.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    }
     f.sort_by_key(|f| f[0].1);
     f
 }
@@ -243,15 +248,33 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
     );
     let names: Vec<_> = on("typhon-recorder").into_iter().map(|e| e.1).collect();
     assert_eq!(names, ["CeLog 0x1fff", "CeLog 0x1ffe"]);
-    // Every event is on the one sequence, in time order.
+    // Every event is on the one sequence. What Perfetto needs of the order: nothing, as the
+    // timestamps are absolute (no delta or incremental timestamps) and trace_processor sorts
+    // the events itself (stably: at equal times, in file order). Sorted so, every track's
+    // slices nest: each End closes a Begin of its own track.
     let events = v["events"].as_array().unwrap();
     assert!(events.iter().all(|e| e["seq"] == 1));
-    assert!(events
-        .windows(2)
-        .all(|w| w[0]["ts"].as_u64() <= w[1]["ts"].as_u64()));
+    let mut depth: BTreeMap<String, i64> = BTreeMap::new();
+    for (track, ty, _, _) in &ev {
+        let d = depth.entry(track.clone()).or_default();
+        match ty.as_str() {
+            "TYPE_SLICE_BEGIN" => *d += 1,
+            "TYPE_SLICE_END" => *d -= 1,
+            _ => {}
+        }
+        assert!(*d >= 0, "an End on {track} without a Begin");
+    }
+    assert!(depth.values().all(|&d| d == 0), "{depth:?}");
 
     // Arguments come from the kind table; the traced span spells out its command.
-    let find = |name: &str| events.iter().find(|e| e["name"] == name).unwrap();
+    // The earliest event of a name (the file is not in time order).
+    let find = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["name"] == name)
+            .min_by_key(|e| e["ts"].as_u64())
+            .unwrap()
+    };
     let tick = &find("tick")["args"];
     assert_eq!(
         (&tick["overload_level"], &tick["tick_multiplier"]),
@@ -667,13 +690,13 @@ fn flows_follow_one_command_each_even_with_records_missing() {
                 n("CommandConsumed", 47),
             ],
             vec![n("IngressAdmitted", 60), n("CommandConsumed", 70)],
-            // Membership follows the stages; the order within one nanosecond is the file's
-            // (a thread's slice events before its instants), which the viewer draws.
+            // Membership follows the stages; the order within one nanosecond is the reader's
+            // (by name here).
             vec![
                 n("IngressReceived", 100),
-                n("first", 110),
-                n("IngressAdmitted", 110),
                 n("CommandConsumed", 110),
+                n("IngressAdmitted", 110),
+                n("first", 110),
                 n("second", 130),
                 n("CommandConsumed", 135),
             ],

@@ -8,7 +8,7 @@
 //!  {"ph":"i","s":"t","name","pid","tid","ts","args"}     an instant; "events lost" with a count
 //! ```
 //!
-//! Slices are complete ("X") events, in start order: importers that match a begin with its end
+//! Slices are complete ("X") events, written when they end (readers order events by time): importers that match a begin with its end
 //! by name and arguments (speedscope) or keep one begin/end stack for all threads (Chrome
 //! DevTools) take them as they are, which they do not for "B"/"E" pairs.
 //!
@@ -26,7 +26,8 @@
 //! ```
 
 use super::args::{event_args, event_name, Arg};
-use super::timeline::{Phase, Timeline};
+use super::engine::{Item, Kind, Sink};
+use super::timeline::{Thread, Timeline, Track};
 use std::io::{self, Write};
 
 /// The tid of overlap track `t` is `OVERLAP_TID + t`.
@@ -40,71 +41,97 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// # Errors
 /// Those of `out`.
 pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
-    let tid = |track: usize| {
-        let tr = t.tracks[track];
-        if tr.lane == 0 {
-            t.threads[tr.thread].tid
-        } else {
-            OVERLAP_TID + track as i64
-        }
-    };
-    // Each slice's end, found by pairing Begin and End events per track.
-    let mut ends = vec![0u64; t.events.len()];
-    let mut open: Vec<Vec<usize>> = vec![Vec::new(); t.tracks.len()];
-    for (i, e) in t.events.iter().enumerate() {
-        match e.phase {
-            Phase::Begin => open[e.track as usize].push(i),
-            Phase::End => {
-                if let Some(b) = open[e.track as usize].pop() {
-                    ends[b] = e.ts;
-                }
-            }
-            Phase::Instant | Phase::Lost(_) => {}
-        }
-    }
-    let pid = t.pid;
-    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-    write!(
-        out,
-        "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
-        json_str(&t.process_name)
-    )?;
-    for i in 0..t.tracks.len() {
+    let mut w = Writer::new(out, t.pid, &t.process_name)?;
+    t.replay(&mut w)?;
+    w.finish()
+}
+
+/// The streaming Chrome JSON writer: each event is written as it comes (a slice when it ends,
+/// as an "X" event).
+pub(super) struct Writer<'o, W: Write> {
+    out: &'o mut W,
+    pid: i64,
+    /// Each track's tid, as first described (a thread's events keep one tid).
+    tids: Vec<i64>,
+}
+
+impl<'o, W: Write> Writer<'o, W> {
+    /// Starts the JSON with the process's name.
+    pub(super) fn new(out: &'o mut W, pid: i64, process_name: &str) -> io::Result<Self> {
+        out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
         write!(
             out,
-            ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{},\"args\":{{\"name\":{}}}}}",
-            tid(i),
-            json_str(&t.track_name(i))
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":{pid},\"args\":{{\"name\":{}}}}}",
+            json_str(process_name)
         )?;
+        Ok(Writer {
+            out,
+            pid,
+            tids: Vec::new(),
+        })
     }
-    for (i, e) in t.events.iter().enumerate() {
-        let ts = micros(e.ts);
-        let tid = tid(e.track as usize);
-        match (e.phase, e.rec) {
-            // Written with its Begin.
-            (Phase::End, _) => {}
-            (Phase::Lost(n), _) => {
+
+    /// Closes the JSON.
+    pub(super) fn finish(self) -> io::Result<()> {
+        self.out.write_all(b"\n]}\n")
+    }
+}
+
+impl<W: Write> Sink for Writer<'_, W> {
+    fn track(
+        &mut self,
+        index: u32,
+        track: Track,
+        thread: &Thread,
+        _thread_track: u32,
+        name: &str,
+    ) -> io::Result<()> {
+        let i = index as usize;
+        if self.tids.len() <= i {
+            self.tids.resize(i + 1, i64::MIN);
+        }
+        if self.tids[i] == i64::MIN {
+            self.tids[i] = if track.lane == 0 {
+                thread.tid
+            } else {
+                OVERLAP_TID + i64::from(index)
+            };
+        }
+        write!(
+            self.out,
+            ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
+            self.pid,
+            self.tids[i],
+            json_str(name)
+        )
+    }
+
+    fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
+        let pid = self.pid;
+        let ts = micros(it.ts);
+        let tid = self.tids.get(it.track as usize).copied().unwrap_or(0);
+        let out = &mut *self.out;
+        match (it.kind, it.rec) {
+            (Kind::Lost(n), _) => {
                 let count = n.map_or_else(|| "\"not counted\"".to_string(), int_u);
                 write!(
                     out,
                     ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"events lost\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{\"count\":{count}}}}}"
-                )?;
+                )
             }
-            (Phase::Begin | Phase::Instant, rec) => {
-                let ph = if e.phase == Phase::Begin {
-                    format!("\"X\",\"dur\":{}", micros(ends[i].saturating_sub(e.ts)))
+            (kind, rec) => {
+                let ph = if kind == Kind::Slice {
+                    format!("\"X\",\"dur\":{}", micros(it.end.saturating_sub(it.ts)))
                 } else {
                     "\"i\",\"s\":\"t\"".to_string()
                 };
-                // Begin and Instant events always carry their record; an empty name would
-                // still keep the slice balanced.
-                let name = rec.map(event_name).unwrap_or_default();
+                let name = rec.map(|r| event_name(r.0)).unwrap_or_default();
                 write!(
                     out,
                     ",\n{{\"ph\":{ph},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{",
                     json_str(&name)
                 )?;
-                let args = rec.map(event_args).unwrap_or_default();
+                let args = rec.map(|r| event_args(r.0)).unwrap_or_default();
                 for (k, (name, v)) in args.into_iter().enumerate() {
                     let v = match v {
                         Arg::U(u) => int_u(u),
@@ -115,11 +142,10 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
                     let sep = if k == 0 { "" } else { "," };
                     write!(out, "{sep}{}:{v}", json_str(name))?;
                 }
-                out.write_all(b"}}")?;
+                out.write_all(b"}}")
             }
         }
     }
-    out.write_all(b"\n]}\n")
 }
 
 /// Nanoseconds as microseconds with three decimals, exactly.

@@ -2,23 +2,31 @@
 //! ([`perfetto`]: ui.perfetto.dev, `trace_processor`) and the Chrome trace-event JSON
 //! ([`chrome`]: chrome://tracing, Perfetto, Speedscope).
 //!
-//! Both writers take one [`Timeline`], built here from a [`TraceFile`]:
+//! The export streams ([`export`], `engine`): records are read a page at a time
+//! ([`TraceFile::stream_records`]) and each event is written as soon as it is final, so memory is
+//! the open work and the distinct names, not the records:
 //!
 //! ```text
-//!  trace.dat records (page-time order, one stream per slot)
+//!  trace.dat pages ── pread, one page per CPU ──► records merged in page-time order
 //!     │ decode through the kind table; a ThreadInfo starts or renames the slot's thread
 //!     ▼
-//!  per thread: slices   spans (start = header time, end = start + duration)
-//!                       TickStart…TickEnd, PhaseStart…PhaseEnd (paired per thread)
-//!              instants correlation instants, Instant, CeLog, unpaired tick/phase marks
-//!              losses   "events lost" marks where a page reports missed events
-//!     │ lanes: a slice that does not nest inside the open ones of its lane moves to the
-//!     │ next lane (an "overlap" track under the thread), so every track nests properly
+//!  per thread   span (arrives at its end: start + duration)  ─┐
+//!               TickStart…TickEnd, PhaseStart…PhaseEnd        ─┤ lanes: placed on arrival;
+//!                 (held: the open tick, open phases)          ─┘ a lane keeps only its roots
+//!               instants, CeLog, loss marks ("events lost")   ── final at once
+//!     │ flows: a command's first correlated event is held until its second arrives
 //!     ▼
-//!  events: Begin / End / Instant, sorted by time (stable: each track keeps its nesting order);
-//!          flows tie a command's IngressReceived → IngressAdmitted → its TracedSpan →
-//!          CommandConsumed (or IngressDropped) by (session, seq)
+//!  writer (Perfetto packets / Chrome JSON events), written as they come; a track is
+//!  described when first used and again at the end if its thread was renamed
 //! ```
+//!
+//! Order: the output is not in one global time order. Perfetto needs none: timestamps are
+//! absolute (no delta or incremental timestamps), and trace_processor (and the UI) sort the
+//! TrackEvents themselves, stably, so at equal times the file's order counts. For that the
+//! lanes never let a slice take as a child a non-empty slice written before it that starts at
+//! the same time. Chrome JSON readers sort events by time too; slices are "X" events, written
+//! when they end. [`Timeline::build`] collects the same engine's events in memory, sorted by
+//! time, for tools and tests.
 //!
 //! Nothing is left out silently: every record becomes a slice end, an instant or (ThreadInfo)
 //! a thread's name, and every page's missed count becomes a loss mark carrying the count.
@@ -36,6 +44,7 @@
 mod args;
 mod build;
 pub mod chrome;
+mod engine;
 mod error;
 mod flows;
 mod fnv;
@@ -113,15 +122,16 @@ impl Timeline<'_> {
     }
 }
 
-/// Writes `file` to `out` in `format`, and returns what the timeline held.
+/// Writes `file` to `out` in `format`, streaming, and returns what went into it; the process
+/// is named "typhon-recorder" (see [`export_named`]).
 ///
 /// # Errors
-/// Those of [`Timeline::build`], and [`ExportError::Io`].
+/// [`ExportError::Read`] if the record data cannot be read, and [`ExportError::Io`].
 ///
 /// ```no_run
 /// use typhon_trace::export::{export, Format};
 /// use typhon_trace::tracedat::TraceFile;
-/// let f = TraceFile::open("run.dat")?;
+/// let f = TraceFile::open_streaming("run.dat")?;
 /// let mut out = std::io::BufWriter::new(std::fs::File::create("run.pftrace")?);
 /// export(&f, Format::Perfetto, &mut out)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -131,7 +141,46 @@ pub fn export(
     format: Format,
     out: &mut impl std::io::Write,
 ) -> Result<TimelineStats, ExportError> {
-    let t = Timeline::build(file)?;
-    t.write(format, out)?;
-    Ok(t.stats())
+    export_named(file, format, "typhon-recorder", out)
+}
+
+/// Writes `file` to `out` in `format` with the process named `process_name`, streaming: each
+/// event is written as soon as it is final, so memory is the open work (per thread its lanes
+/// and open ticks and phases, per command in flight its flow) and the distinct names, not the
+/// records. Events are not in one global time order (viewers sort them; see the module docs).
+///
+/// # Errors
+/// [`ExportError::Read`] if the record data cannot be read, and [`ExportError::Io`].
+///
+/// ```
+/// use typhon_trace::export::{export_named, Format};
+/// use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+/// let mut dat = std::io::Cursor::new(Vec::new());
+/// write_tracedat(&mut dat, &FileMeta::new(4096), &mut []).unwrap();
+/// let f = TraceFile::parse(dat.into_inner()).unwrap();
+/// let mut out = Vec::new();
+/// export_named(&f, Format::Chrome, "my-server", &mut out).unwrap();
+/// assert!(String::from_utf8(out).unwrap().contains("my-server"));
+/// ```
+pub fn export_named(
+    file: &TraceFile,
+    format: Format,
+    process_name: &str,
+    out: &mut impl std::io::Write,
+) -> Result<TimelineStats, ExportError> {
+    let pid = engine::find_pid(file);
+    let s = match format {
+        Format::Perfetto => {
+            let mut w = perfetto::Writer::new(out, pid, process_name)?;
+            engine::run(file, &mut w)?
+        }
+        Format::Chrome => {
+            let mut w = chrome::Writer::new(out, pid, process_name)?;
+            let s = engine::run(file, &mut w)?;
+            w.finish()?;
+            s
+        }
+    };
+    out.flush()?;
+    Ok(s)
 }

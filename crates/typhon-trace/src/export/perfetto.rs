@@ -38,8 +38,9 @@
 //! ```
 
 use super::args::{event_args, event_name, Arg};
+use super::engine::{Item, Kind, Sink};
 use super::fnv::FnvMap;
-use super::timeline::{Phase, Timeline};
+use super::timeline::{Thread, Timeline, Track};
 use std::io::{self, Write};
 
 // Field numbers (perfetto_trace.proto).
@@ -148,62 +149,77 @@ impl Interner {
 /// # Errors
 /// Those of `out`.
 pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
-    let mut first = true;
-    // Writes `packet` as one `Trace.packet` (its tag and length, then its bytes).
-    let mut head = Msg::default();
-    let mut emit = |out: &mut dyn Write, packet: &mut Msg| -> io::Result<()> {
-        packet.uint(PACKET_SEQUENCE_ID, SEQUENCE);
-        if first {
-            packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-            first = false;
-        }
-        head.0.clear();
-        head.tag(TRACE_PACKET, 2);
-        head.varint(packet.0.len() as u64);
-        out.write_all(&head.0)?;
-        out.write_all(&packet.0)
-    };
-    let mut process = Msg::default();
-    process.int(PROCESS_PID, t.pid);
-    process.bytes(PROCESS_NAME, t.process_name.as_bytes());
-    let mut desc = Msg::default();
-    desc.uint(TRACK_UUID, PROCESS_UUID);
-    desc.msg(TRACK_PROCESS, &process);
-    let mut packet = Msg::default();
-    packet.msg(PACKET_TRACK_DESCRIPTOR, &desc);
-    emit(out, &mut packet)?;
-    for (i, track) in t.tracks.iter().enumerate() {
+    let mut w = Writer::new(out, t.pid, &t.process_name)?;
+    t.replay(&mut w)
+}
+
+/// The streaming Perfetto writer: each packet is written as it comes.
+pub(super) struct Writer<'o, W: Write> {
+    out: &'o mut W,
+    pid: i64,
+    first: bool,
+    head: Msg,
+    names: Interner,
+    arg_names: Interner,
+    // Reused for every event: one allocation each for the whole export.
+    ev: Msg,
+    interned: Msg,
+    packet: Msg,
+    a: Msg,
+}
+
+impl<'o, W: Write> Writer<'o, W> {
+    /// Starts the trace with the process's track.
+    pub(super) fn new(out: &'o mut W, pid: i64, process_name: &str) -> io::Result<Self> {
+        let mut w = Writer {
+            out,
+            pid,
+            first: true,
+            head: Msg::default(),
+            names: Interner::default(),
+            arg_names: Interner::default(),
+            ev: Msg::default(),
+            interned: Msg::default(),
+            packet: Msg::default(),
+            a: Msg::default(),
+        };
+        let mut process = Msg::default();
+        process.int(PROCESS_PID, pid);
+        process.bytes(PROCESS_NAME, process_name.as_bytes());
         let mut desc = Msg::default();
-        desc.uint(TRACK_UUID, track_uuid(i));
-        if track.lane == 0 {
-            let th = &t.threads[track.thread];
-            let mut thread = Msg::default();
-            thread.int(THREAD_PID, t.pid);
-            thread.int(THREAD_TID, th.tid);
-            thread.bytes(THREAD_NAME, th.name.as_bytes());
-            desc.msg(TRACK_THREAD, &thread);
-        } else {
-            desc.uint(TRACK_PARENT_UUID, track_uuid(track.thread));
-            desc.bytes(TRACK_NAME, t.track_name(i).as_bytes());
-        }
+        desc.uint(TRACK_UUID, PROCESS_UUID);
+        desc.msg(TRACK_PROCESS, &process);
         let mut packet = Msg::default();
         packet.msg(PACKET_TRACK_DESCRIPTOR, &desc);
-        emit(out, &mut packet)?;
+        w.emit(packet)?;
+        Ok(w)
     }
-    let mut names = Interner::default();
-    let mut arg_names = Interner::default();
-    // Reused for every event: one allocation each for the whole export.
-    let (mut ev, mut interned, mut packet, mut a) = <(Msg, Msg, Msg, Msg)>::default();
-    for e in &t.events {
+
+    /// Writes `packet` as one `Trace.packet` (its tag and length, then its bytes).
+    fn emit(&mut self, mut packet: Msg) -> io::Result<Msg> {
+        packet.uint(PACKET_SEQUENCE_ID, SEQUENCE);
+        if self.first {
+            packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+            self.first = false;
+        }
+        self.head.0.clear();
+        self.head.tag(TRACE_PACKET, 2);
+        self.head.varint(packet.0.len() as u64);
+        self.out.write_all(&self.head.0)?;
+        self.out.write_all(&packet.0)?;
+        Ok(packet)
+    }
+
+    /// One TrackEvent packet of type `ty` at `ts`.
+    fn event(&mut self, it: &Item<'_>, ty: u64, ts: u64, with_body: bool) -> io::Result<()> {
+        let mut ev = std::mem::take(&mut self.ev);
+        let mut interned = std::mem::take(&mut self.interned);
+        let mut packet = std::mem::take(&mut self.packet);
         ev.0.clear();
         interned.0.clear();
-        let ty = match e.phase {
-            Phase::Begin => TYPE_SLICE_BEGIN,
-            Phase::End => TYPE_SLICE_END,
-            Phase::Instant | Phase::Lost(_) => TYPE_INSTANT,
-        };
         ev.uint(EVENT_TYPE, ty);
-        ev.uint(EVENT_TRACK_UUID, track_uuid(e.track as usize));
+        ev.uint(EVENT_TRACK_UUID, track_uuid(it.track as usize));
+        let (arg_names, a) = (&mut self.arg_names, &mut self.a);
         let mut arg = |ev: &mut Msg, interned: &mut Msg, name: &str, v: Arg<'_>| {
             a.0.clear();
             let iid = arg_names.iid(name, interned, INTERNED_ANNOTATION_NAMES);
@@ -213,34 +229,79 @@ pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
                 Arg::I(i) => a.int(ANNOTATION_INT, i),
                 Arg::S(s) => a.bytes(ANNOTATION_STRING, s.as_bytes()),
             }
-            ev.msg(EVENT_DEBUG_ANNOTATIONS, &a);
+            ev.msg(EVENT_DEBUG_ANNOTATIONS, a);
         };
-        if let Phase::Lost(n) = e.phase {
-            let iid = names.iid("events lost", &mut interned, INTERNED_EVENT_NAMES);
-            ev.uint(EVENT_NAME_IID, iid);
-            let count = n.map_or(Arg::S("not counted".into()), Arg::U);
-            arg(&mut ev, &mut interned, "count", count);
-        }
-        if let (Some(rec), Phase::Begin | Phase::Instant) = (e.rec, e.phase) {
-            let iid = names.iid(&event_name(rec), &mut interned, INTERNED_EVENT_NAMES);
-            ev.uint(EVENT_NAME_IID, iid);
-            for (name, v) in event_args(rec) {
-                arg(&mut ev, &mut interned, name, v);
+        if with_body {
+            if let Kind::Lost(n) = it.kind {
+                let iid = self
+                    .names
+                    .iid("events lost", &mut interned, INTERNED_EVENT_NAMES);
+                ev.uint(EVENT_NAME_IID, iid);
+                let count = n.map_or(Arg::S("not counted".into()), Arg::U);
+                arg(&mut ev, &mut interned, "count", count);
+            }
+            if let Some((rec, _)) = it.rec {
+                let iid = self
+                    .names
+                    .iid(&event_name(rec), &mut interned, INTERNED_EVENT_NAMES);
+                ev.uint(EVENT_NAME_IID, iid);
+                for (name, v) in event_args(rec) {
+                    arg(&mut ev, &mut interned, name, v);
+                }
+            }
+            if it.flow != 0 {
+                ev.fixed64(EVENT_FLOW_IDS, it.flow);
             }
         }
-        if e.flow != 0 {
-            ev.fixed64(EVENT_FLOW_IDS, e.flow);
-        }
         packet.0.clear();
-        packet.uint(PACKET_TIMESTAMP, e.ts);
+        packet.uint(PACKET_TIMESTAMP, ts);
         if !interned.0.is_empty() {
             packet.msg(PACKET_INTERNED_DATA, &interned);
         }
         packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
         packet.msg(PACKET_TRACK_EVENT, &ev);
-        emit(out, &mut packet)?;
+        self.packet = self.emit(packet)?;
+        self.ev = ev;
+        self.interned = interned;
+        Ok(())
     }
-    Ok(())
+}
+
+impl<W: Write> Sink for Writer<'_, W> {
+    fn track(
+        &mut self,
+        index: u32,
+        track: Track,
+        thread: &Thread,
+        thread_track: u32,
+        name: &str,
+    ) -> io::Result<()> {
+        let mut desc = Msg::default();
+        desc.uint(TRACK_UUID, track_uuid(index as usize));
+        if track.lane == 0 {
+            let mut th = Msg::default();
+            th.int(THREAD_PID, self.pid);
+            th.int(THREAD_TID, thread.tid);
+            th.bytes(THREAD_NAME, thread.name.as_bytes());
+            desc.msg(TRACK_THREAD, &th);
+        } else {
+            desc.uint(TRACK_PARENT_UUID, track_uuid(thread_track as usize));
+            desc.bytes(TRACK_NAME, name.as_bytes());
+        }
+        let mut packet = Msg::default();
+        packet.msg(PACKET_TRACK_DESCRIPTOR, &desc);
+        self.emit(packet).map(drop)
+    }
+
+    fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
+        match it.kind {
+            Kind::Slice => {
+                self.event(it, TYPE_SLICE_BEGIN, it.ts, true)?;
+                self.event(it, TYPE_SLICE_END, it.end, false)
+            }
+            Kind::Instant | Kind::Lost(_) => self.event(it, TYPE_INSTANT, it.ts, true),
+        }
+    }
 }
 
 /// Track `i`'s uuid (1 is the process's).

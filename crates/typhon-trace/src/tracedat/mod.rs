@@ -21,19 +21,20 @@ mod error;
 mod formats;
 mod layout;
 mod records;
+mod stream;
 mod v6;
 mod v7;
 
 pub use error::TraceDatError;
 pub use formats::{EventFormat, FieldFormat};
 pub use layout::TraceOption;
-pub use records::{CpuRecords, MergedRecords, Record};
+pub use records::{CpuRecords, Merge, MergedRecords, Record, Timed};
+pub use stream::{CpuStream, OwnedRecord};
 pub use typhon_recorder::tracedat::{
     format, write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, META_FORMAT,
     OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION,
 };
 
-use crate::kbuffer::{Endian, LongSize};
 use cursor::Cur;
 use error::{corrupt, Result};
 use layout::{text, Layout};
@@ -52,7 +53,7 @@ use typhon_recorder::tracedat::MAGIC;
 /// ```
 #[derive(Debug)]
 pub struct TraceFile {
-    data: Vec<u8>,
+    source: stream::Source,
     layout: Layout,
     /// Format index by id (the first format with an id wins, as a linear search would find).
     by_id: HashMap<u32, usize>,
@@ -90,8 +91,24 @@ impl TraceFile {
     /// assert!(matches!(TraceFile::parse(v), Err(TraceDatError::UnsupportedVersion(_))));
     /// ```
     pub fn parse(data: Vec<u8>) -> Result<Self> {
-        let layout = read_layout(&data)?;
-        layout.check_cpu_data(data.len() as u64)?;
+        let (layout, by_id, common_type) = Self::parse_layout(&data, data.len() as u64)?;
+        Ok(TraceFile {
+            source: stream::Source::Memory(data),
+            layout,
+            by_id,
+            common_type,
+        })
+    }
+
+    /// The layout of a file of `len` bytes from its first bytes `data` (all of them, or a
+    /// prefix holding the metadata), with the format index and the `common_type` field.
+    #[allow(clippy::type_complexity)]
+    fn parse_layout(
+        data: &[u8],
+        len: u64,
+    ) -> Result<(Layout, HashMap<u32, usize>, Option<FieldFormat>)> {
+        let layout = read_layout(data)?;
+        layout.check_cpu_data(len)?;
         let mut by_id = HashMap::new();
         for (i, e) in layout.formats.iter().enumerate() {
             by_id.entry(e.id).or_insert(i);
@@ -101,12 +118,7 @@ impl TraceFile {
             .first()
             .and_then(|e| e.field("common_type"))
             .cloned();
-        Ok(TraceFile {
-            data,
-            layout,
-            by_id,
-            common_type,
-        })
+        Ok((layout, by_id, common_type))
     }
 }
 
@@ -139,6 +151,25 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 /// ```
 pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
     use std::io::Read;
+    let f = open_regular(path)?;
+    let size = f.metadata()?.len();
+    let mut data = Vec::new();
+    // The size at open bounds the read and the allocation; a file that shrank since reads short
+    // and fails to parse like any truncated file.
+    data.try_reserve_exact(usize::try_from(size).map_err(|_| {
+        TraceDatError::Io(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("{size} bytes do not fit in memory"),
+        ))
+    })?)
+    .map_err(|e| TraceDatError::Io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
+    f.take(size).read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// The regular file at `path` opened for reading (a symlink to one is followed); a FIFO,
+/// device, directory or socket is refused with [`TraceDatError::NotAFile`] without blocking.
+fn open_regular(path: &std::path::Path) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     // O_NONBLOCK: opening a FIFO with no writer (or a device that waits) returns at once, so
     // the type check below can refuse it; on a regular file the flag changes nothing.
@@ -164,19 +195,7 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
             kind: kind_of(m.file_type()),
         });
     }
-    let size = m.len();
-    let mut data = Vec::new();
-    // The size at open bounds the read and the allocation; a file that shrank since reads short
-    // and fails to parse like any truncated file.
-    data.try_reserve_exact(usize::try_from(size).map_err(|_| {
-        TraceDatError::Io(std::io::Error::new(
-            std::io::ErrorKind::OutOfMemory,
-            format!("{size} bytes do not fit in memory"),
-        ))
-    })?)
-    .map_err(|e| TraceDatError::Io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
-    f.take(size).read_to_end(&mut data)?;
-    Ok(data)
+    Ok(f)
 }
 
 /// The file header (magic, version, byte order, long and page sizes), then the rest by the
@@ -477,7 +496,10 @@ impl TraceFile {
             Some((off, size)) if size > 0 => usize::try_from(off)
                 .ok()
                 .zip(usize::try_from(size).ok())
-                .and_then(|(o, s)| self.data.get(o..o.checked_add(s)?))
+                .and_then(|(o, s)| match &self.source {
+                    stream::Source::Memory(d) => d.get(o..o.checked_add(s)?),
+                    stream::Source::File(..) => None,
+                })
                 .unwrap_or(&[]),
             _ => &[],
         }
@@ -493,16 +515,7 @@ impl TraceFile {
     /// assert_eq!(f.cpu_records(0).count(), 0);
     /// ```
     pub fn cpu_records(&self, cpu: u32) -> CpuRecords<'_> {
-        let long = if self.layout.commit_size == 4 {
-            LongSize::Four
-        } else {
-            LongSize::Eight
-        };
-        let endian = if self.layout.big_endian {
-            Endian::Big
-        } else {
-            Endian::Little
-        };
+        let (long, endian) = self.page_format();
         CpuRecords::new(
             cpu,
             self.cpu_bytes(cpu),
@@ -525,13 +538,35 @@ impl TraceFile {
     /// ```
     pub fn records(&self) -> MergedRecords<'_> {
         // Only the CPUs with data: a CPU count declared by the file costs nothing per CPU.
-        let its: Vec<CpuRecords<'_>> = self
-            .layout
+        MergedRecords::new(self.data_cpus().map(|c| self.cpu_records(c)).collect())
+    }
+
+    /// The CPUs with data, in order.
+    fn data_cpus(&self) -> impl Iterator<Item = u32> + '_ {
+        self.layout
             .cpu_data
             .iter()
             .filter(|e| e.0 < self.layout.cpus && e.2 > 0)
-            .map(|e| self.cpu_records(e.0))
-            .collect();
-        MergedRecords::new(its)
+            .map(|e| e.0)
+    }
+
+    /// The bytes at `at..at + len` of an in-memory file (`None` for a streaming one, or
+    /// outside the file).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.bytes_at(0, 3), Some(&b"\x17\x08\x44"[..]));
+    /// ```
+    pub fn bytes_at(&self, at: u64, len: usize) -> Option<&[u8]> {
+        match &self.source {
+            stream::Source::Memory(d) => {
+                let a = usize::try_from(at).ok()?;
+                d.get(a..a.checked_add(len)?)
+            }
+            stream::Source::File(..) => None,
+        }
     }
 }

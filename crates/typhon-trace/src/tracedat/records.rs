@@ -170,8 +170,27 @@ impl<'a> Iterator for CpuRecords<'a> {
     }
 }
 
+/// An item with a time the merge orders by.
+pub trait Timed {
+    /// Its time.
+    fn time(&self) -> u64;
+}
+
+impl Timed for Record<'_> {
+    fn time(&self) -> u64 {
+        self.ts
+    }
+}
+
+impl Timed for super::stream::OwnedRecord {
+    fn time(&self) -> u64 {
+        self.ts
+    }
+}
+
 /// Iterator over all CPUs' records in time order; see
-/// [`TraceFile::records`](super::TraceFile::records).
+/// [`TraceFile::records`](super::TraceFile::records) and
+/// [`TraceFile::stream_records`](super::TraceFile::stream_records).
 ///
 /// A damaged page is yielded as one [`TraceDatError::DamagedPage`] at about the place of its
 /// records, and every CPU goes on, the damaged one with its next page.
@@ -184,9 +203,9 @@ impl<'a> Iterator for CpuRecords<'a> {
 /// assert_eq!(f.records().count(), 0);
 /// ```
 #[derive(Debug)]
-pub struct MergedRecords<'a> {
-    its: Vec<CpuRecords<'a>>,
-    heads: Vec<Option<Record<'a>>>,
+pub struct Merge<I: Iterator> {
+    its: Vec<I>,
+    heads: Vec<Option<I::Item>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     /// A damaged page read by `advance`, handed out before anything else: at most one is ever
     /// held, since the CPU behind it is read again only after it is handed out.
@@ -196,10 +215,13 @@ pub struct MergedRecords<'a> {
     stalled: Vec<usize>,
 }
 
-impl<'a> MergedRecords<'a> {
+/// The merge of the in-memory per-CPU iterators.
+pub type MergedRecords<'a> = Merge<CpuRecords<'a>>;
+
+impl<T: Timed, I: Iterator<Item = Result<T>>> Merge<I> {
     /// The merge of `its`, one iterator per CPU in CPU order (ties go to the lower index).
-    pub(super) fn new(its: Vec<CpuRecords<'a>>) -> Self {
-        MergedRecords {
+    pub(super) fn new(its: Vec<I>) -> Self {
+        Merge {
             heads: its.iter().map(|_| None).collect(),
             stalled: (0..its.len()).rev().collect(),
             its,
@@ -214,8 +236,8 @@ impl<'a> MergedRecords<'a> {
     fn advance(&mut self, i: usize) {
         match self.its[i].next() {
             Some(Ok(n)) => {
-                self.heap.push(Reverse((n.ts, i)));
-                self.heads[i] = Some(n);
+                self.heap.push(Reverse((n.time(), i)));
+                self.heads[i] = Some(Ok(n));
             }
             Some(Err(e)) => {
                 self.pending = Some(e);
@@ -226,8 +248,8 @@ impl<'a> MergedRecords<'a> {
     }
 }
 
-impl<'a> Iterator for MergedRecords<'a> {
-    type Item = Result<Record<'a>>;
+impl<T: Timed, I: Iterator<Item = Result<T>>> Iterator for Merge<I> {
+    type Item = Result<T>;
 
     fn next(&mut self) -> Option<Self::Item> {
         // Ends: each pass hands out an error or reads a CPU that owes an item, and every read
@@ -244,6 +266,6 @@ impl<'a> Iterator for MergedRecords<'a> {
         let Reverse((_, i)) = self.heap.pop()?;
         let r = self.heads[i].take()?;
         self.advance(i);
-        Some(Ok(r))
+        Some(r)
     }
 }

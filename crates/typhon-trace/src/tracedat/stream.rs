@@ -1,0 +1,248 @@
+//! Reading records without holding the file: [`TraceFile::open_streaming`] keeps only the
+//! metadata (headers, formats, cmdlines, options, the per-CPU table), and
+//! [`TraceFile::stream_records`] walks each CPU's pages one at a time, read with `pread` into a
+//! per-CPU page buffer. Records are handed out as [`OwnedRecord`]s (copies: they are small),
+//! so memory is one page per CPU whatever the file's size.
+//!
+//! ```text
+//!  file ── pread(page) ──► per-CPU page buffer ── kbuffer ──► that page's records (copied)
+//!                                                               │ merged by time across CPUs
+//!                                                               ▼
+//!                                                       OwnedRecord stream
+//! ```
+//!
+//! The same iterator walks an in-memory file ([`TraceFile::parse`]), so one consumer serves
+//! both.
+
+use super::error::{Result, TraceDatError};
+use super::records::CpuRecords;
+use super::TraceFile;
+use crate::kbuffer::{Endian, LongSize};
+use std::collections::VecDeque;
+use std::os::unix::fs::FileExt;
+
+/// Where a [`TraceFile`]'s bytes are: all in memory, or in an open file read page by page.
+#[derive(Debug)]
+pub(super) enum Source {
+    /// The whole file.
+    Memory(Vec<u8>),
+    /// The open file and its path (for errors).
+    File(std::fs::File, std::path::PathBuf),
+}
+
+/// One record, copied out of its page: what [`TraceFile::stream_records`] yields.
+///
+/// ```
+/// use typhon_trace::tracedat::OwnedRecord;
+/// let r = OwnedRecord { cpu: 1, ts: 5, at: 64, data: vec![1, 2, 3, 4], missed_before: None };
+/// assert_eq!(r.data.len(), 4);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedRecord {
+    /// CPU number (for Typhon files: the thread slot).
+    pub cpu: u32,
+    /// Timestamp in the file's clock units (ns for Typhon files).
+    pub ts: u64,
+    /// File offset of the record's data.
+    pub at: u64,
+    /// The payload as kbuffer returns it: padded to 4 bytes.
+    pub data: Vec<u8>,
+    /// Events lost right before this record (see [`super::Record::missed_before`]).
+    pub missed_before: Option<i64>,
+}
+
+/// One CPU's records, read a page at a time from the file (or the in-memory bytes).
+#[derive(Debug)]
+pub struct CpuStream<'f> {
+    file: &'f TraceFile,
+    cpu: u32,
+    /// File offset of the next page and the end of the CPU's data.
+    next: u64,
+    end: u64,
+    page: Vec<u8>,
+    /// The loaded page's records not yet handed out.
+    queue: VecDeque<Result<OwnedRecord>>,
+    done: bool,
+}
+
+impl<'f> CpuStream<'f> {
+    pub(super) fn new(file: &'f TraceFile, cpu: u32) -> Self {
+        let (off, size) = file.cpu_data(cpu).unwrap_or((0, 0));
+        CpuStream {
+            file,
+            cpu,
+            next: off,
+            end: off.saturating_add(size),
+            page: Vec::new(),
+            queue: VecDeque::new(),
+            done: size == 0,
+        }
+    }
+
+    /// Reads the next page (the last may be partial) and queues its records.
+    fn load(&mut self) -> Result<()> {
+        let ps = u64::from(self.file.layout.page_size);
+        let at = self.next;
+        let n = ps.min(self.end - at) as usize;
+        self.next = at + n as u64;
+        self.page.resize(n, 0);
+        match &self.file.source {
+            Source::Memory(d) => {
+                // Bounds were checked at parse time; `get` keeps this panic-free regardless.
+                let s = usize::try_from(at)
+                    .ok()
+                    .and_then(|a| d.get(a..a.checked_add(n)?));
+                match s {
+                    Some(s) => self.page.copy_from_slice(s),
+                    None => {
+                        return Err(TraceDatError::Truncated {
+                            what: "cpu data",
+                            at,
+                        })
+                    }
+                }
+            }
+            Source::File(f, path) => f.read_exact_at(&mut self.page, at).map_err(|e| {
+                TraceDatError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{}: reading cpu {} page at offset {at}: {e}",
+                        path.display(),
+                        self.cpu
+                    ),
+                ))
+            })?,
+        }
+        let (long, endian) = self.file.page_format();
+        let page = &self.page;
+        let base = page.as_ptr() as usize;
+        let it = CpuRecords::new(self.cpu, page, ps as usize, at, long, endian);
+        for r in it {
+            self.queue.push_back(r.map(|r| OwnedRecord {
+                cpu: r.cpu,
+                ts: r.ts,
+                at: at + (r.data.as_ptr() as usize - base) as u64,
+                data: r.data.to_vec(),
+                missed_before: r.missed_before,
+            }));
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for CpuStream<'_> {
+    type Item = Result<OwnedRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.queue.pop_front() {
+                return Some(r);
+            }
+            if self.done || self.next >= self.end {
+                self.done = true;
+                return None;
+            }
+            if let Err(e) = self.load() {
+                // A read error ends this CPU: it is the reader's error, not a damaged page.
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+impl TraceFile {
+    /// Opens the file at `path` for streaming: only its metadata is read into memory (the
+    /// record data stays in the file and [`Self::stream_records`] reads it a page at a time).
+    /// The checks of [`Self::open`] apply. The borrowed accessors ([`Self::pages`],
+    /// [`Self::cpu_records`], [`Self::records`]) see no page data on such a file: use
+    /// [`Self::stream_records`] (or [`Self::open`] for them).
+    ///
+    /// # Errors
+    /// Those of [`Self::open`].
+    ///
+    /// ```
+    /// use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// let p = std::env::temp_dir().join(format!("stream-doc-{}.dat", std::process::id()));
+    /// write_tracedat(&mut std::fs::File::create(&p).unwrap(), &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::open_streaming(&p).unwrap();
+    /// assert_eq!(f.stream_records().count(), 0);
+    /// # std::fs::remove_file(&p).unwrap();
+    /// ```
+    pub fn open_streaming(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let f = super::open_regular(path)?;
+        let len = f.metadata()?.len();
+        // The metadata comes before the page data in every writer's files: parse a prefix,
+        // doubled while the parse runs out of it, so only a file whose metadata lies after its
+        // data is read whole.
+        let mut prefix = (1u64 << 16).min(len);
+        loop {
+            let mut buf = vec![0u8; prefix as usize];
+            f.read_exact_at(&mut buf, 0).map_err(|e| {
+                TraceDatError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", path.display()),
+                ))
+            })?;
+            match Self::parse_layout(&buf, len) {
+                Err(TraceDatError::Truncated { .. }) if prefix < len => {
+                    prefix = prefix.saturating_mul(2).min(len);
+                }
+                Err(e) => return Err(e),
+                Ok((layout, by_id, common_type)) => {
+                    return Ok(TraceFile {
+                        source: Source::File(f, path.to_path_buf()),
+                        layout,
+                        by_id,
+                        common_type,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The records of every CPU merged in time order, as [`Self::records`] orders them, read a
+    /// page at a time (from the file for [`Self::open_streaming`], else from memory). A damaged
+    /// page is one [`TraceDatError::DamagedPage`] as there; a read error is a
+    /// [`TraceDatError::Io`] naming the file, and ends that CPU.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.stream_records().count(), 0);
+    /// ```
+    pub fn stream_records(&self) -> super::records::Merge<CpuStream<'_>> {
+        super::records::Merge::new(self.data_cpus().map(|c| CpuStream::new(self, c)).collect())
+    }
+
+    /// One CPU's records, read a page at a time (see [`Self::stream_records`]).
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.stream_cpu(0).count(), 0);
+    /// ```
+    pub fn stream_cpu(&self, cpu: u32) -> CpuStream<'_> {
+        CpuStream::new(self, cpu)
+    }
+
+    /// The page format: commit word width and byte order.
+    pub(super) fn page_format(&self) -> (LongSize, Endian) {
+        let long = if self.layout.commit_size == 4 {
+            LongSize::Four
+        } else {
+            LongSize::Eight
+        };
+        let endian = if self.layout.big_endian {
+            Endian::Big
+        } else {
+            Endian::Little
+        };
+        (long, endian)
+    }
+}
