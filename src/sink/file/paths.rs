@@ -1,0 +1,355 @@
+//! The paths of a recording: output checks, the parts directory's names, exclusive creates,
+//! reads that never follow a link or block on a FIFO, and the lock.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The directory next to `out` where pages stream while recording.
+///
+/// ```
+/// let d = typhon_recorder::sink::parts_dir(std::path::Path::new("/tmp/run.dat"));
+/// assert_eq!(d, std::path::PathBuf::from("/tmp/run.dat.parts"));
+/// ```
+pub fn parts_dir(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".parts");
+    PathBuf::from(s)
+}
+
+pub(super) const LOCK: &str = "lock";
+pub(super) const SESSION: &str = "session.json";
+pub(super) const LOSSES: &str = "losses.json";
+/// `losses.json` is written once at its full size when the recording starts and later only
+/// overwritten in place, so it can still be updated when the disk is full.
+pub(super) const LOSSES_LEN: usize = 4096;
+
+pub(super) fn slot_file(dir: &Path, slot: u8) -> PathBuf {
+    dir.join(format!("slot-{slot:03}.pages"))
+}
+
+pub(super) fn assembly_files(dir: &Path, n: u32) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("assembly-{n}.dat")),
+        dir.join(format!("assembly-{n}.journal")),
+    )
+}
+
+/// What a name in a parts directory is, if it is one this module makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Known {
+    Lock,
+    Session,
+    Losses,
+    Slot(u8),
+    AssemblyDat(u32),
+    AssemblyJournal(u32),
+}
+
+pub(super) fn known(name: &str) -> Option<Known> {
+    fn num(s: &str) -> Option<&str> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
+    }
+    Some(match name {
+        LOCK => Known::Lock,
+        SESSION => Known::Session,
+        LOSSES => Known::Losses,
+        _ => {
+            if let Some(n) = name
+                .strip_prefix("slot-")
+                .and_then(|r| r.strip_suffix(".pages"))
+            {
+                if n.len() != 3 {
+                    return None;
+                }
+                Known::Slot(num(n)?.parse().ok()?)
+            } else if let Some(n) = name
+                .strip_prefix("assembly-")
+                .and_then(|r| r.strip_suffix(".dat"))
+            {
+                Known::AssemblyDat(num(n)?.parse().ok()?)
+            } else if let Some(n) = name
+                .strip_prefix("assembly-")
+                .and_then(|r| r.strip_suffix(".journal"))
+            {
+                Known::AssemblyJournal(num(n)?.parse().ok()?)
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
+pub(super) fn at(path: &Path, what: &str, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
+}
+
+/// "a directory", "a FIFO", ...: what a path that should be a regular file is instead.
+pub(super) fn kind(t: &fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Creates `path`, which must not exist: never an existing file, never through a symlink.
+pub(super) fn create_new(path: &Path) -> io::Result<File> {
+    create_new_with(path, false)
+}
+
+/// [`create_new`], appending: after a partial page is cut off, the next write goes to the new end.
+pub(super) fn create_new_with(path: &Path, append: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .append(append)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| at(path, "creating", e))
+}
+
+/// Opens an existing regular file: a symlink is not followed, and anything else (a FIFO, a
+/// device, a directory) is refused without blocking or reading it.
+pub(super) fn open_regular(path: &Path, write: bool) -> io::Result<File> {
+    let not_regular = |t: &fs::FileType| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is {}, not a regular file", path.display(), kind(t)),
+        )
+    };
+    // lstat first, so a device node is never even opened; fstat after, against a swap.
+    let m = fs::symlink_metadata(path).map_err(|e| at(path, "reading", e))?;
+    if !m.file_type().is_file() {
+        return Err(not_regular(&m.file_type()));
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| at(path, "opening", e))?;
+    let m = f.metadata().map_err(|e| at(path, "reading", e))?;
+    if !m.file_type().is_file() {
+        return Err(not_regular(&m.file_type()));
+    }
+    Ok(f)
+}
+
+/// Reads a small regular file whole, refusing one larger than `cap` bytes.
+pub(super) fn read_small(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let f = open_regular(path, false)?;
+    let mut v = Vec::new();
+    f.take(cap + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| at(path, "reading", e))?;
+    if v.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is larger than {cap} bytes", path.display()),
+        ));
+    }
+    Ok(v)
+}
+
+/// Checks that `dir` is a directory, naming the first path component that is not one.
+pub(super) fn check_dir(dir: &Path) -> io::Result<()> {
+    let not_dir = |p: &Path| {
+        io::Error::new(
+            io::Error::from_raw_os_error(libc::ENOTDIR).kind(),
+            format!("{} is not a directory", p.display()),
+        )
+    };
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(not_dir(dir)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            let mut ancestors: Vec<&Path> = dir.ancestors().collect();
+            ancestors.reverse();
+            for a in ancestors {
+                if fs::metadata(a).is_ok_and(|m| !m.is_dir()) {
+                    return Err(not_dir(a));
+                }
+            }
+            Err(at(dir, "checking directory", e))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(io::Error::new(
+            e.kind(),
+            format!("directory {} does not exist", dir.display()),
+        )),
+        Err(e) => Err(at(dir, "checking directory", e)),
+    }
+}
+
+/// `path` against the working directory now, if it is relative.
+pub(super) fn absolute(path: &Path) -> io::Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| at(path, "resolving (the working directory is unusable)", e))?;
+    Ok(cwd.join(path))
+}
+
+/// Checks an output path and makes it absolute against the working directory now, so a later
+/// `chdir` (a daemon's `chdir("/")`) changes nothing. The output must be absent or a regular
+/// file, in a directory that exists; errors name the path and what is wrong with it.
+///
+/// ```
+/// use typhon_recorder::sink::output_path;
+/// assert!(output_path("".as_ref()).is_err());
+/// let e = output_path("/dev/null".as_ref()).unwrap_err().to_string();
+/// assert!(e.contains("/dev/null is a character device"), "{e}");
+/// let e = output_path("/etc/passwd/x.dat".as_ref()).unwrap_err().to_string();
+/// assert!(e.contains("/etc/passwd is not a directory"), "{e}");
+/// assert!(output_path("x.dat".as_ref()).unwrap().is_absolute());
+/// ```
+pub fn output_path(out: &Path) -> io::Result<PathBuf> {
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    if out.as_os_str().is_empty() {
+        return Err(invalid("the output path is empty".into()));
+    }
+    let abs = absolute(out)?;
+    let (Some(parent), Some(_)) = (abs.parent(), abs.file_name()) else {
+        return Err(invalid(format!(
+            "output {} names no file; give a file path",
+            out.display()
+        )));
+    };
+    if abs.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(invalid(format!(
+            "output {} ends with '/'; give a file path",
+            out.display()
+        )));
+    }
+    match fs::symlink_metadata(&abs) {
+        Ok(m) if m.file_type().is_file() => {}
+        Ok(m) => {
+            return Err(invalid(format!(
+                "output {} is {}; give the path of a regular file (or of none)",
+                abs.display(),
+                kind(&m.file_type())
+            )))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        // A component of the parent is not a directory: `check_dir` names it.
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {}
+        Err(e) => return Err(at(&abs, "output", e)),
+    }
+    check_dir(parent)
+        .map_err(|e| io::Error::new(e.kind(), format!("output {}: {e}", abs.display())))?;
+    Ok(abs)
+}
+
+/// Takes the exclusive `flock` of a lock file, without waiting.
+pub(super) fn try_flock(f: &File) -> io::Result<bool> {
+    // SAFETY: flock(2) on a descriptor this `File` owns and keeps open for the call.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+pub(super) fn holder(f: &File) -> String {
+    let mut buf = [0u8; 32];
+    let n = f.read_at(&mut buf, 0).unwrap_or(0);
+    match std::str::from_utf8(&buf[..n]).ok().map(str::trim) {
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.to_owned(),
+        _ => "unknown".into(),
+    }
+}
+
+pub(super) fn live_error(dir: &Path, pid: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!(
+            "{}: a live recording, pid {pid}, is writing it; it is left untouched",
+            dir.display()
+        ),
+    )
+}
+
+/// Creates the lock file of a fresh parts directory and takes its lock.
+pub(super) fn create_lock(dir: &Path) -> io::Result<File> {
+    let path = dir.join(LOCK);
+    let mut f = create_new(&path)?;
+    if !try_flock(&f).map_err(|e| at(&path, "locking", e))? {
+        return Err(live_error(dir, &holder(&f)));
+    }
+    writeln!(f, "{}", std::process::id()).map_err(|e| at(&path, "writing", e))?;
+    Ok(f)
+}
+
+/// Takes the lock of an existing parts directory (creating the lock file if it has none),
+/// refusing one a live process holds.
+pub(super) fn take_lock(dir: &Path) -> io::Result<File> {
+    let path = dir.join(LOCK);
+    let f = match open_regular(&path, true) {
+        Ok(f) => f,
+        Err(_) if fs::symlink_metadata(&path).is_err() => create_new(&path)?,
+        Err(e) => return Err(e),
+    };
+    if !try_flock(&f).map_err(|e| at(&path, "locking", e))? {
+        return Err(live_error(dir, &holder(&f)));
+    }
+    f.set_len(0).map_err(|e| at(&path, "writing", e))?;
+    f.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0)
+        .map_err(|e| at(&path, "writing", e))?;
+    Ok(f)
+}
+
+/// Why a recording to `out` cannot start while `dir` exists: a live recording owns it, or an
+/// unfinished one left it (then, and only then, `recover` is the way forward).
+pub(super) fn refuse_existing(dir: &Path, out: &Path) -> io::Error {
+    let busy = |m: String| io::Error::new(io::ErrorKind::AlreadyExists, m);
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(m) => {
+            return busy(format!(
+                "{} is {} in the way of the recording's parts directory; remove it or choose another output",
+                dir.display(),
+                kind(&m.file_type())
+            ))
+        }
+        Err(e) => return at(dir, "creating", e),
+    }
+    let path = dir.join(LOCK);
+    if let Ok(f) = open_regular(&path, false) {
+        // SAFETY: flock(2) on a descriptor this `File` owns and keeps open for the call.
+        let free = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+        if !free {
+            return busy(format!(
+                "cannot record to {}: {}: a live recording, pid {}, is writing it; choose another output",
+                out.display(),
+                dir.display(),
+                holder(&f)
+            ));
+        }
+    }
+    busy(format!(
+        "{} exists: an earlier recording to {} was not finished; run `typhon-rec recover {}` or remove it",
+        dir.display(),
+        out.display(),
+        out.display()
+    ))
+}
