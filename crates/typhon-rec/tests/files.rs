@@ -252,6 +252,19 @@ fn outputs_that_are_not_regular_files_are_refused() {
         let e = RecorderBuilder::new().output(&p).start().err().unwrap();
         let m = e.to_string();
         assert!(m.contains(&format!("{} {what}", p.display())), "{m}");
+        // The caller's configuration, not an I/O failure: the C ABI says TYPHON_ERR_CONFIG.
+        assert!(matches!(e, RecorderError::Config(_)), "{e:?}");
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let cfg = typhon_ffi::TyphonConfig {
+            output_path: c.as_ptr(),
+            page_size: 0,
+            ring_bytes: 0,
+            flush_interval_us: 0,
+        };
+        // SAFETY: a valid config whose path outlives the call; it is refused, so nothing
+        // is left to finish.
+        let rc = unsafe { typhon_ffi::typhon_start(&cfg) };
+        assert_eq!(rc, typhon_ffi::TYPHON_ERR_CONFIG, "{}", p.display());
         assert!(
             !parts_dir(&p).exists(),
             "nothing is created for {}",
