@@ -630,6 +630,12 @@ pub fn recover(out: &Path) -> Res {
             printable(&out.display().to_string()),
             printable(&parts.display().to_string())
         );
+    } else if r.nothing_to_recover {
+        println!(
+            "nothing to recover in {}: the recording held no pages (it stopped before it wrote any); {} was not written",
+            printable(&parts.display().to_string()),
+            printable(&out.display().to_string())
+        );
     } else {
         println!(
             "recovered {}: {} slots, {} records, {} missed, {} pages lost",

@@ -1,7 +1,7 @@
 //! Finishing: slot by slot into `assembly-N.dat`, journaled, renamed onto OUT; then the clean-up
 //! of the parts directory. Shared by `finish` and `recover`, with the test failpoint.
 
-use super::paths::{assembly_files, at, create_new, known, Known, LOCK};
+use super::paths::{assembly_files, at, create_new, known, DirLock, Known, LOCK};
 use crate::sink::tracedat::{write_tracedat_with, FileMeta, SlotPages};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -233,7 +233,7 @@ pub(super) fn cleanup(
     dir: &Path,
     last: &Path,
     keep: &BTreeSet<PathBuf>,
-    lock: &mut Option<File>,
+    lock: &mut Option<DirLock>,
 ) -> Vec<PathBuf> {
     let mut left = Vec::new();
     if let Ok(rd) = fs::read_dir(dir) {

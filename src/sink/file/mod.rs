@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!   recording to OUT                               finish() / recover
-//!   OUT.parts/lock            (flock'ed, our pid)      │
+//!   OUT.parts/ (flock'ed)   OUT.parts/lock: our pid  │
 //!   OUT.parts/session.json    (page size, anchors)     │
 //!   OUT.parts/losses.json     (pages the disk refused) ├──▶ OUT.parts/assembly-0.dat ──rename──▶ OUT
 //!   OUT.parts/slot-001.pages  (slot 1's pages)         │    (+ assembly-0.journal: which slots
@@ -66,7 +66,7 @@ pub struct FileSink {
     page_size: usize,
     files: Vec<Option<SlotFile>>,
     /// Held (flock'ed) for the sink's whole life: the directory belongs to a live recording.
-    lock: Option<File>,
+    lock: Option<DirLock>,
     losses: File,
     pages_lost: u64,
     sink_errors: u64,
@@ -157,8 +157,7 @@ impl FileSink {
         }
         let mut made = Vec::new();
         let r = (|| {
-            let lock = create_lock(&dir)?;
-            made.push(LOCK);
+            let lock = create_lock(&dir, &mut made)?;
             let session = dir.join(SESSION);
             let mut f = create_new(&session)?;
             made.push(SESSION);

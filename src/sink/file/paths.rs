@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -256,10 +256,31 @@ pub fn output_path(out: &Path) -> io::Result<PathBuf> {
     Ok(abs)
 }
 
-/// Takes the exclusive `flock` of a lock file, without waiting.
-pub(super) fn try_flock(f: &File) -> io::Result<bool> {
+/// The lock of a parts directory: an exclusive `flock` of the directory itself, held as long
+/// as this value lives.
+///
+/// Locking the directory rather than a file in it means that taking the lock writes nothing:
+/// a file planted at `OUT.parts/lock` (a hard link to someone's file) is never written
+/// through, and deleting `lock` while a recording runs does not free its directory. The
+/// `lock` file is only the note of the recorder's pid, created exclusively by the recorder.
+pub(super) struct DirLock {
+    /// Only held: closing it releases the lock.
+    _dir: File,
+}
+
+/// Opens `dir` itself (never through a symlink) for `flock`.
+fn open_dir(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| at(dir, "opening", e))
+}
+
+/// `flock(op | LOCK_NB)` on `f`: false if another process holds a conflicting lock.
+fn try_flock(f: &File, op: libc::c_int) -> io::Result<bool> {
     // SAFETY: flock(2) on a descriptor this `File` owns and keeps open for the call.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+    if unsafe { libc::flock(f.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
         return Ok(true);
     }
     let e = io::Error::last_os_error();
@@ -270,52 +291,46 @@ pub(super) fn try_flock(f: &File) -> io::Result<bool> {
     }
 }
 
-pub(super) fn holder(f: &File) -> String {
-    let mut buf = [0u8; 32];
-    let n = f.read_at(&mut buf, 0).unwrap_or(0);
-    match std::str::from_utf8(&buf[..n]).ok().map(str::trim) {
+/// The pid the lock note of `dir` names: read only if it is a small regular file, never
+/// written; "unknown" if it names none.
+fn holder(dir: &Path) -> String {
+    let text = read_small(&dir.join(LOCK), 32).unwrap_or_default();
+    match std::str::from_utf8(&text).ok().map(str::trim) {
         Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.to_owned(),
         _ => "unknown".into(),
     }
 }
 
-pub(super) fn live_error(dir: &Path, pid: &str) -> io::Error {
+fn live_error(dir: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::WouldBlock,
         format!(
-            "{}: a live recording, pid {pid}, is writing it; it is left untouched",
-            dir.display()
+            "{}: a live recording, pid {}, is writing it; it is left untouched",
+            dir.display(),
+            holder(dir)
         ),
     )
 }
 
-/// Creates the lock file of a fresh parts directory and takes its lock.
-pub(super) fn create_lock(dir: &Path) -> io::Result<File> {
-    let path = dir.join(LOCK);
-    let mut f = create_new(&path)?;
-    if !try_flock(&f).map_err(|e| at(&path, "locking", e))? {
-        return Err(live_error(dir, &holder(&f)));
+/// Takes the lock of the parts directory `dir`, refusing one a live process holds.
+pub(super) fn take_lock(dir: &Path) -> io::Result<DirLock> {
+    let f = open_dir(dir)?;
+    if !try_flock(&f, libc::LOCK_EX).map_err(|e| at(dir, "locking", e))? {
+        return Err(live_error(dir));
     }
-    writeln!(f, "{}", std::process::id()).map_err(|e| at(&path, "writing", e))?;
-    Ok(f)
+    Ok(DirLock { _dir: f })
 }
 
-/// Takes the lock of an existing parts directory (creating the lock file if it has none),
-/// refusing one a live process holds.
-pub(super) fn take_lock(dir: &Path) -> io::Result<File> {
+/// Takes the lock of a fresh parts directory and writes the pid note, created exclusively.
+/// `made` gets the note's name as soon as it exists, so a start that fails later (a full disk
+/// refusing the pid) removes it.
+pub(super) fn create_lock(dir: &Path, made: &mut Vec<&'static str>) -> io::Result<DirLock> {
+    let lock = take_lock(dir)?;
     let path = dir.join(LOCK);
-    let f = match open_regular(&path, true) {
-        Ok(f) => f,
-        Err(_) if fs::symlink_metadata(&path).is_err() => create_new(&path)?,
-        Err(e) => return Err(e),
-    };
-    if !try_flock(&f).map_err(|e| at(&path, "locking", e))? {
-        return Err(live_error(dir, &holder(&f)));
-    }
-    f.set_len(0).map_err(|e| at(&path, "writing", e))?;
-    f.write_all_at(format!("{}\n", std::process::id()).as_bytes(), 0)
-        .map_err(|e| at(&path, "writing", e))?;
-    Ok(f)
+    let mut f = create_new(&path)?;
+    made.push(LOCK);
+    writeln!(f, "{}", std::process::id()).map_err(|e| at(&path, "writing", e))?;
+    Ok(lock)
 }
 
 /// Why a recording to `out` cannot start while `dir` exists: a live recording owns it, or an
@@ -333,16 +348,13 @@ pub(super) fn refuse_existing(dir: &Path, out: &Path) -> io::Error {
         }
         Err(e) => return at(dir, "creating", e),
     }
-    let path = dir.join(LOCK);
-    if let Ok(f) = open_regular(&path, false) {
-        // SAFETY: flock(2) on a descriptor this `File` owns and keeps open for the call.
-        let free = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
-        if !free {
+    if let Ok(f) = open_dir(dir) {
+        if let Ok(false) = try_flock(&f, libc::LOCK_SH) {
             return busy(format!(
                 "cannot record to {}: {}: a live recording, pid {}, is writing it; choose another output",
                 out.display(),
                 dir.display(),
-                holder(&f)
+                holder(dir)
             ));
         }
     }

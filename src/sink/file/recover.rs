@@ -44,6 +44,9 @@ pub struct Recovered {
     /// `out` was already complete (the finish was killed after writing it, while removing the
     /// parts): it was not touched, only the leftovers were removed.
     pub already_complete: bool,
+    /// The directory held no pages and no session (a start that failed, or was killed, before
+    /// it wrote any): nothing was written to `out`; the files the recorder made were removed.
+    pub nothing_to_recover: bool,
 }
 
 impl Recovered {
@@ -231,16 +234,18 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             out.display()
         ));
     }
-    // Only the lock (or nothing) is left: a finish was killed at the very end of its clean-up.
+    // No pages and no session: a finish killed at the very end of its clean-up (OUT is there),
+    // or a start that failed or was killed before it wrote its session (OUT is not).
     let holds_nothing = entries
         .keys()
         .all(|k| matches!(k, Known::Lock | Known::Losses));
-    if holds_nothing
-        && rec.left.is_empty()
-        && fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file())
-    {
+    if holds_nothing && rec.left.is_empty() {
         rec.left = cleanup(&dir, &dir.join(LOCK), &keep, &mut lock);
-        rec.already_complete = true;
+        if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file()) {
+            rec.already_complete = true;
+        } else {
+            rec.nothing_to_recover = true;
+        }
         return Ok(rec);
     }
     let session_path = dir.join(SESSION);

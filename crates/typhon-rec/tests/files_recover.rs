@@ -1,0 +1,123 @@
+//! SPEC §9, issue 19's second review: a start the disk refuses leaves nothing behind, the lock
+//! is the directory's own `flock` (nothing is written through a planted `lock`, and deleting
+//! it frees nothing), and `recover` of a directory without pages says there is nothing to
+//! recover. Every test that installs the recorder holds `doc_lock()`.
+
+mod common;
+
+use common::*;
+
+use std::time::Duration;
+use typhon_recorder::page::PageWriter;
+use typhon_recorder::sink::{parts_dir, FileSink, Sink};
+use typhon_recorder::{doc_lock, RecorderBuilder};
+
+/// A page of `slot` holding `n` records.
+fn page(slot: u8, n: u64) -> Vec<u8> {
+    let mut w = PageWriter::new(4096).unwrap();
+    for j in 0..n {
+        w.try_push(j + 1, &[slot; 20]).unwrap();
+    }
+    w.finish().to_vec()
+}
+
+/// A full disk at start: the start fails, and nothing it made is left (the lock used to
+/// stay, and every later start said "not finished; run recover", which then failed).
+#[test]
+fn a_full_disk_at_start_leaves_nothing_behind() {
+    let _g = doc_lock();
+    let Some(fs) = tmpfs("start-full", 4) else {
+        return;
+    };
+    let out = fs.0.join("s.dat");
+    let filler = fill(&fs.0, 0);
+    let e = RecorderBuilder::new()
+        .output(&out)
+        .start()
+        .err()
+        .expect("a full disk refuses the start");
+    assert!(
+        !parts_dir(&out).exists(),
+        "left {:?} after: {e}",
+        std::fs::read_dir(parts_dir(&out)).map(|d| d.count())
+    );
+    std::fs::remove_file(filler).unwrap();
+    let rec = RecorderBuilder::new().output(&out).start().unwrap();
+    rec.finish().unwrap();
+    assert!(out.exists());
+}
+
+/// A parts directory holding only a lock note: `recover` says there is nothing to recover,
+/// writes no output and removes what the recorder made, so the path is usable again.
+#[test]
+fn recover_of_a_directory_without_pages_says_nothing_to_recover() {
+    let dir = tmp("only-lock");
+    let out = dir.join("o.dat");
+    let parts = parts_dir(&out);
+    std::fs::create_dir(&parts).unwrap();
+    std::fs::write(parts.join("lock"), "4242\n").unwrap();
+    let (ok, stdout, stderr) = cli_recover(&out);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("nothing to recover"), "{stdout}");
+    assert!(!out.exists());
+    assert!(!parts.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A hard link planted at `OUT.parts/lock` is never written through by `recover` (it used to
+/// truncate the victim to recover's pid), whether the directory holds pages or not.
+#[test]
+fn recover_never_writes_through_a_planted_lock() {
+    let dir = tmp("planted-lock");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let out = dir.join("k.dat");
+    let mut s = FileSink::create(&out, 4096).unwrap();
+    s.write_page(1, &page(1, 5)).unwrap();
+    s.flush().unwrap();
+    drop(s); // as a kill leaves it
+    let parts = parts_dir(&out);
+    std::fs::remove_file(parts.join("lock")).unwrap();
+    std::fs::hard_link(&victim, parts.join("lock")).unwrap();
+    let (ok, stdout, stderr) = cli_recover(&out);
+    assert!(ok, "{stdout}{stderr}");
+    assert_eq!(records(&out).len(), 5);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    // Only a lock, planted.
+    let out2 = dir.join("k2.dat");
+    std::fs::create_dir(parts_dir(&out2)).unwrap();
+    std::fs::hard_link(&victim, parts_dir(&out2).join("lock")).unwrap();
+    let (ok, stdout, stderr) = cli_recover(&out2);
+    assert!(ok, "{stdout}{stderr}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Deleting `OUT.parts/lock` while a recording runs does not make its directory recoverable
+/// (the lock is the directory's own): `recover` and a second recorder still refuse it, and the
+/// recording finishes with every record.
+#[test]
+fn deleting_the_lock_note_does_not_free_a_live_recording() {
+    let _g = doc_lock();
+    let dir = tmp("deleted-lock");
+    let out = dir.join("live.dat");
+    let rec = RecorderBuilder::new()
+        .output(&out)
+        .flush_interval(Duration::from_millis(5))
+        .start()
+        .unwrap();
+    std::thread::spawn(|| (0..1000).for_each(|i| typhon_recorder::instant(1, i)))
+        .join()
+        .unwrap();
+    rec.drain();
+    std::fs::remove_file(parts_dir(&out).join("lock")).unwrap();
+    let (ok, stdout, stderr) = cli_recover(&out);
+    assert!(!ok, "recover of a live recording must fail: {stdout}");
+    assert!(stderr.contains("a live recording, pid"), "{stderr}");
+    let e = FileSink::create(&out, 4096).err().unwrap().to_string();
+    assert!(e.contains("a live recording, pid"), "{e}");
+    rec.finish().unwrap();
+    assert_eq!(instants(&out), 1000);
+    assert!(!parts_dir(&out).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
