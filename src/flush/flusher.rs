@@ -308,7 +308,14 @@ impl Flusher {
         }
         self.spare_maker.stop();
         let summary = self.summary();
-        self.sink.finish(&summary)?;
+        if let Err(e) = self.sink.finish(&summary) {
+            // Pages the sink took but could not store are lost: the final counters (published
+            // for the error's stats) must not count them as written.
+            self.sink_error(&e);
+            self.take_unstored();
+            self.publish();
+            return Err(e);
+        }
         Ok(summary)
     }
 
@@ -332,6 +339,7 @@ impl Flusher {
         if let Err(e) = self.sink.flush() {
             self.sink_error(&e);
         }
+        self.take_unstored();
         self.publish();
         self.core.wakeup.cycle_done(ticket);
     }
@@ -649,6 +657,22 @@ impl Flusher {
                     .fetch_add(1, Ordering::Relaxed);
                 self.sink_error(&e);
             }
+        }
+    }
+
+    /// Moves the records of pages the sink accepted but could not store from `written` to
+    /// `sink_lost`, and counts the pages as lost.
+    fn take_unstored(&mut self) {
+        for u in self.sink.take_unstored() {
+            let s = &mut self.slots[u.slot as usize];
+            let n = u.records.min(s.written);
+            s.written -= n;
+            s.sink_lost += n;
+            // Relaxed: a statistic; only this thread writes it.
+            self.core
+                .progress
+                .pages_lost
+                .fetch_add(u.pages, Ordering::Relaxed);
         }
     }
 

@@ -121,3 +121,51 @@ fn deleting_the_lock_note_does_not_free_a_live_recording() {
     assert!(!parts_dir(&out).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The final counters of a finish the disk refused say what is really in the file: pages the
+/// sink had buffered and could not write are lost, their records `sink_lost`, not `written`.
+/// (They used to count as written: "16 pages could not be written" while the stats said
+/// written=5724, and the recovered file held 3001 of the slot's records.)
+#[test]
+fn a_failed_finish_counts_only_what_reached_the_disk() {
+    let _g = doc_lock();
+    let Some(fs) = tmpfs("finish-stats", 4) else {
+        return;
+    };
+    let out = fs.0.join("f.dat");
+    let rec = RecorderBuilder::new()
+        .output(&out)
+        .flush_interval(Duration::from_millis(5))
+        .start()
+        .unwrap();
+    (0..3000).for_each(|i| typhon_recorder::instant(1, i));
+    rec.drain();
+    let filler = fill(&fs.0, 0);
+    (0..3000).for_each(|i| typhon_recorder::instant(1, i));
+    let e = rec.finish().expect_err("the disk is full");
+    let stats = e.stats().expect("the final counters").clone();
+    std::fs::remove_file(filler).unwrap();
+    let r = typhon_recorder::sink::recover(&out).unwrap();
+    let in_file = |cpu: u32| records(&out).iter().filter(|r| r.0 == cpu).count() as u64;
+    for s in &stats.slots {
+        assert_eq!(
+            in_file(u32::from(s.slot)),
+            s.written,
+            "slot {}: {s:?}",
+            s.slot
+        );
+        assert_eq!(s.attempted, s.written + s.missed + s.sink_lost, "{s:?}");
+    }
+    let one = stats.slot(1).unwrap();
+    assert_eq!(one.attempted, 6001, "{one:?}");
+    assert!(one.sink_lost > 0, "the disk refused pages: {one:?}");
+    assert!(stats.pages_lost > 0);
+    // recover counts the same pages as lost.
+    assert_eq!(r.pages_lost, stats.pages_lost, "{r:?} {stats:?}");
+    // The sink's errors name the file the disk refused.
+    let parts = parts_dir(&out).display().to_string();
+    for first in [&stats.first_sink_error, &r.first_sink_error] {
+        let first = first.as_deref().unwrap_or("none");
+        assert!(first.contains(&parts), "{first}");
+    }
+}

@@ -36,11 +36,12 @@ mod recover;
 pub use paths::{output_path, parts_dir};
 pub use recover::{recover, Recovered};
 
+use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{FileMeta, SlotMeta};
-use crate::sink::{SessionSummary, Sink};
+use crate::sink::{SessionSummary, Sink, Unstored};
 use assemble::{assemble, cleanup, names, Source};
 use paths::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -71,6 +72,8 @@ pub struct FileSink {
     pages_lost: u64,
     sink_errors: u64,
     first_error: Option<String>,
+    /// Accepted pages a failed finish could not store, for [`Sink::take_unstored`].
+    unstored: Vec<Unstored>,
 }
 
 /// Bytes buffered per slot file before they go to the OS.
@@ -81,19 +84,58 @@ const SLOT_BUFFER: usize = 64 * 1024;
 /// the file, so a failing disk costs the pages it refused (counted by the flusher as
 /// `sink_lost`) and never shifts the slot's later pages off the page grid.
 struct SlotFile {
+    path: PathBuf,
     w: BufWriter<File>,
     accepted: u64,
     /// The length the file must be cut back to, while cutting it failed: until it is done,
     /// the slot's pages are refused (and so counted lost), since they would land off the grid.
     cut_to: Option<u64>,
+    /// (end offset, records) of the accepted pages not yet known to be wholly on disk, oldest
+    /// first: those still (partly) in the buffer. If the last flush fails, they are what is
+    /// lost, and the flusher learns their records through [`Sink::take_unstored`]. At most a
+    /// buffer's worth of pages plus one: allocated once.
+    unsynced: VecDeque<(u64, u64)>,
 }
 
 impl SlotFile {
+    fn new(path: PathBuf, file: File, page_size: usize) -> Self {
+        Self {
+            path,
+            w: BufWriter::with_capacity(SLOT_BUFFER, file),
+            accepted: 0,
+            cut_to: None,
+            unsynced: VecDeque::with_capacity(SLOT_BUFFER / page_size.max(1) + 2),
+        }
+    }
+
+    /// Bytes of the accepted pages that are on disk (the rest is buffered).
+    fn on_disk(&self) -> u64 {
+        self.accepted - self.w.buffer().len() as u64
+    }
+
+    /// Forgets the pages that are now wholly on disk.
+    fn synced(&mut self) {
+        let on_disk = self.on_disk();
+        while self.unsynced.front().is_some_and(|p| p.0 <= on_disk) {
+            self.unsynced.pop_front();
+        }
+    }
+
     fn write_page(&mut self, page: &[u8]) -> io::Result<()> {
+        self.try_write_page(page)
+            .map_err(|e| at(&self.path, "writing", e))
+    }
+
+    fn try_write_page(&mut self, page: &[u8]) -> io::Result<()> {
         self.cut_back()?;
         match self.w.write_all(page) {
             Ok(()) => {
                 self.accepted += page.len() as u64;
+                // The flusher made the page: it loads. Counted here, off the producers' path,
+                // so that a page lost later can be counted by its records.
+                let records = PageRecords::new(page).map_or(0, |r| r.count() as u64);
+                self.unsynced.push_back((self.accepted, records));
+                self.synced();
                 Ok(())
             }
             Err(e) => {
@@ -101,7 +143,7 @@ impl SlotFile {
                 // and took none of `page`) or wrote a page of at least its capacity straight
                 // to the file (its buffer empty), possibly in part: what belongs on disk is
                 // what was accepted less what is still buffered.
-                let keep = self.accepted - self.w.buffer().len() as u64;
+                let keep = self.on_disk();
                 if self.w.get_ref().metadata().map_or(true, |m| m.len() > keep) {
                     self.cut_to = Some(keep);
                     self.cut_back().map_err(|t| {
@@ -111,6 +153,7 @@ impl SlotFile {
                         )
                     })?;
                 }
+                self.synced();
                 Err(e)
             }
         }
@@ -126,8 +169,15 @@ impl SlotFile {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.cut_back()?;
-        self.w.flush()
+        let r = self.cut_back().and_then(|()| self.w.flush());
+        self.synced();
+        r.map_err(|e| at(&self.path, "writing", e))
+    }
+
+    /// The accepted pages that are not wholly on disk: (pages, records).
+    fn unwritten(&self) -> (u64, u64) {
+        let records = self.unsynced.iter().map(|p| p.1).sum();
+        (self.unsynced.len() as u64, records)
     }
 }
 
@@ -196,6 +246,7 @@ impl FileSink {
             pages_lost: 0,
             sink_errors: 0,
             first_error: None,
+            unstored: Vec::new(),
         })
     }
 
@@ -218,12 +269,9 @@ impl FileSink {
         Ok(match entry {
             Some(f) => f,
             None => {
-                let file = create_new_with(&slot_file(&self.dir, slot), true)?;
-                entry.insert(SlotFile {
-                    w: BufWriter::with_capacity(SLOT_BUFFER, file),
-                    accepted: 0,
-                    cut_to: None,
-                })
+                let path = slot_file(&self.dir, slot);
+                let file = create_new_with(&path, true)?;
+                entry.insert(SlotFile::new(path, file, self.page_size))
             }
         })
     }
@@ -231,13 +279,21 @@ impl FileSink {
     fn assemble_all(&mut self, summary: &SessionSummary) -> io::Result<()> {
         let page = self.page_size as u64;
         if let Err(e) = self.flush() {
-            // What the disk would not take is lost (and noted for `recover`).
-            let unwritten: u64 = self
-                .files
-                .iter()
-                .flatten()
-                .map(|f| (f.w.buffer().len() as u64).div_ceil(page))
-                .sum();
+            // What the disk would not take is lost: noted for `recover`, and handed to the
+            // flusher (`take_unstored`), which counts its records as `sink_lost`.
+            let mut unwritten = 0;
+            for (slot, f) in self.files.iter().enumerate() {
+                let Some(f) = f else { continue };
+                let (pages, records) = f.unwritten();
+                if pages > 0 {
+                    unwritten += pages;
+                    self.unstored.push(Unstored {
+                        slot: slot as u8,
+                        pages,
+                        records,
+                    });
+                }
+            }
             self.note_error(unwritten, &e);
             return Err(io::Error::new(
                 e.kind(),
@@ -354,6 +410,10 @@ impl Sink for FileSink {
             }
         }
         first
+    }
+
+    fn take_unstored(&mut self) -> Vec<Unstored> {
+        std::mem::take(&mut self.unstored)
     }
 
     /// Assembles `out`. On an error (a full disk) every page that reached the disk is kept in
