@@ -169,3 +169,73 @@ fn a_failed_finish_counts_only_what_reached_the_disk() {
         assert!(first.contains(&parts), "{first}");
     }
 }
+
+/// A killed recording's parts next to an older, complete OUT of the same name.
+fn killed_over_an_older_out(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = tmp(name);
+    let out = dir.join("k.dat");
+    let mut s = FileSink::create(&out, 4096).unwrap();
+    s.write_page(1, &page(1, 3)).unwrap();
+    s.finish(&typhon_recorder::sink::SessionSummary {
+        page_size: 4096,
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(records(&out).len(), 3);
+    let mut s = FileSink::create(&out, 4096).unwrap();
+    s.write_page(1, &page(1, 7)).unwrap();
+    s.write_page(2, &page(2, 9)).unwrap();
+    s.flush().unwrap();
+    drop(s); // as a kill leaves it
+    (dir, out)
+}
+
+/// A journal that does not name OUT as the assembly it renamed does not make `recover` take
+/// an older OUT for complete (it used to, deleting session.json: the parts were lost for good).
+#[test]
+fn a_stray_journal_does_not_make_an_older_out_complete() {
+    for (i, journal) in ["", "renamed 1 2 3\n", "slot 1 4096 4096\n"]
+        .iter()
+        .enumerate()
+    {
+        let (dir, out) = killed_over_an_older_out(&format!("stray-journal-{i}"));
+        let parts = parts_dir(&out);
+        std::fs::write(parts.join("assembly-5.journal"), journal).unwrap();
+        let r = typhon_recorder::sink::recover(&out).unwrap();
+        assert!(!r.already_complete, "{journal:?}: {r:?}");
+        assert_eq!(
+            records(&out).len(),
+            16,
+            "{journal:?}: the killed recording's pages"
+        );
+        assert!(!parts.exists(), "{journal:?}: {r:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Files whose names only look like the recorder's (leading zeros), or whose content is not
+/// what it writes there, are never deleted (`assembly-01.dat` and `assembly-00.journal`
+/// holding "my notes" used to be).
+#[test]
+fn recover_keeps_files_that_only_look_like_its_own() {
+    let (dir, out) = killed_over_an_older_out("look-alike");
+    let parts = parts_dir(&out);
+    let planted = [
+        ("assembly-01.dat", "my data"),
+        ("assembly-00.journal", "my notes"),
+        ("assembly-7.journal", "my notes\n"),
+        ("assembly-8.dat", "not a trace.dat"),
+        ("slot-01.pages", "mine"),
+    ];
+    for (name, text) in planted {
+        std::fs::write(parts.join(name), text).unwrap();
+    }
+    let r = typhon_recorder::sink::recover(&out).unwrap();
+    assert_eq!(records(&out).len(), 16);
+    for (name, text) in planted {
+        let p = parts.join(name);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), text, "{name}");
+        assert!(r.left.contains(&p), "{name} is named: {r:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

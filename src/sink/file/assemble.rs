@@ -1,13 +1,16 @@
 //! Finishing: slot by slot into `assembly-N.dat`, journaled, renamed onto OUT; then the clean-up
 //! of the parts directory. Shared by `finish` and `recover`, with the test failpoint.
 
-use super::paths::{assembly_files, at, create_new, known, DirLock, Known, LOCK};
+use super::paths::{
+    assembly_files, at, create_new, journal_renamed, journal_slot, known, looks_ours, DirLock,
+    Known, LOCK,
+};
 use crate::sink::tracedat::{write_tracedat_with, FileMeta, SlotPages};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -179,7 +182,8 @@ pub(super) fn assemble(
             .sync_data()
             .map_err(|e| at(&dat, "syncing", e))?;
         failpoint();
-        writeln!(jf, "slot {slot} {offset} {len}").map_err(|e| at(&journal, "writing", e))?;
+        jf.write_all(journal_slot(slot, offset, len).as_bytes())
+            .map_err(|e| at(&journal, "writing", e))?;
         jf.sync_data().map_err(|e| at(&journal, "syncing", e))?;
         failpoint();
         if let Some((path, true)) = paths.get(&slot) {
@@ -205,6 +209,13 @@ pub(super) fn assemble(
         .map_err(|e| at(&dat, "writing", e.into_error()))?;
     file.sync_all().map_err(|e| at(&dat, "syncing", e))?;
     failpoint();
+    // What OUT will be once renamed: only an OUT that is this very file is complete for a
+    // later `recover` (an older recording of the same name is not).
+    let m = file.metadata().map_err(|e| at(&dat, "reading", e))?;
+    jf.write_all(journal_renamed(m.dev(), m.ino(), m.len()).as_bytes())
+        .map_err(|e| at(&journal, "writing", e))?;
+    jf.sync_data().map_err(|e| at(&journal, "syncing", e))?;
+    failpoint();
     fs::rename(&dat, out).map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -226,9 +237,12 @@ pub(super) fn assemble(
     })
 }
 
-/// Removes the files this module makes from `dir` (never `keep`, nor anything it did not make:
-/// those are returned), then, if nothing is left, `last` (the journal that says `out` is
-/// complete), the lock and the directory. Returns what was left.
+/// Removes the files this module makes from `dir` (never `keep`, nor anything it did not make
+/// or whose content is not what it writes: those are returned), then, if nothing is left,
+/// `last` (the journal that says `out` is complete), the lock note and the directory. The
+/// session's files (`session.json`, `losses.json`, `counters`) go only once no pages are left
+/// (a part file, an assembly or its journal): a later `recover` needs them. Returns what was
+/// left.
 pub(super) fn cleanup(
     dir: &Path,
     last: &Path,
@@ -236,6 +250,8 @@ pub(super) fn cleanup(
     lock: &mut Option<DirLock>,
 ) -> Vec<PathBuf> {
     let mut left = Vec::new();
+    let mut session = Vec::new();
+    let mut pages_left = false;
     if let Ok(rd) = fs::read_dir(dir) {
         for e in rd.flatten() {
             let path = e.path();
@@ -245,7 +261,26 @@ pub(super) fn cleanup(
                 continue;
             }
             let regular = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
-            if k.is_none() || !regular || keep.contains(&path) || fs::remove_file(&path).is_err() {
+            let Some(k) = k.filter(|&k| regular && looks_ours(k, &path)) else {
+                left.push(path);
+                continue;
+            };
+            if matches!(k, Known::Session | Known::Losses | Known::Counters) {
+                session.push(path);
+                continue;
+            }
+            if keep.contains(&path) || fs::remove_file(&path).is_err() {
+                pages_left = true;
+                left.push(path);
+            }
+            failpoint();
+        }
+    }
+    if pages_left {
+        left.extend(session);
+    } else {
+        for path in session {
+            if fs::remove_file(&path).is_err() {
                 left.push(path);
             }
             failpoint();

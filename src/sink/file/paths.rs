@@ -27,7 +27,7 @@ pub(super) const LOSSES: &str = "losses.json";
 pub(super) const LOSSES_LEN: usize = 4096;
 
 pub(super) fn slot_file(dir: &Path, slot: u8) -> PathBuf {
-    dir.join(format!("slot-{slot:03}.pages"))
+    dir.join(slot_name(slot))
 }
 
 pub(super) fn assembly_files(dir: &Path, n: u32) -> (PathBuf, PathBuf) {
@@ -43,43 +43,135 @@ pub(super) enum Known {
     Lock,
     Session,
     Losses,
+    Counters,
     Slot(u8),
     AssemblyDat(u32),
     AssemblyJournal(u32),
 }
 
+/// The recorder's counters while it runs (see `counters.rs`).
+pub(super) const COUNTERS: &str = "counters";
+
+/// The name's kind, if it is exactly a name this module makes: numbers are spelled as it
+/// spells them (`slot-001.pages`, `assembly-1.dat`; never `assembly-01.dat`), so a file that
+/// only looks like one of ours is never taken for one.
 pub(super) fn known(name: &str) -> Option<Known> {
-    fn num(s: &str) -> Option<&str> {
-        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then_some(s)
-    }
-    Some(match name {
+    let k = match name {
         LOCK => Known::Lock,
         SESSION => Known::Session,
         LOSSES => Known::Losses,
+        COUNTERS => Known::Counters,
         _ => {
+            let num = |s: &str| -> Option<u64> {
+                (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| s.parse().ok())
+                    .flatten()
+            };
             if let Some(n) = name
                 .strip_prefix("slot-")
                 .and_then(|r| r.strip_suffix(".pages"))
             {
-                if n.len() != 3 {
-                    return None;
-                }
-                Known::Slot(num(n)?.parse().ok()?)
+                Known::Slot(u8::try_from(num(n)?).ok()?)
             } else if let Some(n) = name
                 .strip_prefix("assembly-")
                 .and_then(|r| r.strip_suffix(".dat"))
             {
-                Known::AssemblyDat(num(n)?.parse().ok()?)
+                Known::AssemblyDat(u32::try_from(num(n)?).ok()?)
             } else if let Some(n) = name
                 .strip_prefix("assembly-")
                 .and_then(|r| r.strip_suffix(".journal"))
             {
-                Known::AssemblyJournal(num(n)?.parse().ok()?)
+                Known::AssemblyJournal(u32::try_from(num(n)?).ok()?)
             } else {
                 return None;
             }
         }
-    })
+    };
+    let canonical = match k {
+        Known::Slot(s) => slot_name(s),
+        Known::AssemblyDat(n) => format!("assembly-{n}.dat"),
+        Known::AssemblyJournal(n) => format!("assembly-{n}.journal"),
+        _ => return Some(k),
+    };
+    (canonical == name).then_some(k)
+}
+
+fn slot_name(slot: u8) -> String {
+    format!("slot-{slot:03}.pages")
+}
+
+/// What an assembly's journal says: the slots the assembly holds (slot, offset, length), and,
+/// once it is complete, the identity it had when it was renamed onto OUT (dev, inode, length).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Journal {
+    pub(super) slots: Vec<(u8, u64, u64)>,
+    pub(super) renamed: Option<(u64, u64, u64)>,
+}
+
+/// The journal line that notes a slot's pages in the assembly.
+pub(super) fn journal_slot(slot: u8, offset: u64, len: u64) -> String {
+    format!("slot {slot} {offset} {len}\n")
+}
+
+/// The journal line written (and synced) just before the rename onto OUT.
+pub(super) fn journal_renamed(dev: u64, ino: u64, len: u64) -> String {
+    format!("renamed {dev} {ino} {len}\n")
+}
+
+/// Parses a journal; `None` if the text is not one this module wrote (every line is a
+/// `slot` or `renamed` line; only the last one may be cut short, by a kill, and it is not
+/// used).
+pub(super) fn parse_journal(text: &[u8]) -> Option<Journal> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut j = Journal::default();
+    let mut lines = text.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        let last = lines.peek().is_none();
+        let w: Vec<&str> = line.split(' ').collect();
+        let nums = |v: &[&str]| -> Option<Vec<u64>> { v.iter().map(|s| s.parse().ok()).collect() };
+        if last {
+            // After the last newline: nothing, or the start of a line the kill cut short.
+            let cut_short = ["slot ", "renamed "].iter().any(|p| {
+                p.starts_with(line)
+                    || line
+                        .strip_prefix(p)
+                        .is_some_and(|r| r.bytes().all(|b| b.is_ascii_digit() || b == b' '))
+            });
+            return cut_short.then_some(j);
+        }
+        match w[..] {
+            ["slot", s, o, l] => {
+                let v = nums(&[s, o, l])?;
+                j.slots.push((u8::try_from(v[0]).ok()?, v[1], v[2]));
+            }
+            ["renamed", d, i, l] => {
+                let v = nums(&[d, i, l])?;
+                j.renamed = Some((v[0], v[1], v[2]));
+            }
+            _ => return None,
+        }
+    }
+    Some(j)
+}
+
+/// Whether the regular file `path`, named as kind `k`, holds what this module writes there:
+/// an assembly starts as a trace.dat does, a journal parses. Anything else is not deleted.
+pub(super) fn looks_ours(k: Known, path: &Path) -> bool {
+    match k {
+        Known::AssemblyDat(_) => {
+            let magic = crate::sink::tracedat::MAGIC;
+            let mut head = [0u8; 10];
+            let Ok(f) = open_regular(path, false) else {
+                return false;
+            };
+            let n = f.take(10).read(&mut head).unwrap_or(usize::MAX);
+            n <= magic.len() && head[..n] == magic[..n]
+        }
+        Known::AssemblyJournal(_) => {
+            read_small(path, 64 * 1024).is_ok_and(|t| parse_journal(&t).is_some())
+        }
+        _ => true,
+    }
 }
 
 pub(super) fn at(path: &Path, what: &str, e: io::Error) -> io::Error {

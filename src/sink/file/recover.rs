@@ -8,7 +8,7 @@ use crate::sink::tracedat::{FileMeta, SlotMeta};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// What [`recover`] rebuilt.
@@ -114,21 +114,34 @@ pub(super) type Journaled = Vec<(u8, u64, u64)>;
 
 pub(super) fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Journaled)> {
     let text = read_small(journal, 64 * 1024)?;
+    let j = parse_journal(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not an assembly's journal", journal.display()),
+        )
+    })?;
     let f = open_regular(dat, false)?;
     let size = f.metadata().map_err(|e| at(dat, "reading", e))?.len();
-    let mut v = Vec::new();
-    // A line the kill cut short was not synced: its slot's part file is still there.
-    for line in String::from_utf8_lossy(&text).lines() {
-        let w: Vec<&str> = line.split(' ').collect();
-        if let ["slot", s, o, l] = w[..] {
-            if let (Ok(s), Ok(o), Ok(l)) = (s.parse::<u8>(), o.parse::<u64>(), l.parse::<u64>()) {
-                if o % page == 0 && l % page == 0 && o.checked_add(l).is_some_and(|e| e <= size) {
-                    v.push((s, o, l));
-                }
-            }
-        }
-    }
+    let v = j
+        .slots
+        .into_iter()
+        .filter(|&(_, o, l)| {
+            o % page == 0 && l % page == 0 && o.checked_add(l).is_some_and(|e| e <= size)
+        })
+        .collect();
     Ok((f, v))
+}
+
+/// Whether `out` is the assembly the journal at `path` says was renamed onto it: the same
+/// file (device and inode) with the same length.
+fn renamed_onto(path: &Path, out: &Path) -> Option<bool> {
+    let j = parse_journal(&read_small(path, 64 * 1024).ok()?)?;
+    let (dev, ino, len) = j.renamed?;
+    Some(
+        fs::symlink_metadata(out).is_ok_and(|m| {
+            m.file_type().is_file() && (m.dev(), m.ino(), m.len()) == (dev, ino, len)
+        }),
+    )
 }
 
 /// Turns what a recording to `out` left behind when it was killed (`<out>.parts/`) into a valid
@@ -182,6 +195,10 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             continue;
         };
         match fs::symlink_metadata(&path) {
+            // A file named as ours whose content is not what we write there is not ours.
+            Ok(m) if m.file_type().is_file() && !looks_ours(k, &path) => {
+                rec.left.push(path);
+            }
             Ok(m) if m.file_type().is_file() => {
                 entries.insert(k, path);
             }
@@ -207,38 +224,44 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             _ => None,
         })
         .collect();
-    // A journal whose assembly is gone: it was renamed onto `out`, which is complete.
-    if let Some(&n) = journals
-        .iter()
-        .find(|n| !entries.contains_key(&Known::AssemblyDat(**n)))
-    {
-        if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file()) {
-            for (k, p) in &entries {
-                let holds_pages = matches!(k, Known::Slot(_))
-                    && fs::symlink_metadata(p).is_ok_and(|m| m.len() > 0);
-                if holds_pages {
-                    keep.insert(p.clone());
-                }
-            }
-            let (_, journal) = assembly_files(&dir, n);
-            let left = cleanup(&dir, &journal, &keep, &mut lock);
-            rec.left.extend(left);
-            rec.left.sort();
-            rec.left.dedup();
-            rec.already_complete = true;
-            return Ok(rec);
+    // A journal whose assembly is gone and that names `out` as the assembly it renamed: `out`
+    // is complete. (A journal without its assembly that names no rename, or names another
+    // file, says nothing about `out`: an older recording of the same name is not complete.)
+    for &n in &journals {
+        if entries.contains_key(&Known::AssemblyDat(n)) {
+            continue;
         }
-        rec.errors.push(format!(
-            "{} says {} was complete, but it is not a file: recovering what is left",
-            entries[&Known::AssemblyJournal(n)].display(),
-            out.display()
-        ));
+        let path = &entries[&Known::AssemblyJournal(n)];
+        match renamed_onto(path, &out) {
+            Some(true) => {
+                for (k, p) in &entries {
+                    let holds_pages = matches!(k, Known::Slot(_))
+                        && fs::symlink_metadata(p).is_ok_and(|m| m.len() > 0);
+                    if holds_pages {
+                        keep.insert(p.clone());
+                    }
+                }
+                let left = cleanup(&dir, path, &keep, &mut lock);
+                rec.left.extend(left);
+                rec.left.sort();
+                rec.left.dedup();
+                rec.already_complete = true;
+                return Ok(rec);
+            }
+            Some(false) => rec.errors.push(format!(
+                "{} says its assembly was renamed onto {}, but {} is not that file: recovering what is left",
+                path.display(),
+                out.display(),
+                out.display()
+            )),
+            None => {}
+        }
     }
     // No pages and no session: a finish killed at the very end of its clean-up (OUT is there),
     // or a start that failed or was killed before it wrote its session (OUT is not).
     let holds_nothing = entries
         .keys()
-        .all(|k| matches!(k, Known::Lock | Known::Losses));
+        .all(|k| matches!(k, Known::Lock | Known::Losses | Known::Counters));
     if holds_nothing && rec.left.is_empty() {
         rec.left = cleanup(&dir, &dir.join(LOCK), &keep, &mut lock);
         if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file()) {
