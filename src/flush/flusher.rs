@@ -125,6 +125,8 @@ struct Flusher {
     /// Record times above this (ns) are checked against a fresh clock reading and clamped
     /// ([`MAX_AHEAD_NS`]); raised at each cycle and at each check.
     horizon_ns: u64,
+    /// The sum of the counters last handed to [`Sink::counters`].
+    counted: u64,
 }
 
 /// How long after the kernel refused a spare ring the next one is tried.
@@ -234,6 +236,7 @@ pub(crate) fn spawn(
         scratch: Vec::with_capacity(256),
         spare_maker: SpareMaker::default(),
         horizon_ns: 0,
+        counted: 0,
     };
     f.session_start()?;
     let start = f.summary();
@@ -713,8 +716,33 @@ impl Flusher {
             .collect()
     }
 
-    fn publish(&self) {
-        *self.core.progress.slots.lock() = self.slot_summaries();
+    /// Publishes the counters for `stats()`, and hands them to the sink when one that no page
+    /// carries changed (they only grow, so their sum tells).
+    fn publish(&mut self) {
+        let slots = self.slot_summaries();
+        let (no_slot, filtered_no_slot) = (self.core.no_slot(), self.core.filtered_no_slot());
+        let sum = slots
+            .iter()
+            .fold(no_slot.wrapping_add(filtered_no_slot), |a, s| {
+                a.wrapping_add(s.filtered)
+                    .wrapping_add(s.refused)
+                    .wrapping_add(s.sink_lost)
+                    .wrapping_add(s.clamped)
+            });
+        if sum != self.counted {
+            self.counted = sum;
+            let now = SessionSummary {
+                page_size: self.core.page_size,
+                slots: slots.clone(),
+                no_slot,
+                filtered_no_slot,
+                ..Default::default()
+            };
+            if let Err(e) = self.sink.counters(&now) {
+                self.sink_error(&e);
+            }
+        }
+        *self.core.progress.slots.lock() = slots;
     }
 
     fn summary(&self) -> SessionSummary {

@@ -114,6 +114,19 @@ pub trait Sink: Send {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+    /// The session's counters now, after a flush cycle in which one of those that no page
+    /// carries changed (`no_slot`, `filtered_no_slot`, and per slot `filtered`, `refused`,
+    /// `sink_lost`, `clamped`). A sink whose output can be recovered after a kill keeps them
+    /// ([`FileSink`]: in `OUT.parts/counters`), so that a recovered file still counts them.
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{NullSink, SessionSummary, Sink};
+    /// NullSink.counters(&SessionSummary::default()).unwrap();
+    /// ```
+    fn counters(&mut self, now: &SessionSummary) -> io::Result<()> {
+        let _ = now;
+        Ok(())
+    }
     /// The session has ended; no page follows.
     fn finish(&mut self, summary: &SessionSummary) -> io::Result<()>;
     /// Pages [`write_page`](Self::write_page) accepted that did not reach storage after all:

@@ -656,6 +656,21 @@ pub fn recover(out: &Path) -> Res {
                 printable(r.first_sink_error.as_deref().unwrap_or("?"))
             );
         }
+        let counted = [
+            (r.no_slot, "events of threads without a slot"),
+            (r.sink_lost, "records in pages the disk refused"),
+            (r.refused, "refused writes"),
+            (r.clamped, "clamped times"),
+            (r.filtered, "filtered writes"),
+        ];
+        if counted.iter().any(|c| c.0 > 0) {
+            let text: Vec<String> = counted
+                .iter()
+                .filter(|c| c.0 > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+            println!("  counted while recording: {}", text.join(", "));
+        }
         if r.damaged_pages > 0 {
             println!(
                 "  damaged: {} pages (kept as they are; their records from the damage on are lost)",

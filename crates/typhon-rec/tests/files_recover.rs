@@ -239,3 +239,109 @@ fn recover_keeps_files_that_only_look_like_its_own() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const COUNTERS_CHILD: &str = "TYPHON_FILES_COUNTERS_CHILD";
+
+/// The child half of `counters_survive_a_kill`: does nothing unless started by it. Records
+/// with losses no page carries (threads without a slot, a refused span, a clamped time, a
+/// filtered kind), waits until the flusher has noted them, prints its counters and waits to
+/// be killed.
+#[test]
+fn counters_child() {
+    let Ok(out) = std::env::var(COUNTERS_CHILD) else {
+        return;
+    };
+    let _g = doc_lock();
+    let rec = RecorderBuilder::new()
+        .output(&out)
+        .flush_interval(Duration::from_millis(5))
+        .disable(typhon_recorder::codec::TraceEventKind::TICK_START)
+        .start()
+        .unwrap();
+    let threads = 300;
+    let wrote = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
+    for t in 0..threads {
+        let wrote = wrote.clone();
+        std::thread::spawn(move || {
+            (0..15).for_each(|i| typhon_recorder::instant(t as i32, i));
+            typhon_recorder::tick_start();
+            if t == 0 {
+                drop(typhon_recorder::span(&"n".repeat(70_000)));
+                typhon_recorder::instant_at(u64::MAX, 1, 0);
+            }
+            wrote.wait();
+            // Keep the slots: the kill comes while every thread lives.
+            std::thread::sleep(Duration::from_secs(3600));
+        });
+    }
+    wrote.wait();
+    rec.drain();
+    rec.drain();
+    let s = rec.stats();
+    let sum =
+        |f: fn(&typhon_recorder::sink::SlotSummary) -> u64| s.slots.iter().map(f).sum::<u64>();
+    println!(
+        "CHILD-COUNTERS {} {} {} {}",
+        s.no_slot,
+        sum(|s| s.refused),
+        sum(|s| s.clamped),
+        s.total_filtered()
+    );
+    std::thread::sleep(Duration::from_secs(3600));
+    drop(rec);
+}
+
+/// The counters no page carries survive a SIGKILL: `recover` takes them from the recording's
+/// `counters` file into the metadata, and `typhon-rec stats` shows them. (They lived only in
+/// the finish summary: a recovered file said "losses: none".)
+#[test]
+fn counters_survive_a_kill() {
+    use std::io::BufRead;
+    let dir = tmp("counters-kill");
+    let out = dir.join("c.dat");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "counters_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(COUNTERS_CHILD, &out)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        // The harness prints "test counters_child ... " before it.
+        .find_map(|l| l.split_once("CHILD-COUNTERS").map(|(_, c)| c.to_owned()))
+        .expect("the child reports its counters");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let want: Vec<u64> = line
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let [no_slot, refused, clamped, filtered] = want[..] else {
+        panic!("{line}")
+    };
+    assert!(no_slot >= 45 * 15, "{line}");
+    assert_eq!((refused, clamped), (1, 1), "{line}");
+    assert!(filtered >= 255, "{line}");
+    let (ok, stdout, stderr) = cli_recover(&out);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("counted while recording"), "{stdout}");
+    let (ok, stdout, stderr) = cli(&["stats".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert!(ok, "{stdout}{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["no_slot"], no_slot, "{stdout}");
+    assert_eq!(v["refused"], refused);
+    assert_eq!(v["clamped"], clamped);
+    assert_eq!(
+        v["filtered"].as_u64().unwrap() + v["filtered_no_slot"].as_u64().unwrap(),
+        filtered
+    );
+    assert_eq!(v["losses"]["no_slot"], no_slot, "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -27,9 +27,11 @@
 //! or blocking on FIFOs, a page at a time.
 //!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
-//! lock), `assemble` (finishing and clean-up), `recover`; the sink itself is here.
+//! lock), `counters` (the counters file), `assemble` (finishing and clean-up), `recover`; the
+//! sink itself is here.
 
 mod assemble;
+mod counters;
 mod paths;
 mod recover;
 
@@ -40,6 +42,7 @@ use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{FileMeta, SlotMeta};
 use crate::sink::{SessionSummary, Sink, Unstored};
 use assemble::{assemble, cleanup, names, Source};
+use counters::CountersFile;
 use paths::*;
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File};
@@ -74,6 +77,8 @@ pub struct FileSink {
     first_error: Option<String>,
     /// Accepted pages a failed finish could not store, for [`Sink::take_unstored`].
     unstored: Vec<Unstored>,
+    /// `counters`: what no page carries, for `recover` after a kill.
+    counters: CountersFile,
 }
 
 /// Bytes buffered per slot file before they go to the OS.
@@ -223,9 +228,13 @@ impl FileSink {
             losses
                 .write_all(&losses_bytes(0, 0, None))
                 .map_err(|e| at(&lpath, "writing", e))?;
-            Ok::<_, io::Error>((lock, losses))
+            let cpath = dir.join(COUNTERS);
+            let cfile = create_new(&cpath)?;
+            made.push(COUNTERS);
+            let counters = CountersFile::init(cfile, &cpath)?;
+            Ok::<_, io::Error>((lock, losses, counters))
         })();
-        let (lock, losses) = match r {
+        let (lock, losses, counters) = match r {
             Ok(v) => v,
             Err(e) => {
                 // Only the files this call made (a `recover` racing with it may own the lock).
@@ -247,6 +256,7 @@ impl FileSink {
             sink_errors: 0,
             first_error: None,
             unstored: Vec::new(),
+            counters,
         })
     }
 
@@ -410,6 +420,14 @@ impl Sink for FileSink {
             }
         }
         first
+    }
+
+    /// Overwrites `OUT.parts/counters` in place (see the `counters` module).
+    fn counters(&mut self, now: &SessionSummary) -> io::Result<()> {
+        let path = self.dir.join(COUNTERS);
+        self.counters
+            .update(now)
+            .map_err(|e| at(&path, "writing", e))
     }
 
     fn take_unstored(&mut self) -> Vec<Unstored> {

@@ -2,6 +2,7 @@
 //! in its parts directory.
 
 use super::assemble::{assemble, cleanup, Source, Unreadable};
+use super::counters::{self, Counts, HALF};
 use super::paths::*;
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{FileMeta, SlotMeta};
@@ -35,6 +36,16 @@ pub struct Recovered {
     pub sink_errors: u64,
     /// The first of them, as text.
     pub first_sink_error: Option<String>,
+    /// Events of threads that found no slot (from the recording's `counters`).
+    pub no_slot: u64,
+    /// Writes filtered out, all slots and threads without one (from `counters`).
+    pub filtered: u64,
+    /// Writes refused as invalid (from `counters`).
+    pub refused: u64,
+    /// Records in pages the disk refused (from `counters`).
+    pub sink_lost: u64,
+    /// Records whose time was clamped (from `counters`).
+    pub clamped: u64,
     /// Every problem met reading the directory (each names its path): unreadable pages, files
     /// that are not regular. `typhon-rec recover` exits non-zero when there is one.
     pub errors: Vec<String>,
@@ -361,6 +372,26 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             }
         }
     }
+    // The counters no page carries, as the recording last noted them.
+    let mut counts = Counts::default();
+    if let Some(p) = entries.get(&Known::Counters) {
+        match read_small(p, 2 * HALF as u64).map(|b| counters::parse(&b)) {
+            Ok(Some(c)) => counts = c,
+            Ok(None) => rec.errors.push(format!(
+                "{}: not a counters file the recorder wrote; the counters it holds are not in the file",
+                p.display()
+            )),
+            Err(e) => rec.errors.push(e.to_string()),
+        }
+    }
+    rec.no_slot = counts.no_slot;
+    rec.filtered = counts.filtered_no_slot;
+    for c in &counts.slots {
+        rec.filtered += c.filtered;
+        rec.refused += c.refused;
+        rec.sink_lost += c.sink_lost;
+        rec.clamped += c.clamped;
+    }
     let mut meta = FileMeta::new(page_size as u32);
     meta.wall_anchor_ns = session["wall_anchor_ns"].as_i64().unwrap_or(0);
     meta.mono_anchor_ns = session["monotonic_anchor_ns"].as_i64().unwrap_or(0);
@@ -371,7 +402,14 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         rec.records += s.meta.written;
         rec.missed += s.meta.missed;
         rec.slots.push((src.slot, s.pages, s.meta.written));
-        meta.slots.push(s.meta);
+        let mut sm = s.meta;
+        // Records the disk refused were attempted too: attempted = written + missed + sink_lost.
+        sm.attempted += counts
+            .slots
+            .iter()
+            .find(|c| c.slot == src.slot)
+            .map_or(0, |c| c.sink_lost);
+        meta.slots.push(sm);
     }
     let mut unreadable: BTreeSet<(u8, u64)> = bad.iter().map(|b| (b.0, b.1)).collect();
     // A part file a page of which could not be read is kept, for another try.
@@ -399,6 +437,12 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         "pages_lost": rec.pages_lost,
         "sink_errors": rec.sink_errors,
         "first_sink_error": rec.first_sink_error,
+        "no_slot": counts.no_slot,
+        "filtered_no_slot": counts.filtered_no_slot,
+        "slots": counts.slots.iter().map(|c| serde_json::json!({
+            "slot": c.slot, "filtered": c.filtered, "refused": c.refused,
+            "sink_lost": c.sink_lost, "clamped": c.clamped,
+        })).collect::<Vec<_>>(),
     });
     let a = assemble(&dir, &out, &meta, srcs, false)?;
     for (slot, i, msg) in &bad {
