@@ -351,12 +351,8 @@ impl RecorderBuilder {
             // not one a recording can be written to (a FIFO, a device, a symlink, a directory,
             // a missing directory) is the caller's configuration, not an I/O failure.
             (None, Some(path)) => {
-                let path = crate::sink::output_path(path).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::InvalidInput
-                    | std::io::ErrorKind::NotFound
-                    | std::io::ErrorKind::NotADirectory => RecorderError::Config(e.to_string()),
-                    _ => RecorderError::Io(e),
-                })?;
+                let path = crate::sink::output_path(path)
+                    .map_err(|e| RecorderError::Config(e.to_string()))?;
                 Box::new(crate::sink::FileSink::create(path, self.page_size)?)
             }
             (None, None) => {

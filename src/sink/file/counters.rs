@@ -98,7 +98,8 @@ pub(super) fn parse(text: &[u8]) -> Option<Counts> {
     let n = |v: &serde_json::Value, k: &str| v[k].as_u64();
     text.chunks(HALF)
         .filter_map(|h| {
-            let v: serde_json::Value = serde_json::from_slice(h.trim_ascii()).ok()?;
+            let v: serde_json::Value =
+                serde_json::from_str(std::str::from_utf8(h).ok()?.trim()).ok()?;
             let mut c = Counts {
                 seq: n(&v, "seq")?,
                 no_slot: n(&v, "no_slot")?,
