@@ -677,6 +677,12 @@ pub fn recover(out: &Path) -> Res {
                 r.damaged_pages
             );
         }
+        if r.zero_pages > 0 {
+            println!(
+                "  of which all zero: {} pages (not pages the recorder wrote: a sparse or zeroed part file)",
+                r.zero_pages
+            );
+        }
         if r.unreadable_pages > 0 {
             println!(
                 "  unreadable: {} pages (written as empty pages; their records are lost)",

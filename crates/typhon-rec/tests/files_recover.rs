@@ -345,3 +345,102 @@ fn counters_survive_a_kill() {
     assert_eq!(v["losses"]["no_slot"], no_slot, "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A killed recording with 4096-byte pages: slot 1 holds `n` pages of 90 records.
+fn killed_4k(name: &str, n: u64) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = tmp(name);
+    let out = dir.join("w.dat");
+    let mut s = FileSink::create(&out, 4096).unwrap();
+    for _ in 0..n {
+        s.write_page(1, &page(1, 90)).unwrap();
+    }
+    s.flush().unwrap();
+    drop(s);
+    (dir, out)
+}
+
+/// A session.json whose page size the part files contradict is refused, naming it, and
+/// nothing is touched (8192 over 4096-byte parts used to lose half the records silently:
+/// "0 pages lost", exit 0, the parts deleted).
+#[test]
+fn a_wrong_page_size_in_the_session_is_refused() {
+    for n in [1, 2, 5] {
+        let (dir, out) = killed_4k(&format!("wrong-size-{n}"), n);
+        let parts = parts_dir(&out);
+        let session = parts.join("session.json");
+        std::fs::write(&session, r#"{"page_size":8192}"#).unwrap();
+        let (ok, stdout, stderr) = cli_recover(&out);
+        assert!(!ok, "{stdout}");
+        assert!(
+            stderr.contains(&session.display().to_string()) && stderr.contains("4096-byte page"),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::metadata(parts.join("slot-001.pages"))
+                .unwrap()
+                .len(),
+            4096 * n
+        );
+        assert!(!out.exists());
+        // With the right size, every record.
+        std::fs::write(&session, r#"{"page_size":4096}"#).unwrap();
+        let (ok, stdout, stderr) = cli_recover(&out);
+        assert!(ok, "{stdout}{stderr}");
+        assert_eq!(records(&out).len() as u64, 90 * n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Pages the writer cannot have made are damaged, their records in no count: an all-zero
+/// page (a sparse part file used to become "0 records, 0 pages lost"), bytes after the
+/// data, a missed count on a page without records.
+#[test]
+fn pages_the_writer_cannot_have_made_are_damaged() {
+    let (dir, out) = killed_4k("not-made", 2);
+    let parts = parts_dir(&out);
+    // Slot 2: sparse, all zero.
+    let f = std::fs::File::create(parts.join("slot-002.pages")).unwrap();
+    f.set_len(16 << 20).unwrap();
+    // Slot 3: a good page, one with a byte after its data, one with a missed count and no
+    // records.
+    let mut three = page(3, 10);
+    let mut stale = page(3, 10);
+    stale[4000] = 0xaa;
+    three.extend_from_slice(&stale);
+    let mut empty = vec![0u8; 4096];
+    empty[0] = 1;
+    empty[8..16].copy_from_slice(&((1u64 << 31) | (1 << 30)).to_le_bytes());
+    empty[16..24].copy_from_slice(&5u64.to_le_bytes());
+    three.extend_from_slice(&empty);
+    std::fs::write(parts.join("slot-003.pages"), &three).unwrap();
+    let (ok, stdout, stderr) = cli_recover(&out);
+    assert!(ok, "{stdout}{stderr}");
+    let zero = (16 << 20) / 4096;
+    assert!(
+        stdout.contains(&format!("{} pages lost", zero + 2)),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("all zero: {zero} pages")),
+        "{stdout}"
+    );
+    // (Damaged pages are kept in the file as they are; only the counts leave them out.)
+    assert!(
+        stdout.contains("slot   1: 2 pages, 180 records"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("slot   2: {zero} pages, 0 records")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("slot   3: 3 pages, 10 records"), "{stdout}");
+    let (ok, stdout, _) = cli(&["stats".as_ref(), "--json".as_ref(), out.as_os_str()]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["recovered_damaged_pages"], zero + 2, "{stdout}");
+    assert_eq!(
+        v["missed"], 0,
+        "the count on the page without records is not one"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -24,6 +24,9 @@ pub struct Recovered {
     /// Pages that did not load or whose records stopped at a damaged one. They are kept in the
     /// file as they are; their records from the damage on are in no count.
     pub damaged_pages: u64,
+    /// Of `damaged_pages`, those that are all zero (a sparse or zeroed part file): no page
+    /// the recorder writes is.
+    pub zero_pages: u64,
     /// Bytes of a last page the kill cut short (per slot, at most a page less one byte). Left
     /// out of the file: a partial page is not a sub-buffer.
     pub torn_bytes: u64,
@@ -72,11 +75,80 @@ impl Recovered {
     }
 }
 
+/// Why `page` is not a page the recorder's writer made (SPEC §6, §8), if it is not: the
+/// commit's data fits, no unknown commit bit is set, a page holds at least one record, and
+/// every byte after the data (and after a stored missed count) is zero. An all-zero page (a
+/// sparse or zeroed file) is not one either.
+fn page_fault(page: &[u8]) -> Option<&'static str> {
+    use crate::flush::page::{COMMIT_MASK, PAGE_HEADER_SIZE, RB_MISSED_EVENTS, RB_MISSED_STORED};
+    if page.iter().all(|&b| b == 0) {
+        return Some("all zero");
+    }
+    let commit = u64::from_le_bytes(page[8..16].try_into().unwrap());
+    if commit & !(COMMIT_MASK | RB_MISSED_EVENTS | RB_MISSED_STORED) != 0 {
+        return Some("unknown commit bits");
+    }
+    let data = (commit & COMMIT_MASK) as usize;
+    if data == 0 {
+        return Some("no records");
+    }
+    let stored = if commit & RB_MISSED_STORED != 0 { 8 } else { 0 };
+    let end = PAGE_HEADER_SIZE + data + stored;
+    if end > page.len() {
+        // The records before the overrun may still be read (and counted); the page is
+        // damaged either way.
+        return Some("data past the page's end");
+    }
+    if page[end..].iter().any(|&b| b != 0) {
+        return Some("bytes after the data");
+    }
+    None
+}
+
+/// Refuses a page size (from session.json) that the part files contradict: a part file whose
+/// first page is not a page at that size but is one at another size.
+fn check_page_size(sources: &BTreeMap<u8, Source>, page: u64, session: &Path) -> io::Result<()> {
+    for src in sources.values() {
+        // A part file's own length (its pages are at offset 0; a torn tail is in no `len`).
+        let real = if src.offset == 0 {
+            src.file.metadata().map_or(src.len, |m| m.len())
+        } else {
+            src.len
+        };
+        let first_page_is = |size: u64| {
+            let mut buf = vec![0u8; size as usize];
+            size <= real
+                && src.file.read_exact_at(&mut buf, src.offset).is_ok()
+                && page_fault(&buf).is_none()
+        };
+        if real == 0 || first_page_is(page) {
+            continue;
+        }
+        let mut size = crate::flush::page::MIN_PAGE_SIZE as u64;
+        while size <= crate::flush::page::MAX_PAGE_SIZE as u64 {
+            if size != page && src.offset == 0 && first_page_is(size) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{} says the page size is {page}, but the first page of {} is a {size}-byte page: the session file does not describe these parts (fix its page_size, then run recover again)",
+                        session.display(),
+                        src.path.display()
+                    ),
+                ));
+            }
+            size *= 2;
+        }
+    }
+    Ok(())
+}
+
 /// Counts and names a slot's pages, reading them one at a time.
 pub(super) struct Scan {
     meta: SlotMeta,
     pages: u64,
     damaged: u64,
+    /// Of the damaged pages, those that are all zero.
+    zero: u64,
 }
 
 pub(super) fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
@@ -85,12 +157,21 @@ pub(super) fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
         ..Default::default()
     };
     let mut buf = vec![0u8; page as usize];
-    let (mut pages, mut damaged) = (0, 0);
+    let (mut pages, mut damaged, mut zero) = (0, 0, 0);
     for i in 0..src.len / page {
         pages += 1;
         if let Err(e) = src.file.read_exact_at(&mut buf, src.offset + i * page) {
             bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
             continue;
+        }
+        match page_fault(&buf) {
+            // Its records up to the page's end are read; the reader counts the damage.
+            Some("data past the page's end") | None => {}
+            Some(why) => {
+                damaged += 1;
+                zero += u64::from(why == "all zero");
+                continue;
+            }
         }
         let Ok(mut records) = PageRecords::new(&buf) else {
             damaged += 1;
@@ -116,6 +197,7 @@ pub(super) fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
         meta: sm,
         pages,
         damaged,
+        zero,
     }
 }
 
@@ -395,10 +477,12 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     let mut meta = FileMeta::new(page_size as u32);
     meta.wall_anchor_ns = session["wall_anchor_ns"].as_i64().unwrap_or(0);
     meta.mono_anchor_ns = session["monotonic_anchor_ns"].as_i64().unwrap_or(0);
+    check_page_size(&sources, page, &session_path)?;
     let mut bad = Vec::new();
     for src in sources.values() {
         let s = scan(src, page, &mut bad);
         rec.damaged_pages += s.damaged;
+        rec.zero_pages += s.zero;
         rec.records += s.meta.written;
         rec.missed += s.meta.missed;
         rec.slots.push((src.slot, s.pages, s.meta.written));
