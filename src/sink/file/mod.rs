@@ -1,12 +1,13 @@
 //! The file sink: pages stream to per-slot files while recording; `finish` assembles trace.dat.
 //!
 //! ```text
-//!   recording to OUT                               finish() / recover
-//!   OUT.parts/ (flock'ed)   OUT.parts/lock: our pid  │
+//!   recording to OUT (OUT.parts/ itself flock'ed)  finish() / recover
+//!   OUT.parts/lock            (our pid, a note)        │
 //!   OUT.parts/session.json    (page size, anchors)     │
 //!   OUT.parts/losses.json     (pages the disk refused) ├──▶ OUT.parts/assembly-0.dat ──rename──▶ OUT
-//!   OUT.parts/slot-001.pages  (slot 1's pages)         │    (+ assembly-0.journal: which slots
-//!   OUT.parts/slot-002.pages                           │     it holds, at which offsets)
+//!   OUT.parts/counters        (what no page carries)   │    (+ assembly-0.journal: which slots
+//!   OUT.parts/slot-001.pages  (slot 1's pages)         │     it holds, at which offsets, and
+//!   OUT.parts/slot-002.pages                           │     what it was when renamed)
 //! ```
 //!
 //! Like trace-cmd, which records one file per CPU and assembles them at the end, the sink appends
@@ -19,7 +20,8 @@
 //! the copy durable, notes it in `assembly-N.journal`, and only then deletes the slot's part
 //! file: it needs no more free space than the largest slot, and at every moment each page is in
 //! a part file or in a journaled assembly, where [`recover`] finds it. The assembly is renamed
-//! onto OUT last; a journal whose assembly is gone therefore means OUT is complete, and
+//! onto OUT last, after the journal notes its device, inode and length; a journal whose assembly is
+//! gone and whose noted identity is OUT's therefore means OUT is complete, and
 //! [`recover`] then only removes the leftovers instead of overwriting it.
 //!
 //! Every file made here is created with `O_EXCL | O_NOFOLLOW` (nothing pre-planted is ever
