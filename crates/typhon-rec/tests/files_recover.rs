@@ -61,6 +61,25 @@ fn recover_of_a_directory_without_pages_says_nothing_to_recover() {
     assert!(stdout.contains("nothing to recover"), "{stdout}");
     assert!(!out.exists());
     assert!(!parts.exists());
+    // Nothing it can use: a lock, a stray journal and a file that is not the recorder's,
+    // which is named and left (and recover exits non-zero for it).
+    std::fs::create_dir(&parts).unwrap();
+    std::fs::write(parts.join("lock"), "4242\n").unwrap();
+    std::fs::write(parts.join("assembly-3.journal"), "").unwrap();
+    std::fs::write(parts.join("notes.txt"), "mine").unwrap();
+    let (ok, stdout, stderr) = cli_recover(&out);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.contains("nothing to recover"), "{stdout}{stderr}");
+    assert!(stdout.contains("notes.txt"), "{stdout}");
+    let left: Vec<_> = std::fs::read_dir(&parts)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    // The stray journal is gone; the lock note stays with the directory.
+    assert!(left.contains(&"notes.txt".into()), "{left:?}");
+    assert!(!left.contains(&"assembly-3.journal".into()), "{left:?}");
+    assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -352,12 +352,20 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     }
     // No pages and no session: a finish killed at the very end of its clean-up (OUT is there),
     // or a start that failed or was killed before it wrote its session (OUT is not).
-    let holds_nothing = entries
-        .keys()
-        .all(|k| matches!(k, Known::Lock | Known::Losses | Known::Counters));
-    if holds_nothing && rec.left.is_empty() {
-        rec.left = cleanup(&dir, &dir.join(LOCK), &keep, &mut lock);
-        if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file()) {
+    // (A journal whose assembly is gone holds no pages: it said nothing about `out` above.)
+    let holds_nothing = entries.keys().all(|k| match k {
+        Known::Lock | Known::Losses | Known::Counters => true,
+        Known::AssemblyJournal(n) => !entries.contains_key(&Known::AssemblyDat(*n)),
+        _ => false,
+    });
+    // (A file of ours that is not a regular file, session.json a directory: reported below.)
+    if holds_nothing && rec.errors.is_empty() {
+        let clean = rec.left.is_empty();
+        rec.left
+            .extend(cleanup(&dir, &dir.join(LOCK), &keep, &mut lock));
+        rec.left.sort();
+        rec.left.dedup();
+        if clean && fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file()) {
             rec.already_complete = true;
         } else {
             rec.nothing_to_recover = true;
