@@ -433,7 +433,10 @@ fn pages_the_writer_cannot_have_made_are_damaged() {
     three.extend_from_slice(&empty);
     std::fs::write(parts.join("slot-003.pages"), &three).unwrap();
     let (ok, stdout, stderr) = cli_recover(&out);
-    assert!(ok, "{stdout}{stderr}");
+    // The all-zero part file is not copied (16 MiB of zeros) but left, named.
+    assert!(!ok, "{stdout}{stderr}");
+    assert!(stdout.contains("slot-002.pages"), "{stdout}");
+    assert!(std::fs::metadata(&out).unwrap().len() < 1 << 20);
     let zero = (16 << 20) / 4096;
     assert!(
         stdout.contains(&format!("{} pages lost", zero + 2)),

@@ -487,8 +487,14 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     meta.mono_anchor_ns = session["monotonic_anchor_ns"].as_i64().unwrap_or(0);
     check_page_size(&sources, page, &session_path)?;
     let mut bad = Vec::new();
+    // Slots none of whose pages the recorder can have made (a sparse or zeroed file): counted
+    // as damaged, not copied into the file, and their source left in place for a look.
+    let mut unusable = BTreeSet::new();
     for src in sources.values() {
         let s = scan(src, page, &mut bad);
+        if s.pages > 0 && s.damaged == s.pages && s.meta.written == 0 {
+            unusable.insert(src.slot);
+        }
         rec.damaged_pages += s.damaged;
         rec.zero_pages += s.zero;
         rec.records += s.meta.written;
@@ -509,11 +515,14 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     let srcs: Vec<Source> = sources
         .into_values()
         .map(|mut s| {
-            if unread_slots.contains(&s.slot) {
+            if unread_slots.contains(&s.slot) || unusable.contains(&s.slot) {
                 if s.remove {
                     keep.insert(s.path.clone());
                 }
                 s.remove = false;
+            }
+            if unusable.contains(&s.slot) {
+                s.len = 0;
             }
             s
         })
