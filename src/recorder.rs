@@ -347,8 +347,14 @@ impl RecorderBuilder {
             (None, Some(path)) if path.as_os_str().is_empty() => {
                 return Err(RecorderError::Config("the output path is empty".into()))
             }
-            // `create` makes the path absolute now: a later `chdir` changes nothing.
-            (None, Some(path)) => Box::new(crate::sink::FileSink::create(path, self.page_size)?),
+            // The path is made absolute now: a later `chdir` changes nothing. A path that is
+            // not one a recording can be written to (a FIFO, a device, a symlink, a directory,
+            // a missing directory) is the caller's configuration, not an I/O failure.
+            (None, Some(path)) => {
+                let path = crate::sink::output_path(path)
+                    .map_err(|e| RecorderError::Config(e.to_string()))?;
+                Box::new(crate::sink::FileSink::create(path, self.page_size)?)
+            }
             (None, None) => {
                 return Err(RecorderError::Config(
                     "no output: set a sink or an output path".into(),

@@ -125,6 +125,8 @@ struct Flusher {
     /// Record times above this (ns) are checked against a fresh clock reading and clamped
     /// ([`MAX_AHEAD_NS`]); raised at each cycle and at each check.
     horizon_ns: u64,
+    /// The sum of the counters last handed to [`Sink::counters`].
+    counted: u64,
 }
 
 /// How long after the kernel refused a spare ring the next one is tried.
@@ -234,6 +236,7 @@ pub(crate) fn spawn(
         scratch: Vec::with_capacity(256),
         spare_maker: SpareMaker::default(),
         horizon_ns: 0,
+        counted: 0,
     };
     f.session_start()?;
     let start = f.summary();
@@ -308,7 +311,14 @@ impl Flusher {
         }
         self.spare_maker.stop();
         let summary = self.summary();
-        self.sink.finish(&summary)?;
+        if let Err(e) = self.sink.finish(&summary) {
+            // Pages the sink took but could not store are lost: the final counters (published
+            // for the error's stats) must not count them as written.
+            self.sink_error(&e);
+            self.take_unstored();
+            self.publish();
+            return Err(e);
+        }
         Ok(summary)
     }
 
@@ -332,6 +342,7 @@ impl Flusher {
         if let Err(e) = self.sink.flush() {
             self.sink_error(&e);
         }
+        self.take_unstored();
         self.publish();
         self.core.wakeup.cycle_done(ticket);
     }
@@ -659,6 +670,22 @@ impl Flusher {
         }
     }
 
+    /// Moves the records of pages the sink accepted but could not store from `written` to
+    /// `sink_lost`, and counts the pages as lost.
+    fn take_unstored(&mut self) {
+        for u in self.sink.take_unstored() {
+            let s = &mut self.slots[u.slot as usize];
+            let n = u.records.min(s.written);
+            s.written -= n;
+            s.sink_lost += n;
+            // Relaxed: a statistic; only this thread writes it.
+            self.core
+                .progress
+                .pages_lost
+                .fetch_add(u.pages, Ordering::Relaxed);
+        }
+    }
+
     fn sink_error(&self, e: &io::Error) {
         self.core
             .progress
@@ -697,8 +724,33 @@ impl Flusher {
             .collect()
     }
 
-    fn publish(&self) {
-        *self.core.progress.slots.lock() = self.slot_summaries();
+    /// Publishes the counters for `stats()`, and hands them to the sink when one that no page
+    /// carries changed (they only grow, so their sum tells).
+    fn publish(&mut self) {
+        let slots = self.slot_summaries();
+        let (no_slot, filtered_no_slot) = (self.core.no_slot(), self.core.filtered_no_slot());
+        let sum = slots
+            .iter()
+            .fold(no_slot.wrapping_add(filtered_no_slot), |a, s| {
+                a.wrapping_add(s.filtered)
+                    .wrapping_add(s.refused)
+                    .wrapping_add(s.sink_lost)
+                    .wrapping_add(s.clamped)
+            });
+        if sum != self.counted {
+            self.counted = sum;
+            let now = SessionSummary {
+                page_size: self.core.page_size,
+                slots: slots.clone(),
+                no_slot,
+                filtered_no_slot,
+                ..Default::default()
+            };
+            if let Err(e) = self.sink.counters(&now) {
+                self.sink_error(&e);
+            }
+        }
+        *self.core.progress.slots.lock() = slots;
     }
 
     fn summary(&self) -> SessionSummary {

@@ -119,8 +119,51 @@ pub trait Sink: Send {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+    /// The session's counters now, after a flush cycle in which one of those that no page
+    /// carries changed (`no_slot`, `filtered_no_slot`, and per slot `filtered`, `refused`,
+    /// `sink_lost`, `clamped`). A sink whose output can be recovered after a kill keeps them
+    /// ([`FileSink`]: in `OUT.parts/counters`), so that a recovered file still counts them.
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{NullSink, SessionSummary, Sink};
+    /// NullSink.counters(&SessionSummary::default()).unwrap();
+    /// ```
+    fn counters(&mut self, now: &SessionSummary) -> io::Result<()> {
+        let _ = now;
+        Ok(())
+    }
     /// The session has ended; no page follows.
     fn finish(&mut self, summary: &SessionSummary) -> io::Result<()>;
+    /// Pages [`write_page`](Self::write_page) accepted that did not reach storage after all:
+    /// a sink that buffers pages (as [`FileSink`] does) and then fails to store them, in
+    /// [`flush`](Self::flush) or [`finish`](Self::finish), says so here, and the flusher moves
+    /// their records from the slot's `written` to its `sink_lost` and counts the pages as lost.
+    /// The flusher asks after every flush and after a failed finish; each loss is reported
+    /// once. A sink that stores pages as they come reports none (the default).
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{NullSink, Sink};
+    /// assert!(NullSink.take_unstored().is_empty());
+    /// ```
+    fn take_unstored(&mut self) -> Vec<Unstored> {
+        Vec::new()
+    }
+}
+
+/// Pages of one slot a sink accepted but could not store (see [`Sink::take_unstored`]).
+///
+/// ```
+/// let u = typhon_recorder::sink::Unstored { slot: 1, pages: 2, records: 180 };
+/// assert_eq!(u.pages, 2);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unstored {
+    /// The slot whose pages they were.
+    pub slot: u8,
+    /// How many pages.
+    pub pages: u64,
+    /// The records they held.
+    pub records: u64,
 }
 
 /// Discards pages (for measuring the flusher alone).

@@ -686,6 +686,12 @@ pub fn recover(out: &Path) -> Res {
             printable(&out.display().to_string()),
             printable(&parts.display().to_string())
         );
+    } else if r.nothing_to_recover {
+        println!(
+            "nothing to recover in {}: the recording held no pages (it stopped before it wrote any); {} was not written",
+            printable(&parts.display().to_string()),
+            printable(&out.display().to_string())
+        );
     } else {
         println!(
             "recovered {}: {} slots, {} records, {} missed, {} pages lost",
@@ -706,10 +712,31 @@ pub fn recover(out: &Path) -> Res {
                 printable(r.first_sink_error.as_deref().unwrap_or("?"))
             );
         }
+        let counted = [
+            (r.no_slot, "events of threads without a slot"),
+            (r.sink_lost, "records in pages the disk refused"),
+            (r.refused, "refused writes"),
+            (r.clamped, "clamped times"),
+            (r.filtered, "filtered writes"),
+        ];
+        if counted.iter().any(|c| c.0 > 0) {
+            let text: Vec<String> = counted
+                .iter()
+                .filter(|c| c.0 > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+            println!("  counted while recording: {}", text.join(", "));
+        }
         if r.damaged_pages > 0 {
             println!(
                 "  damaged: {} pages (kept as they are; their records from the damage on are lost)",
                 r.damaged_pages
+            );
+        }
+        if r.zero_pages > 0 {
+            println!(
+                "  of which all zero: {} pages (not pages the recorder wrote: a sparse or zeroed part file)",
+                r.zero_pages
             );
         }
         if r.unreadable_pages > 0 {

@@ -1,0 +1,104 @@
+//! Helpers shared by the file tests: scratch directories, reading a trace.dat, running the
+//! CLI, and small tmpfs mounts for full-disk cases.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use typhon_recorder::codec::TraceEventKind as K;
+use typhon_trace::tracedat::TraceFile;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_typhon-rec");
+
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("typhon-files-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Every record of a trace.dat, checked (an error fails the test).
+pub fn records(file: &Path) -> Vec<(u32, u64, u8)> {
+    let tf = TraceFile::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    tf.records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r.cpu, r.ts, r.data[2])
+        })
+        .collect()
+}
+
+pub fn instants(file: &Path) -> usize {
+    records(file).iter().filter(|r| r.2 == K::INSTANT.0).count()
+}
+
+pub fn cli(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+pub fn cli_recover(out: &Path) -> (bool, String, String) {
+    cli(&["recover".as_ref(), out.as_os_str()])
+}
+
+/// A small tmpfs mounted for one test, unmounted when dropped.
+pub struct Tmpfs(pub PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Mounts a tmpfs of `mib` MiB, or says why not and returns None (a failure when
+/// TYPHON_REQUIRE_INTEROP=1).
+pub fn tmpfs(name: &str, mib: u64) -> Option<Tmpfs> {
+    let d = tmp(name);
+    let r = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+        .arg(&d)
+        .output();
+    match r {
+        Ok(o) if o.status.success() => Some(Tmpfs(d)),
+        r => {
+            let _ = std::fs::remove_dir(&d);
+            let why = match r {
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+                Err(e) => e.to_string(),
+            };
+            if std::env::var("TYPHON_REQUIRE_INTEROP").as_deref() == Ok("1") {
+                panic!("cannot mount a tmpfs ({why}) but TYPHON_REQUIRE_INTEROP=1");
+            }
+            eprintln!("SKIPPED {name}: cannot mount a tmpfs here ({why})");
+            None
+        }
+    }
+}
+
+pub fn free_bytes(p: &Path) -> u64 {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: an all-zero statvfs is a valid value; statvfs(3) fills it for a NUL-terminated
+    // path that lives for the call.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut s) }, 0);
+    s.f_bavail as u64 * s.f_frsize as u64
+}
+
+/// Fills the file system of `dir` until `leave` bytes are free; returns the filler.
+pub fn fill(dir: &Path, leave: u64) -> PathBuf {
+    use std::io::Write;
+    let filler = dir.join("filler");
+    let mut f = std::fs::File::create(&filler).unwrap();
+    let chunk = vec![0u8; 4096];
+    while free_bytes(dir) > leave {
+        if f.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    f.sync_all().unwrap();
+    filler
+}

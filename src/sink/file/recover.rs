@@ -1,0 +1,565 @@
+//! `recover`: rebuilds a trace.dat from what a killed recording (or an interrupted finish) left
+//! in its parts directory.
+
+use super::assemble::{assemble, cleanup, Source, Unreadable};
+use super::counters::{self, Counts, HALF};
+use super::paths::*;
+use crate::flush::page::PageRecords;
+use crate::sink::tracedat::{FileMeta, SlotMeta};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// What [`recover`] rebuilt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Slots found, with the pages and records each held.
+    pub slots: Vec<(u8, u64, u64)>,
+    /// Records in the file.
+    pub records: u64,
+    /// Missed counts carried by the pages.
+    pub missed: u64,
+    /// Pages that did not load or whose records stopped at a damaged one. They are kept in the
+    /// file as they are; their records from the damage on are in no count.
+    pub damaged_pages: u64,
+    /// Of `damaged_pages`, those that are all zero (a sparse or zeroed part file): no page
+    /// the recorder writes is.
+    pub zero_pages: u64,
+    /// Bytes of a last page the kill cut short (per slot, at most a page less one byte). Left
+    /// out of the file: a partial page is not a sub-buffer.
+    pub torn_bytes: u64,
+    /// Pages that could not be read (an I/O error): written to the file as empty pages, their
+    /// records lost; the part file is kept for another try. Each is in `errors`.
+    pub unreadable_pages: u64,
+    /// Pages the disk refused while recording (from the recording's `losses.json`).
+    pub pages_lost: u64,
+    /// Errors the sink met while recording.
+    pub sink_errors: u64,
+    /// The first of them, as text.
+    pub first_sink_error: Option<String>,
+    /// Events of threads that found no slot (from the recording's `counters`).
+    pub no_slot: u64,
+    /// Writes filtered out, all slots and threads without one (from `counters`).
+    pub filtered: u64,
+    /// Writes refused as invalid (from `counters`).
+    pub refused: u64,
+    /// Records in pages the disk refused (from `counters`).
+    pub sink_lost: u64,
+    /// Records whose time was clamped (from `counters`).
+    pub clamped: u64,
+    /// Every problem met reading the directory (each names its path): unreadable pages, files
+    /// that are not regular. `typhon-rec recover` exits non-zero when there is one.
+    pub errors: Vec<String>,
+    /// What is left in the parts directory: files recover did not make (unknown names, links,
+    /// FIFOs, directories) and part files it could not read whole. Never deleted.
+    pub left: Vec<PathBuf>,
+    /// `out` was already complete (the finish was killed after writing it, while removing the
+    /// parts): it was not touched, only the leftovers were removed.
+    pub already_complete: bool,
+    /// The directory held no pages and no session (a start that failed, or was killed, before
+    /// it wrote any): nothing was written to `out`; the files the recorder made were removed.
+    pub nothing_to_recover: bool,
+}
+
+impl Recovered {
+    /// Pages lost for any reason: refused by the disk while recording, damaged, unreadable.
+    ///
+    /// ```
+    /// let r = typhon_recorder::sink::Recovered { damaged_pages: 1, pages_lost: 2, ..Default::default() };
+    /// assert_eq!(r.lost_pages(), 3);
+    /// ```
+    pub fn lost_pages(&self) -> u64 {
+        self.pages_lost + self.damaged_pages + self.unreadable_pages
+    }
+}
+
+/// Why `page` is not a page the recorder's writer made (SPEC §6, §8), if it is not: the
+/// commit's data fits, no unknown commit bit is set, a page holds at least one record, and
+/// every byte after the data (and after a stored missed count) is zero. An all-zero page (a
+/// sparse or zeroed file) is not one either.
+fn page_fault(page: &[u8]) -> Option<&'static str> {
+    use crate::flush::page::{COMMIT_MASK, PAGE_HEADER_SIZE, RB_MISSED_EVENTS, RB_MISSED_STORED};
+    if page.iter().all(|&b| b == 0) {
+        return Some("all zero");
+    }
+    let commit = u64::from_le_bytes(page[8..16].try_into().unwrap());
+    if commit & !(COMMIT_MASK | RB_MISSED_EVENTS | RB_MISSED_STORED) != 0 {
+        return Some("unknown commit bits");
+    }
+    let data = (commit & COMMIT_MASK) as usize;
+    if data == 0 {
+        return Some("no records");
+    }
+    let stored = if commit & RB_MISSED_STORED != 0 { 8 } else { 0 };
+    let end = PAGE_HEADER_SIZE + data + stored;
+    if end > page.len() {
+        // The records before the overrun may still be read (and counted); the page is
+        // damaged either way.
+        return Some("data past the page's end");
+    }
+    if page[end..].iter().any(|&b| b != 0) {
+        return Some("bytes after the data");
+    }
+    None
+}
+
+/// Refuses a page size (from session.json) that the part files contradict: a part file whose
+/// first page is not a page at that size but is one at another size.
+fn check_page_size(sources: &BTreeMap<u8, Source>, page: u64, session: &Path) -> io::Result<()> {
+    for src in sources.values() {
+        // A part file's own length (its pages are at offset 0; a torn tail is in no `len`).
+        let real = if src.offset == 0 {
+            src.file.metadata().map_or(src.len, |m| m.len())
+        } else {
+            src.len
+        };
+        let first_page_is = |size: u64| {
+            let mut buf = vec![0u8; size as usize];
+            size <= real
+                && src.file.read_exact_at(&mut buf, src.offset).is_ok()
+                && page_fault(&buf).is_none()
+        };
+        if real == 0 || first_page_is(page) {
+            continue;
+        }
+        let mut size = crate::flush::page::MIN_PAGE_SIZE as u64;
+        while size <= crate::flush::page::MAX_PAGE_SIZE as u64 {
+            if size != page && src.offset == 0 && first_page_is(size) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{} says the page size is {page}, but the first page of {} is a {size}-byte page: the session file does not describe these parts (fix its page_size, then run recover again)",
+                        session.display(),
+                        src.path.display()
+                    ),
+                ));
+            }
+            size *= 2;
+        }
+    }
+    Ok(())
+}
+
+/// Counts and names a slot's pages, reading them one at a time.
+pub(super) struct Scan {
+    meta: SlotMeta,
+    pages: u64,
+    damaged: u64,
+    /// Of the damaged pages, those that are all zero.
+    zero: u64,
+}
+
+pub(super) fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
+    let mut sm = SlotMeta {
+        slot: src.slot,
+        ..Default::default()
+    };
+    let mut buf = vec![0u8; page as usize];
+    let (mut pages, mut damaged, mut zero) = (0, 0, 0);
+    for i in 0..src.len / page {
+        pages += 1;
+        if let Err(e) = src.file.read_exact_at(&mut buf, src.offset + i * page) {
+            bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
+            continue;
+        }
+        match page_fault(&buf) {
+            // Its records up to the page's end are read; the reader counts the damage.
+            Some("data past the page's end") | None => {}
+            Some(why) => {
+                damaged += 1;
+                zero += u64::from(why == "all zero");
+                continue;
+            }
+        }
+        let Ok(mut records) = PageRecords::new(&buf) else {
+            damaged += 1;
+            continue;
+        };
+        sm.missed += records.missed();
+        for r in records.by_ref() {
+            let Ok((_, data)) = r else {
+                damaged += 1;
+                break;
+            };
+            sm.written += 1;
+            if let Some((tid, name, _)) = crate::codec::records::thread_info(data) {
+                if sm.name.is_empty() {
+                    sm.name = name.to_owned();
+                }
+                sm.thread_id = Some(tid as i64);
+            }
+        }
+    }
+    sm.attempted = sm.written + sm.missed;
+    Scan {
+        meta: sm,
+        pages,
+        damaged,
+        zero,
+    }
+}
+
+/// The slots an assembly's journal says it holds, checked against the assembly's length.
+/// (slot, offset, len) of the pages an assembly holds.
+pub(super) type Journaled = Vec<(u8, u64, u64)>;
+
+pub(super) fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Journaled)> {
+    let text = read_small(journal, 64 * 1024)?;
+    let j = parse_journal(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not an assembly's journal", journal.display()),
+        )
+    })?;
+    let f = open_regular(dat, false)?;
+    let size = f.metadata().map_err(|e| at(dat, "reading", e))?.len();
+    let v = j
+        .slots
+        .into_iter()
+        .filter(|&(_, o, l)| {
+            o % page == 0 && l % page == 0 && o.checked_add(l).is_some_and(|e| e <= size)
+        })
+        .collect();
+    Ok((f, v))
+}
+
+/// Whether `out` is the assembly the journal at `path` says was renamed onto it: the same
+/// file (device and inode) with the same length.
+fn renamed_onto(path: &Path, out: &Path) -> Option<bool> {
+    let j = parse_journal(&read_small(path, 64 * 1024).ok()?)?;
+    let (dev, ino, len) = j.renamed?;
+    Some(
+        fs::symlink_metadata(out).is_ok_and(|m| {
+            m.file_type().is_file() && (m.dev(), m.ino(), m.len()) == (dev, ino, len)
+        }),
+    )
+}
+
+/// Turns what a recording to `out` left behind when it was killed (`<out>.parts/`) into a valid
+/// trace.dat at `out`, holding every page that was on disk.
+///
+/// It refuses a directory a live recording holds (its lock is taken), reads only regular files
+/// it knows the names of (never following a link, never blocking on a FIFO), a page at a time,
+/// and takes a slot's pages from its part file or, for a finish that was interrupted, from the
+/// assembly that holds them. Everything it could not use is counted and named in the result;
+/// it deletes only files it made, and the directory only once it is empty. When `out` is
+/// already complete (the finish was killed while removing the parts), `out` is left as it is.
+///
+/// ```
+/// let r = typhon_recorder::sink::recover("/nonexistent/x.dat");
+/// assert!(r.is_err());
+/// ```
+pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
+    // OUT must be absent or a regular file: checked before anything in the directory is
+    // touched (the rename at the end would fail only after the parts were moved).
+    let out = output_path(out.as_ref())?;
+    let dir = parts_dir(&out);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(m) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is {}, not a recording's parts directory",
+                    dir.display(),
+                    kind(&m.file_type())
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("no recording to recover at {}: {e}", dir.display()),
+            ))
+        }
+    }
+    let mut lock = Some(take_lock(&dir)?);
+    let mut rec = Recovered::default();
+    let mut keep = BTreeSet::new();
+    let mut entries: BTreeMap<Known, PathBuf> = BTreeMap::new();
+    let rd = fs::read_dir(&dir).map_err(|e| at(&dir, "reading", e))?;
+    for e in rd {
+        let e = e.map_err(|e| at(&dir, "reading", e))?;
+        let path = e.path();
+        let Some(k) = e.file_name().to_str().and_then(known) else {
+            rec.left.push(path);
+            continue;
+        };
+        match fs::symlink_metadata(&path) {
+            // A file named as ours whose content is not what we write there is not ours.
+            Ok(m) if m.file_type().is_file() && !looks_ours(k, &path) => {
+                rec.left.push(path);
+            }
+            Ok(m) if m.file_type().is_file() => {
+                entries.insert(k, path);
+            }
+            Ok(m) if k != Known::Lock => {
+                rec.errors.push(format!(
+                    "{} is {}, not a file a recording makes: not read, left as it is",
+                    path.display(),
+                    kind(&m.file_type())
+                ));
+                rec.left.push(path);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                rec.errors.push(at(&path, "reading", e).to_string());
+                rec.left.push(path);
+            }
+        }
+    }
+    let journals: Vec<u32> = entries
+        .keys()
+        .filter_map(|k| match k {
+            Known::AssemblyJournal(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    // A journal whose assembly is gone and that names `out` as the assembly it renamed: `out`
+    // is complete. (A journal without its assembly that names no rename, or names another
+    // file, says nothing about `out`: an older recording of the same name is not complete.)
+    for &n in &journals {
+        if entries.contains_key(&Known::AssemblyDat(n)) {
+            continue;
+        }
+        let path = &entries[&Known::AssemblyJournal(n)];
+        match renamed_onto(path, &out) {
+            Some(true) => {
+                for (k, p) in &entries {
+                    let holds_pages = matches!(k, Known::Slot(_))
+                        && fs::symlink_metadata(p).is_ok_and(|m| m.len() > 0);
+                    if holds_pages {
+                        keep.insert(p.clone());
+                    }
+                }
+                let left = cleanup(&dir, path, &keep, &mut lock);
+                rec.left.extend(left);
+                rec.left.sort();
+                rec.left.dedup();
+                rec.already_complete = true;
+                return Ok(rec);
+            }
+            Some(false) => rec.errors.push(format!(
+                "{} says its assembly was renamed onto {}, but {} is not that file: recovering what is left",
+                path.display(),
+                out.display(),
+                out.display()
+            )),
+            None => {}
+        }
+    }
+    // No pages and no session: a finish killed at the very end of its clean-up (OUT is there),
+    // or a start that failed or was killed before it wrote its session (OUT is not).
+    // (A journal whose assembly is gone holds no pages: it said nothing about `out` above.)
+    let holds_nothing = entries.keys().all(|k| match k {
+        Known::Lock | Known::Losses | Known::Counters => true,
+        Known::AssemblyJournal(n) => !entries.contains_key(&Known::AssemblyDat(*n)),
+        _ => false,
+    });
+    // (A file of ours that is not a regular file, session.json a directory: reported below.)
+    if holds_nothing && rec.errors.is_empty() {
+        let clean = rec.left.is_empty();
+        rec.left
+            .extend(cleanup(&dir, &dir.join(LOCK), &keep, &mut lock));
+        rec.left.sort();
+        rec.left.dedup();
+        if clean && fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_file()) {
+            rec.already_complete = true;
+        } else {
+            rec.nothing_to_recover = true;
+        }
+        return Ok(rec);
+    }
+    let session_path = dir.join(SESSION);
+    let session: serde_json::Value = serde_json::from_slice(&read_small(&session_path, 64 * 1024)?)
+        .map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", session_path.display()),
+            )
+        })?;
+    let page_size = session["page_size"].as_u64().unwrap_or(0);
+    crate::flush::page::validate_page_size(page_size as usize).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {e}", session_path.display()),
+        )
+    })?;
+    let page = page_size;
+    if let Some(p) = entries.get(&Known::Losses) {
+        match read_small(p, LOSSES_LEN as u64) {
+            Ok(b) => {
+                let text = String::from_utf8_lossy(&b);
+                if let Ok(j) = serde_json::from_str::<serde_json::Value>(text.trim()) {
+                    rec.pages_lost = j["pages_lost"].as_u64().unwrap_or(0);
+                    rec.sink_errors = j["sink_errors"].as_u64().unwrap_or(0);
+                    rec.first_sink_error = j["first_sink_error"].as_str().map(str::to_owned);
+                }
+            }
+            Err(e) => rec.errors.push(e.to_string()),
+        }
+    }
+    // Each slot's pages: its part file if it is still there, else a journaled assembly.
+    let mut sources: BTreeMap<u8, Source> = BTreeMap::new();
+    for (k, path) in &entries {
+        let Known::Slot(slot) = *k else { continue };
+        match open_regular(path, false).and_then(|f| {
+            let len = f.metadata().map_err(|e| at(path, "reading", e))?.len();
+            Ok((f, len))
+        }) {
+            Ok((file, len)) => {
+                rec.torn_bytes += len % page;
+                sources.insert(
+                    slot,
+                    Source {
+                        slot,
+                        path: path.clone(),
+                        file,
+                        offset: 0,
+                        len: len / page * page,
+                        remove: true,
+                    },
+                );
+            }
+            Err(e) => {
+                rec.errors.push(e.to_string());
+                rec.left.push(path.clone());
+            }
+        }
+    }
+    for &n in &journals {
+        let (dat, journal) = assembly_files(&dir, n);
+        if !entries.contains_key(&Known::AssemblyDat(n)) {
+            continue;
+        }
+        match journaled(&dat, &journal, page) {
+            Ok((f, slots)) => {
+                for (slot, offset, len) in slots {
+                    if sources.get(&slot).is_some_and(|s| s.len > 0) {
+                        continue;
+                    }
+                    let file = f.try_clone().map_err(|e| at(&dat, "opening", e))?;
+                    sources.insert(
+                        slot,
+                        Source {
+                            slot,
+                            path: dat.clone(),
+                            file,
+                            offset,
+                            len,
+                            remove: false,
+                        },
+                    );
+                }
+            }
+            Err(e) => {
+                // Nothing was taken from it: it stays, for a look or another try.
+                rec.errors.push(e.to_string());
+                keep.insert(dat);
+                keep.insert(journal);
+            }
+        }
+    }
+    // The counters no page carries, as the recording last noted them.
+    let mut counts = Counts::default();
+    if let Some(p) = entries.get(&Known::Counters) {
+        match read_small(p, 2 * HALF as u64).map(|b| counters::parse(&b)) {
+            Ok(Some(c)) => counts = c,
+            Ok(None) => rec.errors.push(format!(
+                "{}: not a counters file the recorder wrote; the counters it holds are not in the file",
+                p.display()
+            )),
+            Err(e) => rec.errors.push(e.to_string()),
+        }
+    }
+    rec.no_slot = counts.no_slot;
+    rec.filtered = counts.filtered_no_slot;
+    for c in &counts.slots {
+        rec.filtered += c.filtered;
+        rec.refused += c.refused;
+        rec.sink_lost += c.sink_lost;
+        rec.clamped += c.clamped;
+    }
+    let mut meta = FileMeta::new(page_size as u32);
+    meta.wall_anchor_ns = session["wall_anchor_ns"].as_i64().unwrap_or(0);
+    meta.mono_anchor_ns = session["monotonic_anchor_ns"].as_i64().unwrap_or(0);
+    check_page_size(&sources, page, &session_path)?;
+    let mut bad = Vec::new();
+    // Slots none of whose pages the recorder can have made (a sparse or zeroed file): counted
+    // as damaged, not copied into the file, and their source left in place for a look.
+    let mut unusable = BTreeSet::new();
+    for src in sources.values() {
+        let s = scan(src, page, &mut bad);
+        if s.pages > 0 && s.damaged == s.pages && s.meta.written == 0 {
+            unusable.insert(src.slot);
+        }
+        rec.damaged_pages += s.damaged;
+        rec.zero_pages += s.zero;
+        rec.records += s.meta.written;
+        rec.missed += s.meta.missed;
+        rec.slots.push((src.slot, s.pages, s.meta.written));
+        let mut sm = s.meta;
+        // Records the disk refused were attempted too: attempted = written + missed + sink_lost.
+        sm.attempted += counts
+            .slots
+            .iter()
+            .find(|c| c.slot == src.slot)
+            .map_or(0, |c| c.sink_lost);
+        meta.slots.push(sm);
+    }
+    let mut unreadable: BTreeSet<(u8, u64)> = bad.iter().map(|b| (b.0, b.1)).collect();
+    // A part file a page of which could not be read is kept, for another try.
+    let unread_slots: BTreeSet<u8> = unreadable.iter().map(|b| b.0).collect();
+    let srcs: Vec<Source> = sources
+        .into_values()
+        .map(|mut s| {
+            if unread_slots.contains(&s.slot) || unusable.contains(&s.slot) {
+                if s.remove {
+                    keep.insert(s.path.clone());
+                }
+                s.remove = false;
+            }
+            if unusable.contains(&s.slot) {
+                s.len = 0;
+            }
+            s
+        })
+        .collect();
+    // The counts are final before the header is written: pages that fail only now are counted
+    // in the result and the errors, not in the file's metadata.
+    let unreadable_before = unreadable.len() as u64;
+    meta.session = serde_json::json!({
+        "recovered": true,
+        "damaged_pages": rec.damaged_pages,
+        "torn_bytes": rec.torn_bytes,
+        "unreadable_pages": unreadable_before,
+        "pages_lost": rec.pages_lost,
+        "sink_errors": rec.sink_errors,
+        "first_sink_error": rec.first_sink_error,
+        "no_slot": counts.no_slot,
+        "filtered_no_slot": counts.filtered_no_slot,
+        "slots": counts.slots.iter().map(|c| serde_json::json!({
+            "slot": c.slot, "filtered": c.filtered, "refused": c.refused,
+            "sink_lost": c.sink_lost, "clamped": c.clamped,
+        })).collect::<Vec<_>>(),
+    });
+    let a = assemble(&dir, &out, &meta, srcs, false)?;
+    for (slot, i, msg) in &bad {
+        rec.errors.push(format!("slot {slot}, page {i}: {msg}"));
+    }
+    // Pages that failed only on the second read (a failing disk).
+    for (slot, i, msg) in a.unreadable {
+        if unreadable.insert((slot, i)) {
+            rec.errors.push(format!("slot {slot}, page {i}: {msg}"));
+        }
+    }
+    rec.unreadable_pages = unreadable.len() as u64;
+    keep.extend(a.kept);
+    let left = cleanup(&dir, &a.journal, &keep, &mut lock);
+    rec.left.extend(left);
+    rec.left.sort();
+    rec.left.dedup();
+    Ok(rec)
+}
