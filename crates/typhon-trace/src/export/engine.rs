@@ -1,9 +1,9 @@
 //! The streaming export: records in, final events out. Each record read (in page-time order)
 //! becomes, on its thread, a slice (placed in a lane by `lanes` when it arrives, at its end), an
 //! instant, a loss mark or (ThreadInfo) the thread's name, and goes to the [`Sink`] as soon as
-//! it is final: only a flow's first event waits (`flows`) for its second. The engine holds
-//! the open work only: per thread its lanes' roots, its open tick and phases; per command in
-//! flight its flow.
+//! it is final, except the events that can join a command's flow, which `flows` links at the
+//! end in each command's time order. The engine holds the open work only: per thread its
+//! lanes' roots, its open tick and phases; and the flow events.
 
 use super::error::ExportError;
 use super::flows::Flows;
@@ -213,7 +213,7 @@ impl Engine<'_> {
                 self.stats.lost_events += n.unwrap_or(0);
             }
         }
-        self.flows.step(sink, it, &mut self.stats.flows)
+        self.flows.step(sink, it)
     }
 
     /// A slice of thread `th`, placed in a lane.
@@ -438,7 +438,7 @@ impl Engine<'_> {
                 self.point(sink, th, h.ts, Kind::Instant, Some((&d, at)))?;
             }
         }
-        self.flows.finish(sink)?;
+        self.flows.finish(sink, &mut self.stats.flows)?;
         // Tracks whose thread was renamed since they were described get their final name.
         for s in &self.threads {
             if s.described != (s.thread.tid, s.thread.name.clone()) {

@@ -1,8 +1,13 @@
 //! The flows that tie a command's correlated events together (IngressReceived →
 //! IngressAdmitted → its TracedSpan → CommandConsumed, or IngressDropped), by (session, seq),
-//! so a viewer draws the command's path across threads. Streaming: a flow's first event is
-//! held until its second arrives (a flow of one event links nothing and is written without
-//! one), so what is held is one event per command in flight.
+//! so a viewer draws the command's path across threads.
+//!
+//! The events of a command are linked in time order, but they do not arrive in it: a span
+//! arrives at its end, after what happened inside it, and caller timestamps may be written in
+//! any order. So the events that can join a flow (the correlation instants but EgressSent, and
+//! the TracedSpans carrying a command's causal id) are held, per command, and linked at the end
+//! of the export, each command's in time order; everything else streams. What stays resident
+//! is those events' records, not the recording.
 
 use super::engine::{Held, Item, Kind, Sink};
 use super::fnv::FnvMap;
@@ -23,51 +28,90 @@ struct Open {
 #[derive(Default)]
 pub(super) struct Flows {
     open: FnvMap<(u32, u16), Open>,
+    /// The events that can join a flow, per command, until [`Flows::finish`].
+    held: FnvMap<(u32, u16), Vec<(u8, Held)>>,
     next: u64,
 }
 
+/// What a flow-relevant event is: its command, its stage (0 received, 1 admitted, 2 a span of
+/// the command, 3 consumed, 4 dropped) and its drain tick when it carries one.
+fn classify(it: &Item<'_>) -> Option<((u32, u16), u8, Option<u32>)> {
+    use CorrelationInstant as C;
+    let (rec, _) = it.rec?;
+    match (it.kind, records::decode(rec)) {
+        (Kind::Instant, Ok((_, Body::Correlation(c)))) => match c {
+            C::IngressReceived { session, seq, .. } => Some(((session, seq), 0, None)),
+            C::IngressAdmitted {
+                session,
+                seq,
+                drain_tick,
+                ..
+            } => Some(((session, seq), 1, Some(drain_tick))),
+            C::CommandConsumed { session, seq, .. } => Some(((session, seq), 3, None)),
+            C::IngressDropped { session, seq, .. } => Some(((session, seq), 4, None)),
+            C::EgressSent { .. } => None,
+        },
+        (Kind::Slice, Ok((_, Body::TracedSpan { context, .. }))) => {
+            let (session, drain_tick, seq) = command_of_causal_id(context.hi, context.lo)?;
+            Some(((session, seq), 2, Some(drain_tick)))
+        }
+        _ => None,
+    }
+}
+
 impl Flows {
-    /// Passes `it` on to `sink`, with its flow: IngressReceived always starts a flow;
-    /// IngressAdmitted continues one that has only been received; a TracedSpan carrying the
-    /// command's causal id continues one not yet past admission whose drain tick (from
-    /// IngressAdmitted) does not contradict its own, or one already past it with the same
-    /// drain tick (several systems may work on one command; the span arrives at its end, after
-    /// what happened inside it); CommandConsumed continues any; IngressDropped continues and
-    /// ends one that has only been received. Any other event starts a new flow, so a wrapped
-    /// seq or a repeated IngressReceived starts afresh. Flows follow the records that are
-    /// there: with records lost, a flow stops short. `flows` counts the flows written (those
-    /// of two events or more).
-    pub(super) fn step(
+    /// Passes `it` on to `sink`, or holds it for [`Flows::finish`] when it can join a flow.
+    pub(super) fn step(&mut self, sink: &mut impl Sink, it: Item<'_>) -> io::Result<()> {
+        match classify(&it) {
+            None => sink.item(&it),
+            Some((key, stage, _)) => {
+                self.held
+                    .entry(key)
+                    .or_default()
+                    .push((stage, Held::of(&it)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Links each command's held events in time order and writes them: IngressReceived always
+    /// starts a flow; IngressAdmitted continues one that has only been received; a TracedSpan
+    /// carrying the command's causal id continues one not yet past admission whose drain tick
+    /// (from IngressAdmitted) does not contradict its own, or one already past it with the same
+    /// drain tick (several systems may work on one command); CommandConsumed continues any;
+    /// IngressDropped continues and ends one that has only been received. Any other event
+    /// starts a new flow, so a wrapped seq or a repeated IngressReceived starts afresh. Flows
+    /// follow the records that are there: with records lost, a flow stops short. `flows`
+    /// counts the flows written (those of two events or more).
+    pub(super) fn finish(&mut self, sink: &mut impl Sink, flows: &mut u64) -> io::Result<()> {
+        let mut held: Vec<((u32, u16), Vec<(u8, Held)>)> = self.held.drain().collect();
+        held.sort_unstable_by_key(|h| h.0);
+        for (key, mut events) in held {
+            // Time order; at one time, the order of the command's stages.
+            events.sort_by_key(|(stage, h)| (h.ts, *stage));
+            for (_, h) in &events {
+                let it = h.item(0);
+                if let Some((_, stage, tick)) = classify(&it) {
+                    self.link(sink, key, stage, tick, it, flows)?;
+                }
+            }
+            // The lone first event still held, without a flow.
+            if let Some(h) = self.open.remove(&key).and_then(|o| o.held) {
+                sink.item(&h.item(0))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn link(
         &mut self,
         sink: &mut impl Sink,
+        key: (u32, u16),
+        stage: u8,
+        tick: Option<u32>,
         mut it: Item<'_>,
         flows: &mut u64,
     ) -> io::Result<()> {
-        use CorrelationInstant as C;
-        let Some((rec, _)) = it.rec else {
-            return sink.item(&it);
-        };
-        let (key, stage, tick) = match (it.kind, records::decode(rec)) {
-            (Kind::Instant, Ok((_, Body::Correlation(c)))) => match c {
-                C::IngressReceived { session, seq, .. } => ((session, seq), 0, None),
-                C::IngressAdmitted {
-                    session,
-                    seq,
-                    drain_tick,
-                    ..
-                } => ((session, seq), 1, Some(drain_tick)),
-                C::CommandConsumed { session, seq, .. } => ((session, seq), 3, None),
-                C::IngressDropped { session, seq, .. } => ((session, seq), 4, None),
-                C::EgressSent { .. } => return sink.item(&it),
-            },
-            (Kind::Slice, Ok((_, Body::TracedSpan { context, .. }))) => {
-                match command_of_causal_id(context.hi, context.lo) {
-                    Some((session, drain_tick, seq)) => ((session, seq), 2, Some(drain_tick)),
-                    None => return sink.item(&it),
-                }
-            }
-            _ => return sink.item(&it),
-        };
         // Whether the event continues the open flow, and the drain tick the flow then has.
         let (cont, tick) = match (self.open.get(&key), stage) {
             (Some(o), 1) => (o.stage == 0, tick),
@@ -118,20 +162,6 @@ impl Flows {
             },
         );
         if let Some(h) = old.and_then(|o| o.held) {
-            sink.item(&h.item(0))?;
-        }
-        Ok(())
-    }
-
-    /// Writes the lone first events still held, without a flow.
-    pub(super) fn finish(&mut self, sink: &mut impl Sink) -> io::Result<()> {
-        let mut held: Vec<((u32, u16), Held)> = self
-            .open
-            .drain()
-            .filter_map(|(k, o)| Some((k, o.held?)))
-            .collect();
-        held.sort_unstable_by_key(|h| h.0);
-        for (_, h) in held {
             sink.item(&h.item(0))?;
         }
         Ok(())
