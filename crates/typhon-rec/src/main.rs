@@ -61,10 +61,10 @@ enum Cmd {
         /// The trace.dat file.
         file: PathBuf,
         /// `perfetto` (protobuf, compact) or `chrome` (trace-event JSON, for small recordings).
-        #[arg(long, default_value = "perfetto")]
+        #[arg(long, default_value = "perfetto", value_parser = format_parser())]
         format: typhon_trace::export::Format,
         /// Output path (default: FILE with the extension .pftrace or .json).
-        #[arg(long)]
+        #[arg(short = 'o', long)]
         out: Option<PathBuf>,
     },
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
@@ -81,6 +81,13 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--format`'s values, listed by `--help` and in the error for any other.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = typhon_trace::export::Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["perfetto", "chrome"])
+        .try_map(|s| s.parse::<typhon_trace::export::Format>())
 }
 
 fn main() -> ExitCode {
