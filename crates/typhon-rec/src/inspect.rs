@@ -1,10 +1,10 @@
-//! Reading recordings: report, stats, export, pages, recover.
+//! Reading recordings: stats, export, pages, recover (and what `report` shares with them).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use typhon_recorder::codec::{records, TraceEventKind};
+use typhon_recorder::codec::TraceEventKind;
 use typhon_recorder::printable::{json_printable, printable};
 use typhon_trace::export;
 use typhon_trace::tracedat::{TraceFile, OPTION_TYPHON_META};
@@ -16,7 +16,7 @@ fn open(file: &Path) -> Result<TraceFile, String> {
 }
 
 /// The slot's thread name from the file, escaped for the terminal.
-fn comm(f: &TraceFile, cpu: u32) -> String {
+pub(crate) fn comm(f: &TraceFile, cpu: u32) -> String {
     printable(f.cmdline(cpu as i64).unwrap_or("<...>")).to_string()
 }
 
@@ -38,7 +38,7 @@ struct SlotCounters {
 /// a file made before a key existed has 0 for it, unknown keys are ignored, and metadata
 /// that is not JSON is reported, not fatal (the records can still be read).
 #[derive(Default)]
-struct Session {
+pub(crate) struct Session {
     /// Whether the file has Typhon metadata at all (kernel traces have none).
     present: bool,
     /// Why the metadata could not be read, if it could not.
@@ -56,7 +56,7 @@ struct Session {
 }
 
 impl Session {
-    fn read(f: &TraceFile) -> Self {
+    pub(crate) fn read(f: &TraceFile) -> Self {
         let mut s = Session::default();
         let Some(o) = f.options().iter().find(|o| o.id == OPTION_TYPHON_META) else {
             return s;
@@ -116,18 +116,18 @@ impl Session {
 
 /// What was lost and what was left out on request, for a recording: the metadata's counters
 /// with what reading the records found (missed counts on pages, damaged pages).
-struct Losses {
+pub(crate) struct Losses {
     /// (name, count) of every loss, in a fixed order, zeros included.
-    lost: Vec<(&'static str, u64)>,
+    pub(crate) lost: Vec<(&'static str, u64)>,
     /// (name, count) of writes left out on request (disabled kinds or zones).
-    filtered: Vec<(&'static str, u64)>,
+    pub(crate) filtered: Vec<(&'static str, u64)>,
     first_sink_error: Option<String>,
 }
 
 impl Losses {
     /// `missed`: per slot, the larger of the metadata's and the pages' counts (pages the sink
     /// failed to store take their counts with them); `damaged`: pages reading skipped.
-    fn new(s: &Session, missed: u64, damaged: u64) -> Self {
+    pub(crate) fn new(s: &Session, missed: u64, damaged: u64) -> Self {
         Losses {
             lost: vec![
                 ("missed", missed),
@@ -152,7 +152,7 @@ impl Losses {
     }
 
     /// "no_slot=4545 refused=3 ..." or "none", then what was filtered on request, if any.
-    fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let mut out = String::new();
         for (k, v) in self.lost.iter().filter(|e| e.1 > 0) {
             let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { " " });
@@ -180,7 +180,7 @@ impl Losses {
 
 /// A records counter on stderr for reads that can take more than a second: drawn only when
 /// stderr is a terminal and stdout is not (so it never mixes with output on a terminal).
-fn progress(what: &'static str) -> indicatif::ProgressBar {
+pub(crate) fn progress(what: &'static str) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() || (what == "report" && std::io::stdout().is_terminal()) {
         return indicatif::ProgressBar::hidden();
@@ -194,13 +194,9 @@ fn progress(what: &'static str) -> indicatif::ProgressBar {
     pb
 }
 
-fn secs(ts: u64) -> String {
-    format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
-}
-
 /// The error a reading ends with when it skipped damaged pages: the output stands, and the
 /// exit status says it is incomplete (as `tar` does after skipping damaged members).
-fn damaged(file: &Path, pages: u64, what: &str) -> Res {
+pub(crate) fn damaged(file: &Path, pages: u64, what: &str) -> Res {
     if pages == 0 {
         return Ok(());
     }
@@ -217,74 +213,8 @@ fn damaged_pages(n: u64) -> String {
     format!("{n} damaged page{}", if n == 1 { "" } else { "s" })
 }
 
-/// One line per record in time order, with a line before each record that follows lost ones
-/// and one in place of each damaged page's unread records.
-pub fn report(file: &Path) -> Res {
-    let f = open(file)?;
-    let out = std::io::stdout();
-    let mut out = BufWriter::new(out.lock());
-    let mut line = String::new();
-    let pb = progress("report");
-    let mut damaged_pages = 0u64;
-    let mut missed: BTreeMap<u32, u64> = BTreeMap::new();
-    for (n, r) in f.records().enumerate() {
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => {
-                damaged_pages += 1;
-                if writeln!(out, "[DAMAGED PAGE: {}]", printable(&e.to_string())).is_err() {
-                    return Ok(());
-                }
-                continue;
-            }
-        };
-        if n % 65536 == 0 {
-            pb.set_position(n as u64);
-        }
-        if let Some(k) = r.missed_before.filter(|&k| k > 0) {
-            *missed.entry(r.cpu).or_default() += k as u64;
-        }
-        match r.missed_before {
-            Some(k) if k > 0 => writeln!(out, "CPU:{} [{k} EVENTS DROPPED]", r.cpu),
-            Some(_) => writeln!(out, "CPU:{} [EVENTS DROPPED]", r.cpu),
-            None => Ok(()),
-        }
-        .map_err(|e| e.to_string())?;
-        line.clear();
-        let c = comm(&f, r.cpu);
-        let _ = write!(line, "{c:>16}-{:<5} [{:03}] {}: ", r.cpu, r.cpu, secs(r.ts));
-        match records::decode_fields(r.data) {
-            Ok(d) => {
-                let name = d.def.map_or_else(
-                    || format!("Kind[{}]", d.header.kind.0),
-                    |k| k.name.to_string(),
-                );
-                let _ = write!(line, "{name:<16} ");
-                let _ = records::write_fields(&d, &mut line);
-            }
-            Err(e) => {
-                let kind = r.data.get(2).map_or(0, |&k| k);
-                let _ = write!(line, "{:<16} [undecodable: {e}]", TraceEventKind(kind));
-            }
-        }
-        if writeln!(out, "{line}").is_err() {
-            return Ok(()); // closed pipe (e.g. `| head`): not an error
-        }
-    }
-    // The last line names every loss (SPEC §9), so none stays hidden behind the records.
-    let session = Session::read(&f);
-    let missed = missed_total(&session, &missed);
-    let losses = Losses::new(&session, missed, damaged_pages);
-    if writeln!(out, "[LOSSES: {}]", losses.line()).is_err() {
-        return Ok(());
-    }
-    out.flush().ok();
-    pb.finish_and_clear();
-    damaged(file, damaged_pages, "the report")
-}
-
 /// Missed records in all: per slot, the larger of the metadata's count and the pages'.
-fn missed_total(s: &Session, pages: &BTreeMap<u32, u64>) -> u64 {
+pub(crate) fn missed_total(s: &Session, pages: &BTreeMap<u32, u64>) -> u64 {
     let mut slots: std::collections::BTreeSet<u32> = s.slots.keys().copied().collect();
     slots.extend(pages.keys());
     slots
@@ -416,23 +346,26 @@ impl Acc {
 /// Per slot and per kind counts, missed, time span and rates, and every counter the session
 /// kept (SPEC §9): attempted, written, missed, refused, filtered, no_slot, sink_lost, pages
 /// lost, sink errors, damaged pages, clamped times and what recovery found.
-pub fn stats(file: &Path, json: bool) -> Res {
-    let f = open(file)?;
+pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
+    // Streamed: memory is a page per slot plus the duration series, whatever the file's size.
+    let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut durations = crate::durations::Durations::new(tick_budget);
     let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
     let mut kinds: BTreeMap<u8, Acc> = BTreeMap::new();
     let mut all = Acc::default();
     let pb = progress("stats");
-    for r in f.records() {
+    for r in f.stream_records() {
         let r = match r {
             Ok(r) => r,
-            Err(e) => {
+            Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, .. }) => {
                 all.damaged += 1;
-                if let typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, .. } = e {
-                    slots.entry(cpu).or_default().damaged += 1;
-                }
+                slots.entry(cpu).or_default().damaged += 1;
                 continue;
             }
+            // A read error (not damage in the file): the counts would be short without saying.
+            Err(e) => return Err(format!("{}: {e}", file.display())),
         };
+        durations.add(r.cpu, &r.data);
         if all.count % 65536 == 0 {
             pb.set_position(all.count);
         }
@@ -449,6 +382,8 @@ pub fn stats(file: &Path, json: bool) -> Res {
             .add(r.ts);
     }
     pb.finish_and_clear();
+    durations.finish();
+    let tb = crate::timebase::TimeBase::of(&f, all.first);
     let session = Session::read(&f);
     // Slots the metadata counts but that have no records (every write refused, say) too.
     for &c in session.slots.keys() {
@@ -501,6 +436,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
                 "span_s": a.span_s(), "records_per_s": a.rate(),
             })).collect::<Vec<_>>(),
         });
+        v["durations"] = durations.json(&tb);
         v["losses"] = losses
             .lost
             .iter()
@@ -607,6 +543,7 @@ pub fn stats(file: &Path, json: bool) -> Res {
             a.rate()
         );
     }
+    print!("{}", durations.table(&tb));
     damaged(file, all.damaged, "the counting")
 }
 

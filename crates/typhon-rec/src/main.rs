@@ -2,7 +2,10 @@
 //! files.
 
 mod demo;
+mod durations;
 mod inspect;
+mod report;
+mod timebase;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -23,18 +26,24 @@ struct Cli {
 enum Cmd {
     /// Record a synthetic game/server workload to a trace.dat and print a summary.
     Demo(demo::DemoArgs),
-    /// Print every record in time order with named fields, like `trace-cmd report`.
+    /// Print the records in time order with named fields, like `trace-cmd report`, filtered.
     Report {
         /// The trace.dat file.
         file: PathBuf,
+        #[command(flatten)]
+        args: report::ReportArgs,
     },
-    /// Per slot (thread) and per kind: counts, missed, time span, rates.
+    /// Per slot (thread) and per kind: counts, every loss, rates; per tick, phase and span
+    /// name: count, total, mean, p50/p90/p99, max, the slowest, and ticks over budget.
     Stats {
         /// The trace.dat file.
         file: PathBuf,
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// A tick longer than this overruns (with its unit: ns, us, ms or s).
+        #[arg(long, default_value = "16.6ms", value_parser = durations::parse_duration)]
+        tick_budget: u64,
     },
     /// Write the raw sub-buffer pages of one slot, one file per page, for kbuffer tools.
     Pages {
@@ -52,10 +61,10 @@ enum Cmd {
         /// The trace.dat file.
         file: PathBuf,
         /// `perfetto` (protobuf, compact) or `chrome` (trace-event JSON, for small recordings).
-        #[arg(long, default_value = "perfetto")]
+        #[arg(long, default_value = "perfetto", value_parser = format_parser())]
         format: typhon_trace::export::Format,
         /// Output path (default: FILE with the extension .pftrace or .json).
-        #[arg(long)]
+        #[arg(short = 'o', long)]
         out: Option<PathBuf>,
     },
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
@@ -74,6 +83,13 @@ enum Cmd {
     },
 }
 
+/// `--format`'s values, listed by `--help` and in the error for any other.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = typhon_trace::export::Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["perfetto", "chrome"])
+        .try_map(|s| s.parse::<typhon_trace::export::Format>())
+}
+
 fn main() -> ExitCode {
     // Rust starts a program with SIGPIPE ignored, so a reader that stops early
     // (`typhon-rec stats f | head`) made the next `println!` panic. With the default action the
@@ -87,8 +103,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Demo(a) => demo::run(a),
-        Cmd::Report { file } => inspect::report(&file),
-        Cmd::Stats { file, json } => inspect::stats(&file, json),
+        Cmd::Report { file, args } => report::report(&file, &args),
+        Cmd::Stats {
+            file,
+            json,
+            tick_budget,
+        } => inspect::stats(&file, json, tick_budget),
         Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
         Cmd::Export { file, format, out } => inspect::export(&file, format, out),
         Cmd::Recover { out } => inspect::recover(&out),
