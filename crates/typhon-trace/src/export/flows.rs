@@ -24,12 +24,16 @@ struct Open {
     held: Option<Held>,
 }
 
+/// A command's key (session, seq), and the events of it held until the end, with their stages.
+type Key = (u32, u16);
+type HeldEvents = Vec<(u8, Held)>;
+
 /// The open flows by (session, seq).
 #[derive(Default)]
 pub(super) struct Flows {
     open: FnvMap<(u32, u16), Open>,
     /// The events that can join a flow, per command, until [`Flows::finish`].
-    held: FnvMap<(u32, u16), Vec<(u8, Held)>>,
+    held: FnvMap<Key, HeldEvents>,
     next: u64,
 }
 
@@ -84,7 +88,7 @@ impl Flows {
     /// follow the records that are there: with records lost, a flow stops short. `flows`
     /// counts the flows written (those of two events or more).
     pub(super) fn finish(&mut self, sink: &mut impl Sink, flows: &mut u64) -> io::Result<()> {
-        let mut held: Vec<((u32, u16), Vec<(u8, Held)>)> = self.held.drain().collect();
+        let mut held: Vec<(Key, HeldEvents)> = self.held.drain().collect();
         held.sort_unstable_by_key(|h| h.0);
         for (key, mut events) in held {
             // Time order; at one time, the order of the command's stages.
