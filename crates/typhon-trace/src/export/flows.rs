@@ -19,10 +19,13 @@ struct Open {
     held: Option<Held>,
 }
 
-/// The open flows by (session, seq).
+/// The open flows by (session, seq), and the `follows_from` links waiting for their span.
 #[derive(Default)]
 pub(super) struct Flows {
     open: FnvMap<(u32, u16), Open>,
+    /// By the key of the span that follows: the TracingFollows instant, held until the span's
+    /// next entry arrives (a link is those two events).
+    follows: FnvMap<u64, Held>,
     next: u64,
 }
 
@@ -65,6 +68,22 @@ impl Flows {
                     Some((session, drain_tick, seq)) => ((session, seq), 2, Some(drain_tick)),
                     None => return sink.item(&it),
                 }
+            }
+            (Kind::Instant, Ok((_, Body::TracingFollows { key, .. }))) => {
+                if let Some(old) = self.follows.insert(key, Held::of(&it)) {
+                    sink.item(&old.item(0))?;
+                }
+                return Ok(());
+            }
+            (Kind::Slice, Ok((_, Body::TracingSpan { key, .. }))) => {
+                let Some(h) = self.follows.remove(&key) else {
+                    return sink.item(&it);
+                };
+                self.next += 1;
+                *flows += 1;
+                sink.item(&h.item(self.next))?;
+                it.flow = self.next;
+                return sink.item(&it);
             }
             _ => return sink.item(&it),
         };
@@ -132,6 +151,11 @@ impl Flows {
             .collect();
         held.sort_unstable_by_key(|h| h.0);
         for (_, h) in held {
+            sink.item(&h.item(0))?;
+        }
+        let mut follows: Vec<(u64, Held)> = self.follows.drain().collect();
+        follows.sort_unstable_by_key(|h| h.0);
+        for (_, h) in follows {
             sink.item(&h.item(0))?;
         }
         Ok(())
