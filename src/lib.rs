@@ -108,6 +108,11 @@ pub use write::spans::{
 };
 pub use write::{WriteError, SPAN_DEPTH, SPAN_NAME_BYTES};
 
+/// The writes of a `tracing` layer (the `typhon-tracing` crate's `TyphonLayer` makes them; SPEC
+/// §12). A program instruments with [`span`] and the other free functions, or with `tracing`
+/// through that layer.
+pub use write::tracing as bridge;
+
 /// The most-used names in one import: `use typhon_recorder::prelude::*;`.
 ///
 /// ```

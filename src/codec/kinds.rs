@@ -55,6 +55,11 @@ pub enum FieldType {
     LenStr(&'static str),
     /// Raw bytes to the end of the record (e.g. a whole CeLog event).
     Rest,
+    /// A string stored after the fixed part, found through a u32 at the field's offset, as the
+    /// kernel's `__data_loc char[]` fields: low 16 bits = the string's offset from the record's
+    /// start, high 16 bits = its length including its NUL. A kind's strings follow its fixed
+    /// part back to back, in field order, each NUL-terminated, and end the record.
+    DataLoc,
 }
 
 impl FieldType {
@@ -68,7 +73,7 @@ impl FieldType {
         match self {
             FieldType::U8 => Some(1),
             FieldType::U16 => Some(2),
-            FieldType::U32 | FieldType::I32 => Some(4),
+            FieldType::U32 | FieldType::I32 | FieldType::DataLoc => Some(4),
             FieldType::U64 | FieldType::I64 => Some(8),
             FieldType::CStr | FieldType::LenStr(_) | FieldType::Rest => None,
         }
@@ -82,6 +87,20 @@ impl FieldType {
     /// ```
     pub const fn is_signed(self) -> bool {
         matches!(self, FieldType::I32 | FieldType::I64)
+    }
+
+    /// Whether the field's value has a variable size (a string or bytes; a [`FieldType::DataLoc`]
+    /// has a fixed 4-byte slot but a variable string).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::FieldType;
+    /// assert!(FieldType::DataLoc.is_variable() && !FieldType::U8.is_variable());
+    /// ```
+    pub const fn is_variable(self) -> bool {
+        matches!(
+            self,
+            FieldType::CStr | FieldType::LenStr(_) | FieldType::Rest | FieldType::DataLoc
+        )
     }
 }
 
@@ -203,7 +222,7 @@ pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 14);
+/// assert_eq!(KINDS.len(), 18);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -352,6 +371,59 @@ pub const KINDS: &[KindDef] = &[
         ],
         min_size: 38,
         fixed: false,
+    },
+    KindDef {
+        kind: K::TRACING_SPAN,
+        name: "TracingSpan",
+        shape: Shape::Span,
+        fields: &[
+            f("duration_ns", I64, 12),
+            f("span_id", U64, 20),
+            f("parent_span_id", U64, 28),
+            f("flags", U8, 36),
+            f("key", U64, 37),
+            f("tracing_id", U64, 45),
+            f("name", CStr, 53),
+        ],
+        min_size: 54,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::TRACING_SPAN_INFO,
+        name: "TracingSpanInfo",
+        shape: Shape::Instant,
+        fields: &[
+            f("key", U64, 12),
+            f("tracing_id", U64, 20),
+            f("level", U8, 28),
+            f("name", DataLoc, 29),
+            f("target", DataLoc, 33),
+            f("fields", DataLoc, 37),
+        ],
+        min_size: 44,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::TRACING_EVENT,
+        name: "TracingEvent",
+        shape: Shape::Instant,
+        fields: &[
+            f("span_key", U64, 12),
+            f("level", U8, 20),
+            f("target", DataLoc, 21),
+            f("message", DataLoc, 25),
+            f("fields", DataLoc, 29),
+        ],
+        min_size: 36,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::TRACING_FOLLOWS,
+        name: "TracingFollows",
+        shape: Shape::Instant,
+        fields: &[f("key", U64, 12), f("follows_key", U64, 20)],
+        min_size: 28,
+        fixed: true,
     },
     KindDef {
         kind: K::CELOG,
@@ -512,12 +584,12 @@ mod tests {
                         }
                     }
                 }
+                if fd.ty == DataLoc {
+                    min += 1; // an empty string is its NUL
+                }
             }
             assert_eq!(d.min_size, min, "{}", d.name);
-            assert_eq!(
-                d.fixed,
-                d.fields.iter().all(|f| f.ty.fixed_size().is_some())
-            );
+            assert_eq!(d.fixed, d.fields.iter().all(|f| !f.ty.is_variable()));
             assert_eq!(kind_def(d.kind), Some(d));
             assert!(d.fields.len() <= MAX_FIELDS);
             for fd in d.fields {

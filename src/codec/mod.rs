@@ -132,6 +132,40 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::NAMED_SPAN.0, 246);
     /// ```
     pub const NAMED_SPAN: Self = Self(246);
+    /// One entry (enter → exit on one thread) of a `tracing` span (SPEC §12): the span
+    /// extension (flags bit 0 set: 16 bytes follow), u64 key (the span's recording-unique key,
+    /// shared by all its entries and its TracingSpanInfo), u64 tracing_id (`tracing`'s own id,
+    /// reused after close), NUL-terminated display name.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_SPAN.0, 247);
+    /// ```
+    pub const TRACING_SPAN: Self = Self(247);
+    /// A `tracing` span's name, target, level and fields, written once when it is created and
+    /// again by each `Span::record` (then with every field so far): u64 key, u64 tracing_id,
+    /// u8 level, then `__data_loc` strings name, target, fields.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_SPAN_INFO.0, 248);
+    /// ```
+    pub const TRACING_SPAN_INFO: Self = Self(248);
+    /// A `tracing` event: u64 span_key (the current span's key, 0 none), u8 level, then
+    /// `__data_loc` strings target, message, fields.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_EVENT.0, 249);
+    /// ```
+    pub const TRACING_EVENT: Self = Self(249);
+    /// `follows_from`: u64 key (the span that follows), u64 follows_key (the span it follows).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_FOLLOWS.0, 250);
+    /// ```
+    pub const TRACING_FOLLOWS: Self = Self(250);
     /// One complete CEL_HEADER_V3 CeLog event as payload.
     ///
     /// ```

@@ -19,6 +19,7 @@ pub mod ring;
 pub mod slots;
 pub(crate) mod spans;
 pub mod stack;
+pub mod tracing;
 pub(crate) mod writer;
 
 use crate::codec;

@@ -127,6 +127,7 @@ impl Writer {
         ctx: Option<TraceContext>,
         at: Option<u64>,
         size: usize,
+        tracing: bool,
     ) -> Result<u64, WriteError> {
         if size > self.max_record {
             self.refuse();
@@ -147,8 +148,16 @@ impl Writer {
             None => 0,
             Some(top) => self.stack.entries[top].id.load(Ordering::Relaxed),
         };
-        self.stack
-            .push(depth, name_at, id, start, parent, ctx, name.as_bytes());
+        self.stack.push_kind(
+            depth,
+            name_at,
+            id,
+            start,
+            parent,
+            ctx,
+            tracing,
+            name.as_bytes(),
+        );
         self.depth = depth + 1;
         Ok(id)
     }
@@ -203,7 +212,8 @@ impl Writer {
         let start = e.start.load(Ordering::Relaxed);
         let parent = e.parent.load(Ordering::Relaxed);
         let m = e.meta.load(Ordering::Relaxed);
-        let ctx = (m & 1 == 1).then(|| TraceContext {
+        let tracing = m & crate::write::stack::META_TRACING != 0;
+        let ctx = (m & crate::write::stack::META_TRACED != 0).then(|| TraceContext {
             hi: e.trace_hi.load(Ordering::Relaxed),
             lo: e.trace_lo.load(Ordering::Relaxed),
         });
@@ -221,6 +231,7 @@ impl Writer {
             &mut self.producer,
             stack.name(m),
             ctx,
+            tracing,
             self.slot,
             start,
             &ext,
@@ -239,6 +250,7 @@ pub(crate) fn write_span(
     producer: &mut Producer,
     name: &[u8],
     ctx: Option<TraceContext>,
+    tracing: bool,
     slot: u8,
     start: u64,
     ext: &records::SpanExt,
@@ -252,7 +264,7 @@ pub(crate) fn write_span(
     };
     // Checked against the page when it opened (`open_span`), under this same recorder.
     producer.write(size, |d| {
-        records::fill_span(d, slot, start as i64, ext, ctx, name)
+        records::fill_span(d, slot, start as i64, ext, ctx, tracing, name)
     });
 }
 
@@ -367,7 +379,7 @@ pub(crate) fn open_span(
         return Ok(None);
     }
     with_writer(|w| {
-        w.open_span(name, ctx, at, size)
+        w.open_span(name, ctx, at, size, false)
             .map(|id| Some((id, w.core.gen)))
     })
     .unwrap_or(Ok(None))

@@ -39,9 +39,21 @@ pub(crate) struct Entry {
     pub(crate) parent: AtomicU64,
     pub(crate) trace_hi: AtomicU64,
     pub(crate) trace_lo: AtomicU64,
-    /// `name_at << 32 | name_len << 1 | traced`: its name is `name_len` bytes from word
-    /// `name_at` of [`SpanStack::names`].
+    /// `name_at << 32 | name_len << 2 | tracing << 1 | traced`: its name is `name_len` bytes
+    /// from word `name_at` of [`SpanStack::names`]; `traced`: it has a context (`trace_*`);
+    /// `tracing`: it is an entry of a `tracing` span (key and id in `trace_*`).
     pub(crate) meta: AtomicU64,
+}
+
+/// `meta` bit: the entry has a 16-byte context.
+pub(crate) const META_TRACED: u64 = 1;
+/// `meta` bit: the entry is a `tracing` span's (a TracingSpan record).
+pub(crate) const META_TRACING: u64 = 2;
+
+/// The name length of an entry's `meta`.
+#[inline(always)]
+pub(crate) const fn meta_len(m: u64) -> usize {
+    ((m as u32) >> 2) as usize
 }
 
 /// See the module docs.
@@ -97,7 +109,7 @@ impl SpanStack {
             None => 0,
             Some(top) => {
                 let m = self.entries[top].meta.load(Ordering::Relaxed);
-                (m >> 32) as usize + (((m as u32) >> 1) as usize).div_ceil(8)
+                (m >> 32) as usize + meta_len(m).div_ceil(8)
             }
         }
     }
@@ -116,6 +128,24 @@ impl SpanStack {
         ctx: Option<TraceContext>,
         name: &[u8],
     ) {
+        self.push_kind(depth, at, id, start, parent, ctx, false, name)
+    }
+
+    /// [`push`](Self::push), for an entry of a `tracing` span when `tracing` (then `ctx` holds
+    /// its key and id). Owning thread only.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push_kind(
+        &self,
+        depth: usize,
+        at: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        ctx: Option<TraceContext>,
+        tracing: bool,
+        name: &[u8],
+    ) {
         let e = &self.entries[depth];
         // Relaxed: published by the Release store of `id` below (see the module docs).
         e.start.store(start, Ordering::Relaxed);
@@ -129,7 +159,10 @@ impl SpanStack {
             None => 0,
         };
         e.meta.store(
-            (at as u64) << 32 | (name.len() as u64) << 1 | traced,
+            (at as u64) << 32
+                | (name.len() as u64) << 2
+                | if tracing { META_TRACING } else { 0 }
+                | traced,
             Ordering::Relaxed,
         );
         store_name(&self.names[at..], name);
@@ -153,7 +186,7 @@ impl SpanStack {
     #[cfg(not(loom))]
     pub(crate) fn name(&self, m: u64) -> &[u8] {
         let at = ((m >> 32) as usize).min(NAME_WORDS);
-        let len = (((m as u32) >> 1) as usize).min((NAME_WORDS - at) * 8);
+        let len = meta_len(m).min((NAME_WORDS - at) * 8);
         // SAFETY: `at * 8 + len` lies within `names` (clamped above), whose words are plain
         // `u64`s in memory (`AtomicU64` has `u64`'s layout). Only the owning thread (the caller)
         // stores to them, so nothing writes while this reads; the flusher's concurrent atomic
@@ -188,7 +221,7 @@ impl SpanStack {
             let lo = e.trace_lo.load(Ordering::Relaxed);
             let m = e.meta.load(Ordering::Relaxed);
             let at = (m >> 32) as usize;
-            let len = ((m as u32) >> 1) as usize;
+            let len = meta_len(m);
             let Some(words) = self.names.get(at..at + len.div_ceil(8)) else {
                 continue;
             };
@@ -206,7 +239,8 @@ impl SpanStack {
             let Ok(name) = std::str::from_utf8(&name) else {
                 continue;
             };
-            let ctx = (m & 1 == 1).then_some(TraceContext { hi, lo });
+            let ctx = (m & META_TRACED != 0).then_some(TraceContext { hi, lo });
+            let tracing = m & META_TRACING != 0;
             let size = match ctx {
                 None => records::named_span_len(name),
                 Some(_) => records::traced_span_len(name),
@@ -217,7 +251,7 @@ impl SpanStack {
                 span_id: id,
                 parent_span_id: parent,
             };
-            records::fill_span(&mut rec, slot, start as i64, &ext, ctx, name);
+            records::fill_span(&mut rec, slot, start as i64, &ext, ctx, tracing, name);
             out.push(rec);
         }
         out

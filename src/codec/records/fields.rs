@@ -265,8 +265,22 @@ pub fn decode_payload(
         });
     }
     let mut pos = CommonHeader::SIZE;
+    // `__data_loc` strings, as (field index, raw u32), resolved after the fixed part.
+    let mut locs: [(usize, u32); MAX_FIELDS] = [(0, 0); MAX_FIELDS];
+    let mut n_locs = 0;
     for (i, fd) in def.fields.iter().enumerate() {
         let v = match fd.ty {
+            FieldType::DataLoc => {
+                let b = body(pos).get(..4).ok_or(DecodeError::SizeMismatch {
+                    kind: header.kind,
+                    expected: pos + 4,
+                    found: size,
+                })?;
+                pos += 4;
+                locs[n_locs] = (i, get_u32(b, 0));
+                n_locs += 1;
+                FieldValue::Str("")
+            }
             FieldType::CStr => {
                 let rest = body(pos);
                 let nul = rest
@@ -315,6 +329,22 @@ pub fn decode_payload(
         };
         out.values[i] = v;
     }
+    // The strings follow the fixed part back to back in field order, each with its NUL, so a
+    // record the decoder accepts has one encoding.
+    for &(i, raw) in &locs[..n_locs] {
+        let (off, len) = ((raw & 0xFFFF) as usize, (raw >> 16) as usize);
+        let name = def.fields[i].name;
+        if off != pos || len == 0 || off + len > size {
+            return Err(DecodeError::BadField(name));
+        }
+        let bytes = &body(off)[..len];
+        let (text, nul) = bytes.split_at(len - 1);
+        if nul != [0] || text.contains(&0) {
+            return Err(DecodeError::BadField(name));
+        }
+        out.values[i] = FieldValue::Str(utf8(text)?);
+        pos = off + len;
+    }
     if pos != size {
         return Err(DecodeError::SizeMismatch {
             kind: header.kind,
@@ -323,7 +353,8 @@ pub fn decode_payload(
         });
     }
     if def.shape == Shape::Span {
-        let traced = def.field("trace_id_hi").is_some();
+        // Bit 0 says 16 bytes of context follow the flags: a kind whose next field is a u64.
+        let traced = def.fields.get(4).is_some_and(|f| f.ty == FieldType::U64);
         let want = if traced { SPAN_FLAG_TRACE_CONTEXT } else { 0 };
         if out.unsigned("flags")? != want as u64 {
             return Err(DecodeError::BadField("flags"));

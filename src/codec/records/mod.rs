@@ -24,9 +24,11 @@
 //! ```
 
 mod fields;
+mod tracing;
 mod typed;
 
 pub use fields::*;
+pub use tracing::*;
 pub use typed::*;
 pub(crate) use typed::{clamp_thread_name, thread_info};
 
@@ -71,6 +73,11 @@ const _: () = {
     // Names are the last field of both span kinds (their size is name offset + len + NUL).
     assert!(min_size(K::NAMED_SPAN) == NAMED_NAME + 1);
     assert!(min_size(K::TRACED_SPAN) == TRACED_NAME + 1);
+    // A TracingSpan is laid out as a TracedSpan (key and tracing id in the context's place).
+    assert!(off(K::TRACING_SPAN, "key") == TRACED_HI);
+    assert!(off(K::TRACING_SPAN, "tracing_id") == TRACED_LO);
+    assert!(off(K::TRACING_SPAN, "name") == TRACED_NAME);
+    assert!(min_size(K::TRACING_SPAN) == TRACED_NAME + 1);
     // ThreadInfo ends with the u8 thread_kind right after the name.
     assert!(min_size(K::THREAD_INFO) == THREAD_NAME + 1);
 };
@@ -474,7 +481,7 @@ pub fn write_named_span(
 ) -> Result<usize, EncodeError> {
     let size = named_span_len(name);
     check_name(name, size)?;
-    fill_span(reserve(d, size)?, slot, ts, span, None, name);
+    fill_span(reserve(d, size)?, slot, ts, span, None, false, name);
     Ok(size)
 }
 
@@ -488,6 +495,7 @@ pub(crate) fn fill_span(
     ts: i64,
     span: &SpanExt,
     context: Option<TraceContext>,
+    tracing: bool,
     name: &str,
 ) {
     debug_assert!(!has_nul(name.as_bytes()));
@@ -505,7 +513,13 @@ pub(crate) fn fill_span(
         Some(c) => {
             let (fixed, rest) = d.split_at_mut(TRACED_NAME);
             let fixed: &mut [u8; TRACED_NAME] = fixed.try_into().expect("split at its length");
-            header(fixed, size, K::TRACED_SPAN, slot, ts);
+            // A TracingSpan has the TracedSpan layout: its key and tracing id in the 16 bytes.
+            let kind = if tracing {
+                K::TRACING_SPAN
+            } else {
+                K::TRACED_SPAN
+            };
+            header(fixed, size, kind, slot, ts);
             span_ext(fixed, span, SPAN_FLAG_TRACE_CONTEXT);
             put_u64(fixed, TRACED_HI, c.hi);
             put_u64(fixed, TRACED_LO, c.lo);
@@ -576,7 +590,15 @@ pub fn write_traced_span(
 ) -> Result<usize, EncodeError> {
     let size = traced_span_len(name);
     check_name(name, size)?;
-    fill_span(reserve(d, size)?, slot, ts, span, Some(context), name);
+    fill_span(
+        reserve(d, size)?,
+        slot,
+        ts,
+        span,
+        Some(context),
+        false,
+        name,
+    );
     Ok(size)
 }
 

@@ -72,6 +72,52 @@ pub enum Record<'a> {
         /// Span name.
         name: &'a str,
     },
+    /// Kind 247: one entry of a `tracing` span.
+    TracingSpan {
+        /// Duration and ids.
+        span: SpanExt,
+        /// The span's recording-unique key.
+        key: u64,
+        /// `tracing`'s id of the span.
+        tracing_id: u64,
+        /// Display name.
+        name: &'a str,
+    },
+    /// Kind 248: a `tracing` span's description.
+    TracingSpanInfo {
+        /// The span's key.
+        key: u64,
+        /// `tracing`'s id of the span.
+        tracing_id: u64,
+        /// Level byte ([`level_name`]).
+        level: u8,
+        /// Callsite name.
+        name: &'a str,
+        /// Target.
+        target: &'a str,
+        /// Fields, `k=v` separated by spaces.
+        fields: &'a str,
+    },
+    /// Kind 249: a `tracing` event.
+    TracingEvent {
+        /// The current span's key (0: none).
+        span_key: u64,
+        /// Level byte.
+        level: u8,
+        /// Target.
+        target: &'a str,
+        /// Message.
+        message: &'a str,
+        /// Other fields.
+        fields: &'a str,
+    },
+    /// Kind 250: `follows_from`.
+    TracingFollows {
+        /// The span that follows.
+        key: u64,
+        /// The span it follows.
+        follows_key: u64,
+    },
     /// Kind 255.
     CeLog(CelEvent<'a>),
 }
@@ -94,6 +140,10 @@ impl Record<'_> {
             Record::ThreadInfo { .. } => K::THREAD_INFO,
             Record::Correlation(c) => c.kind(),
             Record::NamedSpan { .. } => K::NAMED_SPAN,
+            Record::TracingSpan { .. } => K::TRACING_SPAN,
+            Record::TracingSpanInfo { .. } => K::TRACING_SPAN_INFO,
+            Record::TracingEvent { .. } => K::TRACING_EVENT,
+            Record::TracingFollows { .. } => K::TRACING_FOLLOWS,
             Record::CeLog(_) => K::CELOG,
         }
     }
@@ -114,6 +164,20 @@ impl Record<'_> {
             Record::ThreadInfo { name, .. } => thread_info_len(name),
             Record::Correlation(c) => correlation::size_of(c.kind()),
             Record::NamedSpan { name, .. } => named_span_len(name),
+            Record::TracingSpan { name, .. } => tracing_span_len(name),
+            Record::TracingSpanInfo {
+                name,
+                target,
+                fields,
+                ..
+            } => tracing_span_info_len(name, target, fields),
+            Record::TracingEvent {
+                target,
+                message,
+                fields,
+                ..
+            } => tracing_event_len(target, message, fields),
+            Record::TracingFollows { .. } => min_size(K::TRACING_FOLLOWS),
             Record::CeLog(ev) => CELOG_EVENT + ev.encoded_len(),
         }
     }
@@ -159,6 +223,30 @@ impl Record<'_> {
                 .write(d))
             }
             Record::NamedSpan { span, name } => write_named_span(d, slot, ts, &span, name),
+            Record::TracingSpan {
+                span,
+                key,
+                tracing_id,
+                name,
+            } => write_tracing_span(d, slot, ts, &span, key, tracing_id, name),
+            Record::TracingSpanInfo {
+                key,
+                tracing_id,
+                level,
+                name,
+                target,
+                fields,
+            } => write_tracing_span_info(d, slot, ts, key, tracing_id, level, name, target, fields),
+            Record::TracingEvent {
+                span_key,
+                level,
+                target,
+                message,
+                fields,
+            } => write_tracing_event(d, slot, ts, span_key, level, target, message, fields),
+            Record::TracingFollows { key, follows_key } => {
+                write_tracing_follows(d, slot, ts, key, follows_key)
+            }
             Record::CeLog(ev) => write_celog_record(d, slot, ts, &ev),
         }
     }
@@ -223,6 +311,31 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
         K::NAMED_SPAN => Record::NamedSpan {
             span: span(&r)?,
             name: r.string("name")?,
+        },
+        K::TRACING_SPAN => Record::TracingSpan {
+            span: span(&r)?,
+            key: r.unsigned("key")?,
+            tracing_id: r.unsigned("tracing_id")?,
+            name: r.string("name")?,
+        },
+        K::TRACING_SPAN_INFO => Record::TracingSpanInfo {
+            key: r.unsigned("key")?,
+            tracing_id: r.unsigned("tracing_id")?,
+            level: r.unsigned("level")? as u8,
+            name: r.string("name")?,
+            target: r.string("target")?,
+            fields: r.string("fields")?,
+        },
+        K::TRACING_EVENT => Record::TracingEvent {
+            span_key: r.unsigned("span_key")?,
+            level: r.unsigned("level")? as u8,
+            target: r.string("target")?,
+            message: r.string("message")?,
+            fields: r.string("fields")?,
+        },
+        K::TRACING_FOLLOWS => Record::TracingFollows {
+            key: r.unsigned("key")?,
+            follows_key: r.unsigned("follows_key")?,
         },
         K::CELOG => Record::CeLog(celog::decode_event(r.payload)?.0),
         k if correlation::covers(k) => Record::Correlation(correlation::decode(record)?.instant),

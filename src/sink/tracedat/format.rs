@@ -156,6 +156,7 @@ fn c_type(ty: FieldType) -> &'static str {
         FieldType::I64 => "s64",
         FieldType::CStr | FieldType::LenStr(_) => "char",
         FieldType::Rest => "unsigned char",
+        FieldType::DataLoc => "__data_loc char[]",
     }
 }
 
@@ -167,7 +168,7 @@ fn conversion(ty: FieldType) -> &'static str {
         FieldType::I64 => "%lld",
         FieldType::CStr => "%s",
         FieldType::LenStr(_) => "%.*s",
-        FieldType::Rest => "%s",
+        FieldType::Rest | FieldType::DataLoc => "%s",
     }
 }
 
@@ -203,11 +204,17 @@ fn describe(def: &KindDef) -> Result<(String, Vec<Piece>), FormatError> {
                     "\tfield:{} {};\toffset:{off};\tsize:{size};\tsigned:{};",
                     c_type(ty),
                     fd.name,
-                    u8::from(ty.is_signed())
+                    // As the kernel declares its `__data_loc char[]` strings: signed.
+                    u8::from(ty.is_signed() || ty == FieldType::DataLoc)
                 );
+                let arg = if ty == FieldType::DataLoc {
+                    format!("__get_str({})", fd.name)
+                } else {
+                    format!("REC->{}", fd.name)
+                };
                 pieces.push(Piece {
                     text: format!("{}={}", fd.name, conversion(ty)),
-                    args: vec![format!("REC->{}", fd.name)],
+                    args: vec![arg],
                 });
                 after_lenstr = None;
             }

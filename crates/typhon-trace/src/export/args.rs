@@ -17,7 +17,8 @@ pub enum Arg<'a> {
     S(std::borrow::Cow<'a, str>),
 }
 
-/// An event's display name: the span's name, "tick", "phase N", or the kind's name.
+/// An event's display name: the span's name, "tick", "phase N", a `tracing` event's message,
+/// "new span NAME" for a `tracing` span's description, "follows_from", or the kind's name.
 ///
 /// ```
 /// use typhon_recorder::codec::records::Record;
@@ -28,9 +29,18 @@ pub enum Arg<'a> {
 pub fn event_name(rec: &[u8]) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
     match records::decode(rec) {
-        Ok((_, Body::NamedSpan { name, .. } | Body::TracedSpan { name, .. })) => {
-            Cow::Borrowed(name)
+        Ok((
+            _,
+            Body::NamedSpan { name, .. }
+            | Body::TracedSpan { name, .. }
+            | Body::TracingSpan { name, .. },
+        )) => Cow::Borrowed(name),
+        // A `tracing` event shows its message (its level and target are arguments).
+        Ok((_, Body::TracingEvent { message, .. })) if !message.is_empty() => {
+            Cow::Borrowed(message)
         }
+        Ok((_, Body::TracingSpanInfo { name, .. })) => Cow::Owned(format!("new span {name}")),
+        Ok((_, Body::TracingFollows { .. })) => Cow::Borrowed("follows_from"),
         Ok((_, Body::TickEnd { .. })) => Cow::Borrowed("tick"),
         Ok((_, Body::PhaseStart { phase } | Body::PhaseEnd { phase })) => {
             Cow::Owned(format!("phase {phase}"))
@@ -89,6 +99,14 @@ pub fn event_args(rec: &[u8]) -> Vec<(&'static str, Arg<'_>)> {
             FieldValue::Bytes(b) => Arg::S(Cow::Owned(hex(b))),
         };
         v.push((f.name, a));
+    }
+    if let Some(FieldValue::Unsigned(l)) = d.get("level") {
+        if d.header.kind == K::TRACING_EVENT || d.header.kind == K::TRACING_SPAN_INFO {
+            v.push((
+                "level_name",
+                Arg::S(Cow::Borrowed(records::level_name(l as u8))),
+            ));
+        }
     }
     if d.header.kind == K::TRACED_SPAN {
         if let (Some(hi), Some(lo)) = (

@@ -334,7 +334,9 @@ impl Engine<'_> {
             Some((Err(_), b)) => {
                 self.stats.negative_times += 1;
                 match b {
-                    Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. } => {
+                    Body::NamedSpan { span, .. }
+                    | Body::TracedSpan { span, .. }
+                    | Body::TracingSpan { span, .. } => {
                         page.saturating_sub(u64::try_from(span.duration_ns).unwrap_or(0))
                     }
                     _ => page,
@@ -358,7 +360,12 @@ impl Engine<'_> {
             rec: Some((r.data.clone(), r.at)),
         };
         match decoded {
-            Some((_, Body::NamedSpan { span, .. } | Body::TracedSpan { span, .. })) => {
+            Some((
+                _,
+                Body::NamedSpan { span, .. }
+                | Body::TracedSpan { span, .. }
+                | Body::TracingSpan { span, .. },
+            )) => {
                 // A negative duration shows as an empty slice; an end past MAX_TIME is held
                 // there (the duration_ns argument keeps the value).
                 let end = ts

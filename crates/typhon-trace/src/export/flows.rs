@@ -34,6 +34,9 @@ pub(super) struct Flows {
     open: FnvMap<(u32, u16), Open>,
     /// The events that can join a flow, per command, until [`Flows::finish`].
     held: FnvMap<Key, HeldEvents>,
+    /// By the key of the span that follows: the TracingFollows instant, held until the span's
+    /// next entry arrives (a link is those two events).
+    follows: FnvMap<u64, Held>,
     next: u64,
 }
 
@@ -65,7 +68,27 @@ fn classify(it: &Item<'_>) -> Option<((u32, u16), u8, Option<u32>)> {
 
 impl Flows {
     /// Passes `it` on to `sink`, or holds it for [`Flows::finish`] when it can join a flow.
-    pub(super) fn step(&mut self, sink: &mut impl Sink, it: Item<'_>) -> io::Result<()> {
+    pub(super) fn step(&mut self, sink: &mut impl Sink, mut it: Item<'_>) -> io::Result<()> {
+        if let Some((rec, _)) = it.rec {
+            match (it.kind, records::decode(rec)) {
+                (Kind::Instant, Ok((_, Body::TracingFollows { key, .. }))) => {
+                    if let Some(old) = self.follows.insert(key, Held::of(&it)) {
+                        sink.item(&old.item(0))?;
+                    }
+                    return Ok(());
+                }
+                (Kind::Slice, Ok((_, Body::TracingSpan { key, .. }))) => {
+                    let Some(h) = self.follows.remove(&key) else {
+                        return sink.item(&it);
+                    };
+                    self.next += 1;
+                    sink.item(&h.item(self.next))?;
+                    it.flow = self.next;
+                    return sink.item(&it);
+                }
+                _ => {}
+            }
+        }
         match classify(&it) {
             None => sink.item(&it),
             Some((key, stage, _)) => {
@@ -103,6 +126,11 @@ impl Flows {
             if let Some(h) = self.open.remove(&key).and_then(|o| o.held) {
                 sink.item(&h.item(0))?;
             }
+        }
+        let mut follows: Vec<(u64, Held)> = self.follows.drain().collect();
+        follows.sort_unstable_by_key(|h| h.0);
+        for (_, h) in follows {
+            sink.item(&h.item(0))?;
         }
         Ok(())
     }

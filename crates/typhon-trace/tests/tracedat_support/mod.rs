@@ -59,6 +59,8 @@ pub fn build(def: &KindDef, slot: u8, ts: i64, seed: u32, long: bool) -> Built {
     }
     let mut off = 12usize;
     let mut duration = 0i64;
+    // `__data_loc` strings: (word offset, text), stored after the fixed part in field order.
+    let mut locs: Vec<(usize, String)> = Vec::new();
     for (i, fd) in def.fields.iter().enumerate() {
         if let Some(o) = fd.offset {
             assert_eq!(o, off, "{}.{} offset", def.name, fd.name);
@@ -71,7 +73,8 @@ pub fn build(def: &KindDef, slot: u8, ts: i64, seed: u32, long: bool) -> Built {
         match fd.ty {
             FieldType::U8 => {
                 // Span flags bit 0 says whether a trace context follows (SPEC §2).
-                let flags = u64::from(def.field("trace_id_hi").is_some());
+                // (a kind whose field after the flags is a u64: TracedSpan, TracingSpan).
+                let flags = u64::from(def.fields.get(4).is_some_and(|f| f.ty == FieldType::U64));
                 let v = forced.unwrap_or(if fd.name == "flags" {
                     flags
                 } else {
@@ -126,6 +129,13 @@ pub fn build(def: &KindDef, slot: u8, ts: i64, seed: u32, long: bool) -> Built {
                 }
                 expect.push(format!("{}={t}", fd.name));
             }
+            FieldType::DataLoc => {
+                let t = text(fd.name);
+                expect.push(format!("{}={t}", fd.name));
+                locs.push((off, t));
+                put(&mut b, off, &[0; 4]);
+                off += 4;
+            }
             FieldType::Rest => {
                 let data: Vec<u8> = (0..if long { 150u32 } else { 6 })
                     .map(|k| (k * 7 + seed) as u8)
@@ -140,6 +150,13 @@ pub fn build(def: &KindDef, slot: u8, ts: i64, seed: u32, long: bool) -> Built {
                 off += ev.len();
             }
         }
+    }
+    for (word, t) in locs {
+        let loc = (t.len() as u32 + 1) << 16 | off as u32;
+        put(&mut b, word, &loc.to_le_bytes());
+        put(&mut b, off, t.as_bytes());
+        put(&mut b, off + t.len(), &[0]);
+        off += t.len() + 1;
     }
     let size = b.len();
     assert!(size >= def.min_size, "{}", def.name);

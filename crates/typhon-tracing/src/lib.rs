@@ -1,0 +1,315 @@
+//! A [`tracing_subscriber::Layer`] that records `tracing` spans and events into the running
+//! typhon-recorder recording (SPEC §12).
+//!
+//! - Each enter → exit of a span on a thread is one TracingSpan record of that thread, nested
+//!   with its other spans (those of `typhon_recorder::span` too); a span entered on several
+//!   threads (an async task) gives one record per entry, all with the span's key.
+//! - A span's name, target, level and fields are encoded once, when it is created (and again
+//!   for `Span::record`), into a TracingSpanInfo record; the entry records carry the display
+//!   name and the key only, so enter and exit format nothing.
+//! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
+//!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
+//!   aggregate per system.
+//! - Events give TracingEvent records (level, target, message, fields, the current span's
+//!   key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
+//!
+//! A complete program:
+//!
+//! ```
+//! # let _g = typhon_recorder::doc_lock();
+//! use tracing_subscriber::prelude::*;
+//! use typhon_recorder::{sink::MemorySink, RecorderBuilder};
+//!
+//! let sink = MemorySink::new();
+//! let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+//! let subscriber = tracing_subscriber::registry().with(typhon_tracing::TyphonLayer::new());
+//! tracing::subscriber::with_default(subscriber, || {
+//!     let frame = tracing::info_span!("frame", n = 1);
+//!     let _f = frame.enter();
+//!     tracing::info_span!("system", name = "physics").in_scope(|| {
+//!         tracing::info!(bodies = 3, "stepped");
+//!     });
+//! });
+//! let stats = rec.finish().unwrap();
+//! // ThreadInfo, 2 span infos, 1 event, 2 entries.
+//! assert_eq!(stats.user_written(), 6);
+//! ```
+//!
+//! With Bevy, return it from `LogPlugin::custom_layer`:
+//! `custom_layer: |_| Some(Box::new(typhon_tracing::TyphonLayer::new()))`, which takes a
+//! `Box<dyn Layer<Registry> + Send + Sync>`.
+
+#![warn(missing_docs)]
+
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id, Record};
+use tracing_core::{Event, Level, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+use typhon_recorder::bridge;
+
+/// The layer. It holds no state: everything goes into the installed recorder (with none
+/// installed, each hook does nothing but its own formatting at span creation and events).
+///
+/// ```
+/// use tracing_subscriber::{prelude::*, Layer, Registry};
+/// let boxed: Box<dyn Layer<Registry> + Send + Sync> = Box::new(typhon_tracing::TyphonLayer::new());
+/// let _subscriber = tracing_subscriber::registry().with(boxed);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TyphonLayer {
+    _private: (),
+}
+
+impl TyphonLayer {
+    /// A layer recording into whatever recorder is installed.
+    ///
+    /// ```
+    /// let _layer = typhon_tracing::TyphonLayer::new();
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// What a span keeps in its extensions: written once at its creation.
+struct SpanData {
+    key: u64,
+    /// The name its entries show.
+    display: Box<str>,
+    /// Its fields so far, encoded.
+    fields: String,
+}
+
+/// The level byte of the records ([`typhon_recorder::codec::records::level_name`]).
+fn level_byte(l: &Level) -> u8 {
+    match *l {
+        Level::ERROR => 1,
+        Level::WARN => 2,
+        Level::INFO => 3,
+        Level::DEBUG => 4,
+        Level::TRACE => 5,
+    }
+}
+
+/// Collects fields as `k=v` pairs separated by spaces (strings quoted and escaped by `Debug`),
+/// the `message` field apart when `message` is given, and the `name` field's text.
+struct Fields<'a> {
+    out: &'a mut String,
+    message: Option<&'a mut String>,
+    name: Option<String>,
+}
+
+impl Fields<'_> {
+    fn key(&mut self, field: &Field) {
+        if !self.out.is_empty() {
+            self.out.push(' ');
+        }
+        self.out.push_str(field.name());
+        self.out.push('=');
+    }
+}
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "name" {
+            self.name = Some(value.to_owned());
+        }
+        if field.name() == "message" {
+            if let Some(m) = self.message.as_deref_mut() {
+                m.push_str(value);
+                return;
+            }
+        }
+        self.key(field);
+        let _ = write!(self.out, "{value:?}");
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.key(field);
+        let _ = write!(self.out, "{value}");
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.key(field);
+        let _ = write!(self.out, "{value}");
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.key(field);
+        let _ = write!(self.out, "{value}");
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.key(field);
+        let _ = write!(self.out, "{value}");
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            if let Some(m) = self.message.as_deref_mut() {
+                let _ = write!(m, "{value:?}");
+                return;
+            }
+        }
+        let start = self.out.len();
+        self.key(field);
+        let at = self.out.len();
+        let _ = write!(self.out, "{value:?}");
+        if field.name() == "name" {
+            // `name = %system` (a Display value) or another Debug value.
+            self.name = Some(self.out[at..].to_owned());
+        }
+        let _ = start;
+    }
+}
+
+/// `s` with its NUL bytes (which end strings in the file's readers) replaced, so a record is
+/// written rather than refused.
+fn no_nul(s: &mut String) {
+    if s.contains('\0') {
+        *s = s.replace('\0', "\u{FFFD}");
+    }
+}
+
+fn display_name(span_name: &str, name_field: Option<String>) -> Box<str> {
+    let mut d = match name_field {
+        Some(n) => format!("{span_name}: {n}"),
+        None => span_name.to_owned(),
+    };
+    no_nul(&mut d);
+    d.into_boxed_str()
+}
+
+thread_local! {
+    /// An event's message and fields, reused so that events do not allocate once warm.
+    static EVENT_BUF: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+}
+
+impl<S> Layer<S> for TyphonLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = attrs.metadata();
+        let mut fields = String::new();
+        let mut v = Fields {
+            out: &mut fields,
+            message: None,
+            name: None,
+        };
+        attrs.record(&mut v);
+        let display = display_name(meta.name(), v.name);
+        no_nul(&mut fields);
+        let key = bridge::next_key();
+        let _ = bridge::span_info(
+            key,
+            id.into_u64(),
+            level_byte(meta.level()),
+            meta.name(),
+            meta.target(),
+            &fields,
+        );
+        span.extensions_mut().insert(SpanData {
+            key,
+            display,
+            fields,
+        });
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let mut ext = span.extensions_mut();
+        let Some(d) = ext.get_mut::<SpanData>() else {
+            return;
+        };
+        let mut v = Fields {
+            out: &mut d.fields,
+            message: None,
+            name: None,
+        };
+        values.record(&mut v);
+        if let Some(n) = v.name {
+            d.display = display_name(meta.name(), Some(n));
+        }
+        no_nul(&mut d.fields);
+        // The whole description again, with every field so far: a reader keeps the last.
+        let _ = bridge::span_info(
+            d.key,
+            id.into_u64(),
+            level_byte(meta.level()),
+            meta.name(),
+            meta.target(),
+            &d.fields,
+        );
+    }
+
+    fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
+        let key = |id: &Id| {
+            ctx.span(id)
+                .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
+        };
+        if let (Some(a), Some(b)) = (key(id), key(follows)) {
+            bridge::follows(a, b);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let span_key = ctx
+            .event_span(event)
+            .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
+            .unwrap_or(0);
+        let write = |msg: &mut String, fields: &mut String| {
+            msg.clear();
+            fields.clear();
+            let mut v = Fields {
+                out: fields,
+                message: Some(msg),
+                name: None,
+            };
+            event.record(&mut v);
+            no_nul(msg);
+            no_nul(fields);
+            let _ = bridge::event(
+                span_key,
+                level_byte(meta.level()),
+                meta.target(),
+                msg,
+                fields,
+            );
+        };
+        // A field's Debug that itself logs finds the buffers taken: it gets its own.
+        let done = EVENT_BUF
+            .try_with(|b| match b.try_borrow_mut() {
+                Ok(mut b) => {
+                    let (m, f) = &mut *b;
+                    write(m, f);
+                    true
+                }
+                Err(_) => false,
+            })
+            .unwrap_or(false);
+        if !done {
+            write(&mut String::new(), &mut String::new());
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id) {
+            if let Some(d) = span.extensions().get::<SpanData>() {
+                bridge::enter(&d.display, d.key, id.into_u64());
+            }
+        }
+    }
+
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+        // The thread's stack knows the entry by its `tracing` id: no lookup here.
+        bridge::exit(id.into_u64());
+    }
+}

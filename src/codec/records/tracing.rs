@@ -1,0 +1,235 @@
+//! Encoders of the records a `tracing` layer writes (SPEC §12): TracingSpan (one entry of a
+//! span, laid out as a TracedSpan), TracingSpanInfo, TracingEvent and TracingFollows. The info
+//! and event records carry their strings as the kernel's `__data_loc char[]` fields do, so
+//! trace-cmd prints them.
+
+use super::{fill_span, has_nul, reserve, SpanExt, TraceContext, TRACED_NAME};
+use crate::codec::kinds::{min_size, off};
+use crate::codec::{header, put_u32, put_u64, EncodeError, TraceEventKind as K};
+
+const INFO_FIXED: usize = min_size(K::TRACING_SPAN_INFO) - 3;
+const EVENT_FIXED: usize = min_size(K::TRACING_EVENT) - 3;
+const FOLLOWS_SIZE: usize = min_size(K::TRACING_FOLLOWS);
+
+/// `tracing`'s levels as a byte: 1 error, 2 warn, 3 info, 4 debug, 5 trace (0: unknown).
+///
+/// ```
+/// use typhon_recorder::codec::records::level_name;
+/// assert_eq!(level_name(3), "INFO");
+/// assert_eq!(level_name(9), "?");
+/// ```
+pub const fn level_name(level: u8) -> &'static str {
+    match level {
+        1 => "ERROR",
+        2 => "WARN",
+        3 => "INFO",
+        4 => "DEBUG",
+        5 => "TRACE",
+        _ => "?",
+    }
+}
+
+/// Size of a TracingSpan record: `54 + name.len()`, as a TracedSpan.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::records::tracing_span_len("ab"), 56);
+/// ```
+#[inline]
+pub const fn tracing_span_len(name: &str) -> usize {
+    TRACED_NAME + name.len() + 1
+}
+
+/// Writes a TracingSpan record: one entry of the `tracing` span of recording-unique `key` and
+/// `tracing` id `tracing_id`, displayed as `name`; `ts` is the entry's start.
+///
+/// # Errors
+/// [`EncodeError::NameHasNul`], [`EncodeError::RecordTooLarge`], [`EncodeError::DstTooSmall`]
+/// as [`write_traced_span`](super::write_traced_span).
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 80];
+/// let span = SpanExt { duration_ns: 1, span_id: 2, parent_span_id: 0 };
+/// let n = write_tracing_span(&mut d, 1, 0, &span, 9, 3, "system: physics").unwrap();
+/// let (_, r) = decode(&d[..n]).unwrap();
+/// assert_eq!(r, Record::TracingSpan { span, key: 9, tracing_id: 3, name: "system: physics" });
+/// ```
+pub fn write_tracing_span(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span: &SpanExt,
+    key: u64,
+    tracing_id: u64,
+    name: &str,
+) -> Result<usize, EncodeError> {
+    let size = tracing_span_len(name);
+    if has_nul(name.as_bytes()) {
+        return Err(EncodeError::NameHasNul);
+    }
+    if size > crate::codec::CommonHeader::MAX_RECORD {
+        return Err(EncodeError::RecordTooLarge(size));
+    }
+    let ctx = TraceContext {
+        hi: key,
+        lo: tracing_id,
+    };
+    fill_span(reserve(d, size)?, slot, ts, span, Some(ctx), true, name);
+    Ok(size)
+}
+
+/// Writes `strs` back to back from `at` (each NUL-terminated) and their `__data_loc` words at
+/// `locs`; the caller sized `d` from them and checked them for NULs.
+fn put_strings(d: &mut [u8], mut at: usize, locs: &[usize], strs: &[&str]) {
+    for (&loc, s) in locs.iter().zip(strs) {
+        let len = s.len() + 1;
+        put_u32(d, loc, (len as u32) << 16 | at as u32);
+        d[at..at + s.len()].copy_from_slice(s.as_bytes());
+        d[at + s.len()] = 0;
+        at += len;
+    }
+}
+
+fn check_strings(fixed: usize, strs: &[&str]) -> Result<usize, EncodeError> {
+    let mut size = fixed;
+    for s in strs {
+        if has_nul(s.as_bytes()) {
+            return Err(EncodeError::NameHasNul);
+        }
+        size += s.len() + 1;
+    }
+    // A `__data_loc` word holds 16-bit offsets and lengths, and a record is at most 65534 bytes.
+    if size > crate::codec::CommonHeader::MAX_RECORD {
+        return Err(EncodeError::RecordTooLarge(size));
+    }
+    Ok(size)
+}
+
+/// Size of a TracingSpanInfo record with these strings (each with its NUL).
+///
+/// ```
+/// use typhon_recorder::codec::records::tracing_span_info_len;
+/// assert_eq!(tracing_span_info_len("a", "b", ""), 41 + 2 + 2 + 1);
+/// ```
+pub const fn tracing_span_info_len(name: &str, target: &str, fields: &str) -> usize {
+    INFO_FIXED + name.len() + target.len() + fields.len() + 3
+}
+
+/// Writes a TracingSpanInfo record: the span `key` (its `tracing` id `tracing_id`), its level
+/// byte ([`level_name`]), its callsite name, target and fields (`k=v` pairs separated by
+/// spaces, string values quoted and escaped as Rust's `Debug` does).
+///
+/// # Errors
+/// [`EncodeError::NameHasNul`] if a string holds a NUL, [`EncodeError::RecordTooLarge`] past
+/// 65534 bytes, [`EncodeError::DstTooSmall`] if `d` is shorter than [`tracing_span_info_len`].
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 128];
+/// let n = write_tracing_span_info(&mut d, 1, 0, 9, 3, 3, "system", "bevy", "name=\"physics\"")
+///     .unwrap();
+/// let r = decode_fields(&d[..n]).unwrap();
+/// assert_eq!(r.get("fields"), Some(FieldValue::Str("name=\"physics\"")));
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn write_tracing_span_info(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+    tracing_id: u64,
+    level: u8,
+    name: &str,
+    target: &str,
+    fields: &str,
+) -> Result<usize, EncodeError> {
+    let strs = [name, target, fields];
+    let size = check_strings(INFO_FIXED, &strs)?;
+    let d = reserve(d, size)?;
+    header(d, size, K::TRACING_SPAN_INFO, slot, ts);
+    put_u64(d, off(K::TRACING_SPAN_INFO, "key"), key);
+    put_u64(d, off(K::TRACING_SPAN_INFO, "tracing_id"), tracing_id);
+    d[off(K::TRACING_SPAN_INFO, "level")] = level;
+    let locs = [
+        off(K::TRACING_SPAN_INFO, "name"),
+        off(K::TRACING_SPAN_INFO, "target"),
+        off(K::TRACING_SPAN_INFO, "fields"),
+    ];
+    put_strings(d, INFO_FIXED, &locs, &strs);
+    Ok(size)
+}
+
+/// Size of a TracingEvent record with these strings.
+///
+/// ```
+/// use typhon_recorder::codec::records::tracing_event_len;
+/// assert_eq!(tracing_event_len("t", "hi", ""), 33 + 2 + 3 + 1);
+/// ```
+pub const fn tracing_event_len(target: &str, message: &str, fields: &str) -> usize {
+    EVENT_FIXED + target.len() + message.len() + fields.len() + 3
+}
+
+/// Writes a TracingEvent record: inside the span of key `span_key` (0: none), at `level`, with
+/// its target, message and the other fields (as in [`write_tracing_span_info`]).
+///
+/// # Errors
+/// As [`write_tracing_span_info`], with [`tracing_event_len`] as the size.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 128];
+/// let n = write_tracing_event(&mut d, 1, 0, 9, 3, "app", "started", "n=3").unwrap();
+/// let (_, r) = decode(&d[..n]).unwrap();
+/// assert_eq!(r, Record::TracingEvent { span_key: 9, level: 3, target: "app", message: "started", fields: "n=3" });
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn write_tracing_event(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span_key: u64,
+    level: u8,
+    target: &str,
+    message: &str,
+    fields: &str,
+) -> Result<usize, EncodeError> {
+    let strs = [target, message, fields];
+    let size = check_strings(EVENT_FIXED, &strs)?;
+    let d = reserve(d, size)?;
+    header(d, size, K::TRACING_EVENT, slot, ts);
+    put_u64(d, off(K::TRACING_EVENT, "span_key"), span_key);
+    d[off(K::TRACING_EVENT, "level")] = level;
+    let locs = [
+        off(K::TRACING_EVENT, "target"),
+        off(K::TRACING_EVENT, "message"),
+        off(K::TRACING_EVENT, "fields"),
+    ];
+    put_strings(d, EVENT_FIXED, &locs, &strs);
+    Ok(size)
+}
+
+/// Writes a TracingFollows record (28 bytes): the span of key `key` follows from the span of
+/// key `follows_key`.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than 28 bytes.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 28];
+/// write_tracing_follows(&mut d, 1, 0, 5, 4).unwrap();
+/// assert_eq!(decode(&d).unwrap().1, Record::TracingFollows { key: 5, follows_key: 4 });
+/// ```
+pub fn write_tracing_follows(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+    follows_key: u64,
+) -> Result<usize, EncodeError> {
+    let d = reserve(d, FOLLOWS_SIZE)?;
+    header(d, FOLLOWS_SIZE, K::TRACING_FOLLOWS, slot, ts);
+    put_u64(d, off(K::TRACING_FOLLOWS, "key"), key);
+    put_u64(d, off(K::TRACING_FOLLOWS, "follows_key"), follows_key);
+    Ok(FOLLOWS_SIZE)
+}

@@ -1,0 +1,223 @@
+//! The writes a `tracing` layer makes (SPEC §12; the layer itself is the `typhon-tracing`
+//! crate): an entry of a span goes on the thread's span stack like any span, so it nests with
+//! the thread's other spans, and is written as a TracingSpan when it exits; a span's name,
+//! target and fields are written once, as a TracingSpanInfo, when it is created and when it
+//! records more fields; events and `follows_from` links are records of their own.
+//!
+//! ```
+//! # let _g = typhon_recorder::doc_lock();
+//! use typhon_recorder::{bridge, RecorderBuilder, sink::MemorySink};
+//! let rec = RecorderBuilder::new().sink(MemorySink::new()).start().unwrap();
+//! let key = bridge::next_key();
+//! bridge::span_info(key, 1, 3, "system", "app", "name=\"physics\"").unwrap();
+//! bridge::enter("system: physics", key, 1);
+//! bridge::event(key, 3, "app", "stepped", "n=3").unwrap();
+//! bridge::exit(1);
+//! // ThreadInfo, the info, the event and the entry.
+//! assert_eq!(rec.finish().unwrap().user_written(), 4);
+//! ```
+
+use crate::codec::records::{self, TraceContext};
+use crate::codec::{self, TraceEventKind as K};
+use crate::session::*;
+use crate::write::stack::META_TRACING;
+use crate::write::writer::*;
+use crate::write::WriteError;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+
+/// A key no other span of this process has had: `tracing` reuses a closed span's id, so a
+/// recording ties a span's entries, description and links by this key instead. One shared
+/// atomic add: a layer calls it when a span is created, never on enter or exit.
+///
+/// ```
+/// let a = typhon_recorder::bridge::next_key();
+/// assert!(typhon_recorder::bridge::next_key() > a);
+/// ```
+pub fn next_key() -> u64 {
+    // Relaxed: only uniqueness is needed.
+    NEXT_KEY.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Opens an entry of the `tracing` span `key` (`tracing` id `tracing_id`) on this thread,
+/// displayed as `name`: it nests under the thread's innermost open span, like [`crate::span`].
+/// Returns whether it was opened: `false` when nothing is recorded (no recorder, TracingSpan
+/// filtered, no slot) or when it is refused (a NUL in `name`, a record too large for a page, a
+/// full span stack: counted as refused).
+///
+/// ```
+/// assert!(!typhon_recorder::bridge::enter("x", 1, 1)); // no recorder installed
+/// ```
+#[inline]
+pub fn enter(name: &str, key: u64, tracing_id: u64) -> bool {
+    if cfg!(feature = "compile-out") {
+        return false;
+    }
+    let state = kind_state(K::TRACING_SPAN);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
+        return false;
+    }
+    let size = records::tracing_span_len(name);
+    if records::has_nul(name.as_bytes()) || size > codec::CommonHeader::MAX_RECORD {
+        let _ = refused(WriteError::Invalid(String::new()));
+        return false;
+    }
+    let ctx = TraceContext {
+        hi: key,
+        lo: tracing_id,
+    };
+    with_writer(|w| w.open_span(name, Some(ctx), None, size, true).is_ok()).unwrap_or(false)
+}
+
+/// Ends this thread's innermost open entry of the span with `tracing` id `tracing_id` (and the
+/// spans opened inside it that are still open, as a guard dropped out of order does). Nothing
+/// happens when the thread has no such entry open (it was not recorded, or it ended with a
+/// span that enclosed it).
+///
+/// ```
+/// typhon_recorder::bridge::exit(1); // no recorder installed: nothing to end
+/// ```
+#[inline]
+pub fn exit(tracing_id: u64) {
+    if cfg!(feature = "compile-out") {
+        return;
+    }
+    with_writer(|w| {
+        let found = (0..w.depth).rev().find(|&i| {
+            let e = &w.stack.entries[i];
+            // Relaxed: this thread stored them.
+            e.meta.load(Ordering::Relaxed) & META_TRACING != 0
+                && e.trace_lo.load(Ordering::Relaxed) == tracing_id
+        });
+        if let Some(i) = found {
+            let end = w.clock.raw();
+            if i + 1 == w.depth {
+                w.end_innermost(end);
+            } else {
+                w.end_spans_from(i, end);
+            }
+        }
+    });
+}
+
+/// Writes a record of `size` bytes filled by `fill` if `kind` is recorded and it fits.
+fn write_var(
+    kind: K,
+    size: usize,
+    strs: &[&str],
+    fill: impl FnOnce(&mut [u8], u8, i64),
+) -> Result<(), WriteError> {
+    if cfg!(feature = "compile-out") {
+        return Ok(());
+    }
+    if strs.iter().any(|s| records::has_nul(s.as_bytes())) {
+        return Err(refused(WriteError::Invalid(format!(
+            "a {kind} string contains a NUL byte"
+        ))));
+    }
+    if size > codec::CommonHeader::MAX_RECORD {
+        return Err(refused(WriteError::TooLarge {
+            size,
+            max: codec::CommonHeader::MAX_RECORD,
+        }));
+    }
+    let state = kind_state(kind);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
+        return Ok(());
+    }
+    with_writer(|w| {
+        if size > w.core.max_record {
+            w.refuse();
+            return Err(WriteError::TooLarge {
+                size,
+                max: w.core.max_record,
+            });
+        }
+        let t = w.ts(None) as i64;
+        let slot = w.slot;
+        w.put(size, |d| fill(d, slot, t));
+        Ok(())
+    })
+    .unwrap_or(Ok(()))
+}
+
+/// Writes a TracingSpanInfo: span `key`'s level byte
+/// ([`level_name`](crate::codec::records::level_name)), callsite name, target and fields.
+///
+/// # Errors
+/// [`WriteError::Invalid`] for a string with a NUL, [`WriteError::TooLarge`] for a record
+/// larger than 65534 bytes or than the running recorder's pages; each counted as refused while
+/// a recorder runs.
+///
+/// ```
+/// typhon_recorder::bridge::span_info(1, 1, 3, "load", "app", "file=\"a.png\"").unwrap();
+/// assert!(typhon_recorder::bridge::span_info(1, 1, 3, "lo\0ad", "app", "").is_err());
+/// ```
+pub fn span_info(
+    key: u64,
+    tracing_id: u64,
+    level: u8,
+    name: &str,
+    target: &str,
+    fields: &str,
+) -> Result<(), WriteError> {
+    let size = records::tracing_span_info_len(name, target, fields);
+    write_var(
+        K::TRACING_SPAN_INFO,
+        size,
+        &[name, target, fields],
+        |d, slot, t| {
+            let r = records::write_tracing_span_info(
+                d, slot, t, key, tracing_id, level, name, target, fields,
+            );
+            debug_assert!(r.is_ok(), "checked span info failed to encode: {r:?}");
+        },
+    )
+}
+
+/// Writes a TracingEvent inside the span of key `span_key` (0: none).
+///
+/// # Errors
+/// As [`span_info`].
+///
+/// ```
+/// typhon_recorder::bridge::event(0, 2, "app", "disk almost full", "free=12").unwrap();
+/// ```
+pub fn event(
+    span_key: u64,
+    level: u8,
+    target: &str,
+    message: &str,
+    fields: &str,
+) -> Result<(), WriteError> {
+    let size = records::tracing_event_len(target, message, fields);
+    write_var(
+        K::TRACING_EVENT,
+        size,
+        &[target, message, fields],
+        |d, slot, t| {
+            let r =
+                records::write_tracing_event(d, slot, t, span_key, level, target, message, fields);
+            debug_assert!(r.is_ok(), "checked event failed to encode: {r:?}");
+        },
+    )
+}
+
+/// Writes a TracingFollows: span `key` follows from span `follows_key`.
+///
+/// ```
+/// typhon_recorder::bridge::follows(2, 1);
+/// ```
+pub fn follows(key: u64, follows_key: u64) {
+    let size = codec::kinds::min_size_of(K::TRACING_FOLLOWS).unwrap_or(28);
+    let _ = write_var(K::TRACING_FOLLOWS, size, &[], |d, slot, t| {
+        let _ = records::write_tracing_follows(d, slot, t, key, follows_key);
+    });
+}
