@@ -347,39 +347,16 @@ pub fn write_record(
             ))));
         }
     }
-    if cfg!(feature = "compile-out") {
-        return Ok(());
-    }
-    let state = kind_state(kind);
-    if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
+    put_variable(kind, size, ts, |d, slot, t| {
+        codec::CommonHeader {
+            size: size as u16,
+            kind,
+            slot,
+            timestamp: t,
         }
-        return Ok(());
-    }
-    with_writer(|w| {
-        if size > w.core.max_record {
-            w.refuse();
-            return Err(WriteError::TooLarge {
-                size,
-                max: w.core.max_record,
-            });
-        }
-        let t = w.ts(ts) as i64;
-        let slot = w.slot;
-        w.put(size, |d| {
-            codec::CommonHeader {
-                size: size as u16,
-                kind,
-                slot,
-                timestamp: t,
-            }
-            .write(d);
-            d[codec::CommonHeader::SIZE..size].copy_from_slice(payload);
-        });
-        Ok(())
+        .write(d);
+        d[codec::CommonHeader::SIZE..size].copy_from_slice(payload);
     })
-    .unwrap_or(Ok(()))
 }
 
 /// CeLogSetZones: which CeLog zones are recorded. An event is recorded iff

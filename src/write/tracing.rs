@@ -125,27 +125,7 @@ fn write_var(
             max: codec::CommonHeader::MAX_RECORD,
         }));
     }
-    let state = kind_state(kind);
-    if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
-        }
-        return Ok(());
-    }
-    with_writer(|w| {
-        if size > w.core.max_record {
-            w.refuse();
-            return Err(WriteError::TooLarge {
-                size,
-                max: w.core.max_record,
-            });
-        }
-        let t = w.ts(None) as i64;
-        let slot = w.slot;
-        w.put(size, |d| fill(d, slot, t));
-        Ok(())
-    })
-    .unwrap_or(Ok(()))
+    put_variable(kind, size, None, fill)
 }
 
 /// Writes a TracingSpanInfo: span `key`'s level byte

@@ -377,3 +377,40 @@ pub(crate) fn refused(e: WriteError) -> WriteError {
     }
     e
 }
+
+/// Writes a variable-size record of `size` bytes (checked by the caller against the u16 size
+/// field), filled by `fill(record, slot, timestamp)`: the gate (nothing while disabled; a
+/// filtered kind is counted), then the running recorder's page limit (a larger record is
+/// refused and counted), then the thread's ring. `ts` is a caller timestamp in raw ticks,
+/// `None` to read the clock. The one path of `write_record` and the `tracing` bridge.
+pub(crate) fn put_variable(
+    kind: TraceEventKind,
+    size: usize,
+    ts: Option<u64>,
+    fill: impl FnOnce(&mut [u8], u8, i64),
+) -> Result<(), WriteError> {
+    if cfg!(feature = "compile-out") {
+        return Ok(());
+    }
+    let state = kind_state(kind);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
+        return Ok(());
+    }
+    with_writer(|w| {
+        if size > w.core.max_record {
+            w.refuse();
+            return Err(WriteError::TooLarge {
+                size,
+                max: w.core.max_record,
+            });
+        }
+        let t = w.ts(ts) as i64;
+        let slot = w.slot;
+        w.put(size, |d| fill(d, slot, t));
+        Ok(())
+    })
+    .unwrap_or(Ok(()))
+}
