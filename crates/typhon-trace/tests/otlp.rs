@@ -295,3 +295,55 @@ fn the_official_classes_decode_every_span_event_id_and_time_of_the_recording() {
 fn instant(e: &Expected, name: &str) -> u64 {
     e.instants.iter().find(|i| i.0 == name).unwrap().1
 }
+
+/// `n` commands (received, admitted, a traced span holding a span and the consumption, the
+/// egress) and `n` frames of three nested spans each, on one thread.
+fn record_load(path: &Path, n: u32) {
+    let rec = RecorderBuilder::new()
+        .output(path)
+        .ring_bytes(16 << 20)
+        .start()
+        .unwrap();
+    assert!(typhon_recorder::register_thread());
+    for i in 0..n {
+        let (session, seq) = (i % 8, i as u16);
+        typhon_recorder::ingress_received(session, seq, 0, 64);
+        typhon_recorder::ingress_admitted(session, seq, 0, i);
+        {
+            let _a =
+                typhon_recorder::traced_span("apply", TraceContext::from_command(session, i, seq));
+            let _v = typhon_recorder::span("validate");
+            typhon_recorder::command_consumed(session, seq, 1);
+        }
+        typhon_recorder::egress_sent(session, i, 100, 1);
+        let _f = typhon_recorder::span("frame");
+        let _g = typhon_recorder::span("simulate");
+        let _h = typhon_recorder::span("step");
+    }
+    let s = rec.finish().unwrap();
+    assert_eq!(s.total_missed(), 0);
+}
+
+#[test]
+fn memory_holds_what_is_open_not_the_recording() {
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-bounded");
+    let mut runs = Vec::new();
+    for n in [1000u32, 4000] {
+        let dat = dir.join(format!("load-{n}.dat"));
+        record_load(&dat, n);
+        let (_, s) = export(&dat, false, &OtlpOptions::new("load"));
+        assert_eq!(s.spans_written, u64::from(n) * 6, "{s:?}");
+        assert_eq!(s.events, u64::from(n) * 4);
+        assert_eq!((s.orphans, s.split, s.egress_unjoined), (0, 0, 0));
+        runs.push(s);
+    }
+    // Four times the recording, the same open work: a frame's two children, one command.
+    assert_eq!(runs[0].peak_waiting, runs[1].peak_waiting);
+    assert_eq!(runs[0].peak_commands, runs[1].peak_commands);
+    assert!(
+        runs[1].peak_waiting <= 2 && runs[1].peak_commands <= 1,
+        "{:?}",
+        runs[1]
+    );
+}

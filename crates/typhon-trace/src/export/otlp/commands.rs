@@ -5,9 +5,12 @@
 //! sets status ERROR with the reason.
 //!
 //! A command is held from its first instant until it is over: dropped; consumed and its egress
-//! (EgressSent of its session at its drain tick, or a later tick) seen; or no event of it for
-//! [`HORIZON_NS`] of recording time; and at most [`MAX_OPEN`] are held (the oldest go first),
-//! so memory is the commands in flight, not the recording.
+//! seen (the first EgressSent of its session at its drain tick joins it; one at a later tick
+//! means it will get none); or no event of it for [`HORIZON_NS`] of recording time; and at most
+//! [`MAX_OPEN`] are held (the oldest go first), so memory is the commands in flight, not the
+//! recording. An EgressSent finds its commands through an index by (session, drain tick), so
+//! each command is looked at by at most one EgressSent: O(log n) per record whatever the file.
+//! (Ticks are compared as numbers: a u32 tick counter at 60 Hz wraps after two years.)
 
 use super::super::args::{event_args, event_name, Arg};
 use super::super::fnv::FnvMap;
@@ -15,7 +18,7 @@ use super::batch::Batch;
 use super::values::{kv_int, kv_str, kv_u64, span, trace_id, Clock, ThreadId};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, span::SpanKind, status, Status};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::io;
 use typhon_recorder::codec::correlation::{CorrelationInstant as C, IngressDropReason};
 use typhon_recorder::codec::records::TraceContext;
@@ -42,6 +45,7 @@ struct Cmd {
     thread: ThreadId,
     events: Vec<Event>,
     consumed: bool,
+    /// Its egress joined it, or one of a later tick passed it.
     egress: bool,
     dropped: Option<IngressDropReason>,
 }
@@ -51,7 +55,8 @@ type Key = (u32, u16);
 #[derive(Default)]
 pub(super) struct Commands {
     open: FnvMap<Key, Cmd>,
-    by_session: FnvMap<u32, Vec<u16>>,
+    /// Per session, the open commands with a drain tick still waiting for their egress.
+    awaiting: FnvMap<u32, BTreeSet<(u32, u16)>>,
     /// Open commands in the order they started (entries of written ones are skipped).
     order: VecDeque<(Key, u64)>,
     gen: u64,
@@ -78,17 +83,17 @@ fn event(clock: &Clock, ts: u64, rec: &[u8], thread: &ThreadId) -> Event {
     }
 }
 
-/// Whether tick `a` comes after tick `b` (ticks wrap).
-fn after(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
-}
-
 impl Commands {
     fn entry(&mut self, key: Key, ts: u64, thread: &ThreadId) -> &mut Cmd {
         if !self.open.contains_key(&key) {
             self.gen += 1;
             self.order.push_back((key, self.gen));
-            self.by_session.entry(key.0).or_default().push(key.1);
+            if self.order.len() > 4 * MAX_OPEN.max(self.open.len()) {
+                // Entries of written commands behind a long-lived one: drop them.
+                let open = &self.open;
+                self.order
+                    .retain(|(k, g)| open.get(k).is_some_and(|c| c.gen == *g));
+            }
             self.open.insert(
                 key,
                 Cmd {
@@ -134,9 +139,8 @@ impl Commands {
                 drain_tick,
                 ..
             } => {
-                let c = self.entry((session, seq), ts, thread);
-                c.drain = Some(drain_tick);
-                c.events.push(ev);
+                self.entry((session, seq), ts, thread).events.push(ev);
+                self.set_drain((session, seq), drain_tick);
             }
             C::CommandConsumed { session, seq, .. } => {
                 let c = self.entry((session, seq), ts, thread);
@@ -158,22 +162,30 @@ impl Commands {
                 self.write(out, clock, (session, seq))?;
             }
             C::EgressSent { session, tick, .. } => {
-                let seqs = self.by_session.get(&session).cloned().unwrap_or_default();
+                // The commands of this session admitted for this tick or an earlier one.
+                let due: Vec<(u32, u16)> = match self.awaiting.get_mut(&session) {
+                    Some(a) if tick == u32::MAX => std::mem::take(a).into_iter().collect(),
+                    Some(a) => {
+                        let later = a.split_off(&(tick + 1, 0));
+                        std::mem::replace(a, later).into_iter().collect()
+                    }
+                    None => Vec::new(),
+                };
+                if self.awaiting.get(&session).is_some_and(BTreeSet::is_empty) {
+                    self.awaiting.remove(&session);
+                }
                 let mut joined = false;
-                for seq in seqs {
+                for (drain, seq) in due {
                     let Some(c) = self.open.get_mut(&(session, seq)) else {
                         continue;
                     };
-                    if c.drain == Some(tick) {
+                    c.egress = true;
+                    if drain == tick {
                         joined = true;
-                        c.egress = true;
                         c.last = c.last.max(ts);
                         c.events.push(ev.clone());
-                        if c.consumed {
-                            self.write(out, clock, (session, seq))?;
-                        }
-                    } else if c.consumed && c.drain.is_some_and(|d| after(tick, d)) {
-                        // Its session's egress has moved past its tick without it.
+                    }
+                    if c.consumed {
                         self.write(out, clock, (session, seq))?;
                     }
                 }
@@ -198,8 +210,28 @@ impl Commands {
             return;
         }
         let c = self.entry((session, seq), start, thread);
-        c.drain.get_or_insert(drain);
         c.last = c.last.max(end);
+        if c.drain.is_none() {
+            self.set_drain((session, seq), drain);
+        }
+    }
+
+    /// Gives open command `key` its drain tick, where its egress is awaited.
+    fn set_drain(&mut self, key: Key, drain: u32) {
+        let Some(c) = self.open.get_mut(&key) else {
+            return;
+        };
+        if let Some(old) = c.drain.replace(drain) {
+            if let Some(a) = self.awaiting.get_mut(&key.0) {
+                a.remove(&(old, key.1));
+            }
+        }
+        if !c.egress {
+            self.awaiting
+                .entry(key.0)
+                .or_default()
+                .insert((drain, key.1));
+        }
     }
 
     /// Writes the commands that have waited [`HORIZON_NS`] past their last event by `now`, and
@@ -210,6 +242,7 @@ impl Commands {
         clock: &Clock,
         now: u64,
     ) -> io::Result<()> {
+        out.stats.peak_commands = out.stats.peak_commands.max(self.open.len() as u64);
         while let Some(&(key, gen)) = self.order.front() {
             let stale = match self.open.get(&key) {
                 Some(c) if c.gen == gen => {
@@ -242,10 +275,10 @@ impl Commands {
         let Some(mut c) = self.open.remove(&key) else {
             return Ok(());
         };
-        if let Some(v) = self.by_session.get_mut(&key.0) {
-            v.retain(|&s| s != key.1);
-            if v.is_empty() {
-                self.by_session.remove(&key.0);
+        if let (Some(d), Some(a)) = (c.drain, self.awaiting.get_mut(&key.0)) {
+            a.remove(&(d, key.1));
+            if a.is_empty() {
+                self.awaiting.remove(&key.0);
             }
         }
         let (session, seq) = key;
@@ -285,5 +318,194 @@ impl Commands {
         }
         out.stats.commands += 1;
         out.push(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::otlp::OtlpStats;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use typhon_recorder::codec::correlation as c;
+
+    /// One correlation record at `ts`, written by the codec.
+    fn rec(ts: u64, i: C) -> (u64, Vec<u8>, C) {
+        let mut d = [0u8; 32];
+        let t = ts as i64;
+        match i {
+            C::IngressReceived { session, seq, .. } => {
+                c::write_received(&mut d, 1, t, session, seq, 0, 8)
+            }
+            C::IngressAdmitted {
+                session,
+                seq,
+                drain_tick,
+                ..
+            } => c::write_admitted(&mut d, 1, t, session, seq, 0, drain_tick),
+            C::CommandConsumed { session, seq, .. } => {
+                c::write_consumed(&mut d, 1, t, session, seq, 0)
+            }
+            C::IngressDropped {
+                session,
+                seq,
+                reason,
+            } => c::write_dropped(&mut d, 1, t, session, seq, reason),
+            C::EgressSent { session, tick, .. } => c::write_sent(&mut d, 1, t, session, tick, 1, 1),
+        }
+        let n = c::size_of(c::decode(&d).unwrap().instant.kind());
+        (ts, d[..n].to_vec(), i)
+    }
+
+    fn recv(s: u32, q: u16) -> C {
+        C::IngressReceived {
+            session: s,
+            seq: q,
+            wire_idx: 0,
+            bytes: 8,
+        }
+    }
+    fn adm(s: u32, q: u16, d: u32) -> C {
+        C::IngressAdmitted {
+            session: s,
+            seq: q,
+            wire_idx: 0,
+            drain_tick: d,
+        }
+    }
+    fn cons(s: u32, q: u16) -> C {
+        C::CommandConsumed {
+            session: s,
+            seq: q,
+            sys_idx: 0,
+        }
+    }
+    fn egr(s: u32, t: u32) -> C {
+        C::EgressSent {
+            session: s,
+            tick: t,
+            bytes: 1,
+            acks: 1,
+        }
+    }
+
+    /// Feeds `events` (time, instant) and returns the roots written, in order, as (name, event
+    /// names), with the stats; `expire_at`: an `expire` call at that time after all events.
+    fn run(events: &[(u64, C)], expire_at: Option<u64>) -> (Vec<(String, Vec<String>)>, OtlpStats) {
+        let mut got = Vec::new();
+        let mut out = |r: ExportTraceServiceRequest, _: u64| -> io::Result<()> {
+            for s in &r.resource_spans[0].scope_spans[0].spans {
+                let ev = s.events.iter().map(|e| e.name.clone()).collect();
+                got.push((s.name.clone(), ev));
+            }
+            Ok(())
+        };
+        let stats = {
+            let mut b = Batch {
+                resource: Default::default(),
+                scope: Default::default(),
+                spans: Vec::new(),
+                max: 1,
+                out: &mut out,
+                stats: OtlpStats::default(),
+            };
+            let clock = Clock { anchor: None };
+            let th = ThreadId::default();
+            let mut cmds = Commands::default();
+            for &(ts, i) in events {
+                let (ts, d, i) = rec(ts, i);
+                cmds.instant(&mut b, &clock, (ts, &d, i), &th).unwrap();
+            }
+            if let Some(now) = expire_at {
+                cmds.expire(&mut b, &clock, now).unwrap();
+            } else {
+                cmds.finish(&mut b, &clock).unwrap();
+            }
+            b.flush().unwrap();
+            b.stats
+        };
+        (got, stats)
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_command_is_written_once_consumed_and_its_egress_seen_in_either_order() {
+        let (got, _) = run(
+            &[
+                (1, recv(7, 1)),
+                (2, adm(7, 1, 3)),
+                (4, egr(7, 3)),
+                (5, cons(7, 1)),
+            ],
+            Some(6),
+        );
+        let all = names(&[
+            "IngressReceived",
+            "IngressAdmitted",
+            "EgressSent",
+            "CommandConsumed",
+        ]);
+        assert_eq!(got, vec![("command 7/1".to_string(), all)]);
+        let (got, _) = run(
+            &[
+                (1, recv(7, 1)),
+                (2, adm(7, 1, 3)),
+                (3, cons(7, 1)),
+                (4, egr(7, 3)),
+            ],
+            Some(5),
+        );
+        assert_eq!(got.len(), 1, "written at its egress, before any expiry");
+    }
+
+    #[test]
+    fn a_later_ticks_egress_ends_a_consumed_command_without_joining_it() {
+        let (got, s) = run(
+            &[
+                (1, recv(7, 1)),
+                (2, adm(7, 1, 3)),
+                (3, cons(7, 1)),
+                (4, egr(7, 4)),
+            ],
+            Some(5),
+        );
+        assert_eq!(
+            got[0].1,
+            names(&["IngressReceived", "IngressAdmitted", "CommandConsumed"])
+        );
+        assert_eq!(s.egress_unjoined, 1);
+        // Another session's egress touches nothing.
+        let (got, s) = run(
+            &[
+                (1, recv(7, 1)),
+                (2, adm(7, 1, 3)),
+                (3, cons(7, 1)),
+                (4, egr(8, 3)),
+            ],
+            Some(5),
+        );
+        assert!(got.is_empty());
+        assert_eq!(s.egress_unjoined, 1);
+    }
+
+    #[test]
+    fn a_repeated_ingress_starts_a_new_command_and_stale_ones_expire() {
+        let (got, _) = run(&[(1, recv(7, 1)), (2, recv(7, 1))], None);
+        assert_eq!(got.len(), 2);
+        let (got, _) = run(&[(1, recv(7, 1))], Some(1 + HORIZON_NS + 1));
+        assert_eq!(got.len(), 1, "nothing for longer than the horizon");
+        let (got, _) = run(&[(1, recv(7, 1))], Some(1 + HORIZON_NS));
+        assert!(got.is_empty(), "not before it");
+    }
+
+    #[test]
+    fn no_more_than_max_open_commands_are_held() {
+        let ev: Vec<(u64, C)> = (0..=MAX_OPEN as u32).map(|i| (1, recv(i, 0))).collect();
+        let (got, s) = run(&ev, Some(1));
+        assert_eq!(got.len(), 1, "the oldest goes out");
+        assert_eq!(got[0].0, "command 0/0");
+        assert_eq!(s.peak_commands, MAX_OPEN as u64 + 1);
     }
 }

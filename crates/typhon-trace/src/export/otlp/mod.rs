@@ -150,6 +150,10 @@ pub struct OtlpStats {
     pub negative_times: u64,
     /// The file has no wall-clock anchor: times are its monotonic clock's, not UNIX times.
     pub no_wall_anchor: bool,
+    /// Most spans waiting for their parent at once (the open subtrees).
+    pub peak_waiting: u64,
+    /// Most commands held at once (in flight, or waiting for their egress).
+    pub peak_commands: u64,
 }
 
 /// Reads `file` and hands its spans to `out` as requests of at most `opts.batch` spans, with

@@ -69,6 +69,7 @@ impl Trees {
                     .or_default()
                     .push(Waiting { span, id });
                 self.held += 1;
+                out.stats.peak_waiting = out.stats.peak_waiting.max(self.held as u64);
                 if self.held > MAX_WAITING {
                     out.stats.split += self.release_all(out)?;
                 }
@@ -123,8 +124,9 @@ impl Trees {
                 .copied()
                 .collect();
             if roots.is_empty() {
-                // Parents that wait on each other (a hostile file): break the cycle.
-                roots.extend(self.waiting.keys().min().copied());
+                // Only parents that wait on each other are left (a hostile file): every key
+                // breaks its cycle, so this pass empties the map.
+                roots.extend(self.waiting.keys().copied());
             }
             roots.sort_unstable();
             for p in roots {
@@ -140,5 +142,105 @@ impl Trees {
             }
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::otlp::OtlpStats;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+
+    /// Runs `f` with a batch whose requests land in the returned spans (by span id: trace id,
+    /// parent id).
+    fn run(f: impl FnOnce(&mut Trees, &mut Batch<'_>)) -> (Vec<(u64, [u8; 16], u64)>, OtlpStats) {
+        let mut got = Vec::new();
+        let mut out = |r: ExportTraceServiceRequest, _: u64| -> io::Result<()> {
+            for s in r.resource_spans[0].scope_spans[0].spans.iter() {
+                let id = u64::from_be_bytes(s.span_id[..].try_into().unwrap());
+                let p = match s.parent_span_id.len() {
+                    0 => 0,
+                    _ => u64::from_be_bytes(s.parent_span_id[..].try_into().unwrap()),
+                };
+                got.push((id, s.trace_id[..].try_into().unwrap(), p));
+            }
+            Ok(())
+        };
+        let stats = {
+            let mut b = Batch {
+                resource: Default::default(),
+                scope: Default::default(),
+                spans: Vec::new(),
+                max: 7,
+                out: &mut out,
+                stats: OtlpStats::default(),
+            };
+            let mut t = Trees::new(0xABCD);
+            f(&mut t, &mut b);
+            b.stats.orphans = t.release_all(&mut b).unwrap();
+            b.flush().unwrap();
+            assert_eq!(t.held, 0);
+            b.stats
+        };
+        got.sort();
+        (got, stats)
+    }
+
+    fn s(t: &mut Trees, b: &mut Batch<'_>, id: u64, parent: u64) {
+        let sp = crate::export::otlp::values::span([0; 16], id, parent, "x", 1, (0, 1));
+        t.span(b, sp, id, parent, None).unwrap();
+    }
+
+    #[test]
+    fn children_take_the_trace_their_top_level_ancestor_roots() {
+        let (got, st) = run(|t, b| {
+            s(t, b, 3, 2); // grandchild first, as spans arrive at their end
+            s(t, b, 4, 2);
+            s(t, b, 2, 1);
+            s(t, b, 1, 0);
+            s(t, b, 5, 0);
+        });
+        let l1 = Trees::new(0xABCD).local(1);
+        assert_eq!(
+            got,
+            vec![
+                (1, l1, 0),
+                (2, l1, 1),
+                (3, l1, 2),
+                (4, l1, 2),
+                (5, Trees::new(0xABCD).local(5), 0)
+            ]
+        );
+        assert_eq!((st.orphans, st.split, st.peak_waiting), (0, 0, 3));
+    }
+
+    #[test]
+    fn absent_parents_and_cycles_are_written_once_and_counted() {
+        let (got, st) = run(|t, b| {
+            s(t, b, 10, 99); // parent never arrives
+            s(t, b, 11, 10);
+            s(t, b, 20, 21); // 20 and 21 wait on each other
+            s(t, b, 21, 20);
+        });
+        let ids: Vec<u64> = got.iter().map(|g| g.0).collect();
+        assert_eq!(ids, vec![10, 11, 20, 21]);
+        let l99 = Trees::new(0xABCD).local(99);
+        assert_eq!(got[0], (10, l99, 99));
+        assert_eq!(got[1], (11, l99, 10));
+        assert_eq!(got[2].1, got[3].1, "a cycle stays in one trace");
+        assert_eq!(st.orphans, 2, "10 under 99, and the cycle's first span");
+    }
+
+    #[test]
+    fn too_many_waiting_go_out_split_and_counted() {
+        let n = MAX_WAITING as u64 + 1;
+        let (got, st) = run(|t, b| {
+            for id in 0..n {
+                s(t, b, 1000 + id, 7);
+            }
+        });
+        assert_eq!(got.len() as u64, n);
+        assert_eq!((st.split, st.orphans), (n, 0));
+        assert_eq!(st.peak_waiting, n);
     }
 }
