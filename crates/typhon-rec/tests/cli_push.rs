@@ -218,6 +218,29 @@ fn a_400_is_not_retried_and_the_error_names_the_endpoint() {
 }
 
 #[test]
+fn spans_a_collector_rejects_in_a_partial_success_fail_the_push() {
+    if !receiver_available() {
+        return;
+    }
+    let dat = recording("partial");
+    let (_r, port) = receiver("partial");
+    let (ok, _, err) = push(&dat, &format!("http://127.0.0.1:{port}"), &[]);
+    assert!(!ok);
+    assert!(err.contains(&format!("http://127.0.0.1:{port}/v1/traces: the Collector rejected 512 spans: the test receiver keeps nothing")), "{err}");
+    assert_eq!(dump(port)["requests"].as_array().unwrap().len(), 1);
+    // --service belongs to the OTLP formats.
+    let o = bin()
+        .arg("export")
+        .arg(&dat)
+        .args(["--format", "perfetto", "--service", "x"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--service applies to --format otlp"));
+    std::fs::remove_dir_all(dat.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn an_endpoint_nobody_listens_on_fails_within_the_retry_budget_naming_it() {
     let dat = recording("refused");
     // A port just freed: nothing listens there.

@@ -5,7 +5,8 @@ OpenTelemetry classes (PyPI opentelemetry-proto):
     python3 otlp_receiver.py decode FILE  print the span keys of an exported .otlp.pb
 
 MODE: `retry-once` answers the first POST /v1/traces 503 with Retry-After: 1, then 200;
-`reject` answers 400 to everything; `ok` answers 200. A span's key is its trace id, span id and
+`reject` answers 400 to everything; `partial` answers 200 with a partial success rejecting
+every span; `ok` answers 200. A span's key is its trace id, span id and
 a digest of its deterministic serialization, so two sides agree on every field of every span.
 GET /count answers the spans received so far; GET /dump answers
 {"requests": [{"status", "encoding", "content_type", "spans"}], "spans": [key, ...]} and ends the
@@ -84,10 +85,14 @@ class Handler(BaseHTTPRequestHandler):
         req.ParseFromString(body)
         k = keys(req)
         rec["status"] = 200
-        rec["spans"] = len(k)
-        State.spans.extend(k)
-        self.reply(200, ExportTraceServiceResponse().SerializeToString(),
-                   [("Content-Type", "application/x-protobuf")])
+        resp = ExportTraceServiceResponse()
+        if State.mode == "partial":
+            resp.partial_success.rejected_spans = len(k)
+            resp.partial_success.error_message = "the test receiver keeps nothing"
+        else:
+            rec["spans"] = len(k)
+            State.spans.extend(k)
+        self.reply(200, resp.SerializeToString(), [("Content-Type", "application/x-protobuf")])
 
 
 class Server(HTTPServer):
