@@ -27,6 +27,9 @@ use typhon_recorder::codec::records::TraceContext;
 pub(super) const HORIZON_NS: u64 = 1_000_000_000;
 /// Commands held at most.
 pub(super) const MAX_OPEN: usize = 1 << 16;
+/// Written commands remembered for a TracedSpan that arrives after its root (it ended after
+/// the command's egress: close behind it).
+const MAX_DONE: usize = 1 << 12;
 /// The drain tick in the trace id of a command never admitted (dropped, or its
 /// IngressAdmitted lost): no real tick, so it cannot collide with an admitted command's trace.
 pub const NO_DRAIN_TICK: u32 = u32::MAX;
@@ -43,7 +46,8 @@ struct Cmd {
     first: u64,
     last: u64,
     thread: ThreadId,
-    events: Vec<Event>,
+    /// Its events, with the thread each happened on.
+    events: Vec<(Event, ThreadId)>,
     consumed: bool,
     /// Its egress joined it, or one of a later tick passed it.
     egress: bool,
@@ -65,22 +69,25 @@ pub(super) struct Commands {
     done: FnvMap<(u32, u32, u16), ()>,
 }
 
-fn event(clock: &Clock, ts: u64, rec: &[u8], thread: &ThreadId) -> Event {
-    let mut attributes: Vec<KeyValue> = event_args(rec)
+/// An instant as an event: its fields but session and seq (the root's attributes); the thread
+/// is added when the root is written, for events on another thread than the root's.
+fn event(clock: &Clock, ts: u64, rec: &[u8], thread: &ThreadId) -> (Event, ThreadId) {
+    let attributes: Vec<KeyValue> = event_args(rec)
         .into_iter()
+        .filter(|(k, _)| !matches!(*k, "session" | "seq"))
         .map(|(k, v)| match v {
             Arg::U(u) => kv_u64(k, u),
             Arg::I(i) => kv_int(k, i),
             Arg::S(s) => kv_str(k, &s),
         })
         .collect();
-    thread.attributes(&mut attributes);
-    Event {
+    let e = Event {
         time_unix_nano: clock.unix(ts),
         name: event_name(rec).into_owned(),
         attributes,
         dropped_attributes_count: 0,
-    }
+    };
+    (e, thread.clone())
 }
 
 impl Commands {
@@ -283,7 +290,7 @@ impl Commands {
         }
         let (session, seq) = key;
         let drain = c.drain.unwrap_or(NO_DRAIN_TICK);
-        if self.done.len() >= MAX_OPEN {
+        if self.done.len() >= MAX_DONE {
             self.done.clear();
         }
         self.done.insert((session, drain, seq), ());
@@ -308,8 +315,16 @@ impl Commands {
         };
         s.attributes.push(kv_str("typhon.command.state", state));
         c.thread.attributes(&mut s.attributes);
-        c.events.sort_by_key(|e| e.time_unix_nano);
-        s.events = std::mem::take(&mut c.events);
+        c.events.sort_by_key(|e| e.0.time_unix_nano);
+        s.events = std::mem::take(&mut c.events)
+            .into_iter()
+            .map(|(mut e, th)| {
+                if th != c.thread {
+                    th.attributes(&mut e.attributes);
+                }
+                e
+            })
+            .collect();
         if let Some(r) = c.dropped {
             s.status = Some(Status {
                 message: format!("IngressDropped: {r:?}"),

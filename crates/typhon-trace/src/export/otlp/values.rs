@@ -69,7 +69,7 @@ pub(super) fn kv_u64(key: &str, v: u64) -> KeyValue {
 }
 
 /// The thread a slot's records belong to now.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct ThreadId {
     /// From its ThreadInfo; `None` before one.
     pub(super) tid: Option<i64>,
