@@ -99,6 +99,7 @@ fn notes(s: &OtlpStats) {
     let lines = [
         (s.left_out, "records are not spans in OTLP (ticks, phases, instants, CeLog, tracing events): export --format perfetto shows them"),
         (s.egress_unjoined, "EgressSent instants matched no command of their session and tick"),
+        (s.command_repeats, "command roots repeat an earlier one's trace (a resend, or events after the command was over)"),
         (s.orphans, "spans have no parent in the recording (lost or still open): each sits in a trace named after its parent"),
         (s.split, "spans were written before their parent arrived (too many waiting): their subtrees are split"),
         (s.lost_events, "events were lost while recording (missed counts)"),

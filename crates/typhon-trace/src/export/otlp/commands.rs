@@ -48,6 +48,8 @@ struct Cmd {
     thread: ThreadId,
     /// Its events, with the thread each happened on.
     events: Vec<(Event, ThreadId)>,
+    /// Its IngressReceived arrived.
+    received: bool,
     consumed: bool,
     /// Its egress joined it, or one of a later tick passed it.
     egress: bool,
@@ -66,7 +68,9 @@ pub(super) struct Commands {
     gen: u64,
     /// Recently written commands with their drain tick: a TracedSpan arriving after its
     /// command's root does not start a second root of the same id.
-    done: FnvMap<(u32, u32, u16), ()>,
+    /// With the roots written for each, so that a command written twice (a resend, or its
+    /// events split by the horizon) gets distinct root span ids.
+    done: FnvMap<(u32, u32, u16), u8>,
 }
 
 /// An instant as an event: its fields but session and seq (the root's attributes); the thread
@@ -90,6 +94,14 @@ fn event(clock: &Clock, ts: u64, rec: &[u8], thread: &ThreadId) -> (Event, Threa
     (e, thread.clone())
 }
 
+impl Cmd {
+    /// Nothing more is expected of it: received, then dropped, or consumed with its egress
+    /// seen. (Without its IngressReceived it waits: another thread's records may bring it.)
+    fn over(&self) -> bool {
+        self.received && (self.dropped.is_some() || (self.consumed && self.egress))
+    }
+}
+
 impl Commands {
     fn entry(&mut self, key: Key, ts: u64, thread: &ThreadId) -> &mut Cmd {
         if !self.open.contains_key(&key) {
@@ -110,6 +122,7 @@ impl Commands {
                     last: ts,
                     thread: thread.clone(),
                     events: Vec::new(),
+                    received: false,
                     consumed: false,
                     egress: false,
                     dropped: None,
@@ -134,11 +147,20 @@ impl Commands {
         match i {
             C::IngressReceived { session, seq, .. } => {
                 // A second IngressReceived of an open command (a wrapped seq, a resend):
-                // the first command is over.
-                if self.open.contains_key(&(session, seq)) {
+                // the first command is over. One opened by its later events joins: records
+                // arrive in page-time order, and a slot's caller timestamps can be earlier
+                // than its page time (another thread's records of the command came first).
+                if self.open.get(&(session, seq)).is_some_and(|c| c.received) {
                     self.write(out, clock, (session, seq))?;
                 }
-                self.entry((session, seq), ts, thread).events.push(ev);
+                let c = self.entry((session, seq), ts, thread);
+                c.received = true;
+                // The root is on the thread that received the command.
+                c.thread = thread.clone();
+                c.events.push(ev);
+                if c.over() {
+                    self.write(out, clock, (session, seq))?;
+                }
             }
             C::IngressAdmitted {
                 session,
@@ -153,7 +175,7 @@ impl Commands {
                 let c = self.entry((session, seq), ts, thread);
                 c.consumed = true;
                 c.events.push(ev);
-                if c.egress {
+                if c.over() {
                     self.write(out, clock, (session, seq))?;
                 }
             }
@@ -166,7 +188,9 @@ impl Commands {
                 c.dropped = Some(reason);
                 c.events.push(ev);
                 out.stats.commands_dropped += 1;
-                self.write(out, clock, (session, seq))?;
+                if c.over() {
+                    self.write(out, clock, (session, seq))?;
+                }
             }
             C::EgressSent { session, tick, .. } => {
                 // The commands of this session admitted for this tick or an earlier one.
@@ -192,7 +216,7 @@ impl Commands {
                         c.last = c.last.max(ts);
                         c.events.push(ev.clone());
                     }
-                    if c.consumed {
+                    if c.over() {
                         self.write(out, clock, (session, seq))?;
                     }
                 }
@@ -293,11 +317,18 @@ impl Commands {
         if self.done.len() >= MAX_DONE {
             self.done.clear();
         }
-        self.done.insert((session, drain, seq), ());
+        let n = self.done.entry((session, drain, seq)).or_insert(0);
+        // Bits 48..55 of the root's id count the earlier roots of the same trace (wrapping
+        // after 127: a command resent that often shares an id with its 128th predecessor).
+        let id = root_span_id(session, seq) | u64::from(*n & 0x7F) << 48;
+        if *n > 0 {
+            out.stats.command_repeats += 1;
+        }
+        *n = n.wrapping_add(1);
         let trace = trace_id(TraceContext::from_command(session, drain, seq));
         let mut s = span(
             trace,
-            root_span_id(session, seq),
+            id,
             0,
             &format!("command {session}/{seq}"),
             SpanKind::Server as i32,
@@ -513,6 +544,51 @@ mod tests {
         assert_eq!(got.len(), 1, "nothing for longer than the horizon");
         let (got, _) = run(&[(1, recv(7, 1))], Some(1 + HORIZON_NS));
         assert!(got.is_empty(), "not before it");
+    }
+
+    #[test]
+    fn a_commands_later_events_arriving_first_are_joined_by_its_ingress() {
+        // Another thread's records can come first (its page time is later than its caller
+        // timestamps): the consumption, then the receipt, admission and egress.
+        let ev = [
+            (6, cons(7, 42)),
+            (3, recv(7, 42)),
+            (4, adm(7, 42, 3)),
+            (13, egr(7, 3)),
+        ];
+        let (got, s) = run(&ev, Some(14));
+        let all = names(&[
+            "IngressReceived",
+            "IngressAdmitted",
+            "CommandConsumed",
+            "EgressSent",
+        ]);
+        assert_eq!(got, vec![("command 7/42".to_string(), all)]);
+        assert_eq!(s.commands, 1);
+    }
+
+    #[test]
+    fn a_drop_seen_before_its_ingress_waits_for_it_and_a_resend_gets_its_own_root() {
+        let drop = C::IngressDropped {
+            session: 7,
+            seq: 1,
+            reason: IngressDropReason::QueueFull,
+        };
+        let (got, s) = run(&[(2, drop), (1, recv(7, 1))], Some(3));
+        assert_eq!(
+            got,
+            vec![(
+                "command 7/1".to_string(),
+                names(&["IngressReceived", "IngressDropped"])
+            )]
+        );
+        assert_eq!(
+            (s.commands, s.commands_dropped, s.command_repeats),
+            (1, 1, 0)
+        );
+        // Received twice: two roots of one trace, with distinct ids.
+        let (_, s) = run(&[(1, recv(7, 1)), (2, recv(7, 1))], None);
+        assert_eq!((s.commands, s.command_repeats), (2, 1));
     }
 
     #[test]

@@ -129,6 +129,9 @@ pub struct OtlpStats {
     pub commands: u64,
     /// IngressDropped instants (each sets its root's status ERROR).
     pub commands_dropped: u64,
+    /// Command roots written for a (session, drain tick, seq) already written (a resend, or
+    /// events that arrived after their command was over): each has its own span id.
+    pub command_repeats: u64,
     /// EgressSent instants that matched no command held (their session and tick).
     pub egress_unjoined: u64,
     /// Spans written: recorded ones plus command roots.
