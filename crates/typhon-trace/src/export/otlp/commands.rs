@@ -24,9 +24,9 @@ use typhon_recorder::codec::correlation::{CorrelationInstant as C, IngressDropRe
 use typhon_recorder::codec::records::TraceContext;
 
 /// A command with no new event for this long (recording time) is written as it is.
-pub(super) const HORIZON_NS: u64 = 1_000_000_000;
+pub const HORIZON_NS: u64 = 1_000_000_000;
 /// Commands held at most.
-pub(super) const MAX_OPEN: usize = 1 << 16;
+pub const MAX_OPEN: usize = 1 << 16;
 /// Written commands remembered for a TracedSpan that arrives after its root (it ended after
 /// the command's egress: close behind it).
 const MAX_DONE: usize = 1 << 12;

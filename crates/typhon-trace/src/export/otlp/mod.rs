@@ -1,5 +1,5 @@
 //! OTLP: a recording as OpenTelemetry traces, for a Collector feeding Jaeger or Tempo (SPEC
-//! §13). [`write`] writes one `ExportTraceServiceRequest` (protobuf, or the OTLP JSON encoding:
+//! §13). [`write()`] writes one `ExportTraceServiceRequest` (protobuf, or the OTLP JSON encoding:
 //! hex ids, integer enums, 64-bit integers as strings); [`export_batches`] hands the same
 //! spans out as requests of at most [`OtlpOptions::batch`] spans (what `typhon-rec push`
 //! POSTs).

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::io;
 
 /// Spans waiting for their trace at most.
-pub(super) const MAX_WAITING: usize = 1 << 16;
+pub const MAX_WAITING: usize = 1 << 16;
 /// Resolved spans remembered for a child arriving after its parent (not nested in time: rare,
 /// and close behind it).
 const MAX_RECENT: usize = 1 << 12;
