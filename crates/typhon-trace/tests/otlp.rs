@@ -14,6 +14,7 @@ use std::process::Command;
 use typhon_recorder::codec::records::{self, Record as Body};
 use typhon_recorder::{doc_lock, IngressDropReason, RecorderBuilder, ThreadKind, TraceContext};
 use typhon_trace::export::otlp::{self, OtlpOptions};
+use typhon_trace::export::Format;
 use typhon_trace::tracedat::TraceFile;
 
 const W3C: [u8; 16] = [
@@ -293,6 +294,30 @@ fn the_official_classes_decode_every_span_event_id_and_time_of_the_recording() {
     assert_ne!(frame["trace_id"], late["trace_id"]);
     assert!(frame["trace_id"].as_str().unwrap().ends_with(&id("frame")));
     assert_eq!(frame["parent_span_id"], "");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_export_dispatch_writes_the_same_request_as_otlp_write() {
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-dispatch");
+    let dat = dir.join("run.dat");
+    record(&dat);
+    let f = TraceFile::open(&dat).unwrap();
+    for (format, json) in [(Format::Otlp, false), (Format::OtlpJson, true)] {
+        let mut a = Vec::new();
+        let s = typhon_trace::export::export(&f, format, &mut a).unwrap();
+        let mut b = Vec::new();
+        let o = otlp::write(&f, &OtlpOptions::new("typhon-recorder"), json, &mut b).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            (s.records, s.slices, s.instants),
+            (o.records, o.spans_written, o.events)
+        );
+    }
+    assert_eq!("otlp-json".parse::<Format>(), Ok(Format::OtlpJson));
+    assert_eq!(Format::Otlp.extension(), "otlp.pb");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The UNIX time of the first correlation instant named `name`.
