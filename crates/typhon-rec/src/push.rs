@@ -203,14 +203,25 @@ pub fn push(a: &PushArgs) -> Res {
                             }
                             429 | 502 | 503 | 504 => (format!("HTTP {status}"), after),
                             _ => {
+                                // 413: the Collector's request limit; smaller batches fit.
+                                let hint = if status == 413 {
+                                    " (try a smaller --batch)"
+                                } else {
+                                    ""
+                                };
                                 return Err(fail(
                                     &url,
-                                    format!("HTTP {status} (not retried): {}", reason(&text)),
-                                ))
+                                    format!("HTTP {status} (not retried){hint}: {}", reason(&text)),
+                                ));
                             }
                         }
                     }
                     Err(e) => (e.to_string(), None),
+                };
+                let next = if wait.is_some() {
+                    "its Retry-After"
+                } else {
+                    "the next retry"
                 };
                 let wait = wait.unwrap_or(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(30));
@@ -218,8 +229,10 @@ pub fn push(a: &PushArgs) -> Res {
                     return Err(fail(
                         &url,
                         format!(
-                            "{why}; gave up after {:.1} s of retries (--retry-for {:.1} s)",
+                            "{why}; gave up after {:.1} s of retries: {next} ({:.1} s) would \
+                             pass --retry-for ({:.1} s)",
                             start.elapsed().as_secs_f64(),
+                            wait.as_secs_f64(),
                             budget.as_secs_f64()
                         ),
                     ));

@@ -218,6 +218,27 @@ fn a_400_is_not_retried_and_the_error_names_the_endpoint() {
 }
 
 #[test]
+fn a_retry_after_beyond_the_retry_budget_fails_at_once() {
+    if !receiver_available() {
+        return;
+    }
+    let dat = recording("budget");
+    let (_r, port) = receiver("retry-once");
+    let (ok, _, err) = push(
+        &dat,
+        &format!("http://127.0.0.1:{port}"),
+        &["--retry-for", "500ms"],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("HTTP 503; gave up after 0.0 s of retries: its Retry-After (1.0 s) would pass --retry-for (0.5 s)"),
+        "{err}"
+    );
+    assert_eq!(dump(port)["requests"].as_array().unwrap().len(), 1);
+    std::fs::remove_dir_all(dat.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn spans_a_collector_rejects_in_a_partial_success_fail_the_push() {
     if !receiver_available() {
         return;
