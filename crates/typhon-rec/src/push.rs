@@ -250,9 +250,16 @@ pub fn push(a: &PushArgs) -> Res {
         };
     let r = otlp::export_batches(&f, &o, &mut send);
     bar.finish_and_clear();
+    // What reached the Collector before a failure is there: say how much.
     let s = r.map_err(|e| match e {
-        ExportError::Io(e) => format!("push to {}", printable(&e.to_string())),
-        e => format!("{}: {e}", a.file.display()),
+        ExportError::Io(e) => format!(
+            "push to {} ({sent} spans were accepted before)",
+            printable(&e.to_string())
+        ),
+        e => format!(
+            "{}: {e} ({sent} spans were pushed before)",
+            a.file.display()
+        ),
     })?;
     println!(
         "{}: {} to {}, {retries} retries",

@@ -212,6 +212,7 @@ fn a_400_is_not_retried_and_the_error_names_the_endpoint() {
     assert!(err.contains(&url), "{err}");
     assert!(err.contains("HTTP 400 (not retried)"), "{err}");
     assert!(err.contains("rejected by the test receiver"), "{err}");
+    assert!(err.contains("(0 spans were accepted before)"), "{err}");
     let v = dump(port);
     assert_eq!(v["requests"].as_array().unwrap().len(), 1);
     std::fs::remove_dir_all(dat.parent().unwrap()).unwrap();
