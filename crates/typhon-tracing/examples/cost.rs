@@ -15,6 +15,9 @@ use typhon_recorder::{sink::NullSink, RecorderBuilder};
 struct Nothing;
 impl<S: tracing_core::Subscriber> tracing_subscriber::Layer<S> for Nothing {}
 
+/// A figure's name, the dispatcher its body runs under, and the body.
+type Body<'a> = (&'static str, &'a Dispatch, Box<dyn FnMut() + 'a>);
+
 const RUN: u32 = 20_000;
 const ROUNDS: usize = 15;
 
@@ -42,7 +45,7 @@ fn main() {
     let ours_span = tracing::dispatcher::with_default(&ours, || {
         tracing::info_span!("system", name = "physics")
     });
-    let mut bodies: Vec<(&str, &Dispatch, Box<dyn FnMut()>)> = vec![
+    let mut bodies: Vec<Body> = vec![
         (
             "tracing_floor_ns",
             &floor,

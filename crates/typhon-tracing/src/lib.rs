@@ -41,15 +41,18 @@
 
 #![warn(missing_docs)]
 
+mod cache;
+
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
-use typhon_recorder::bridge;
+use typhon_recorder::bridge::{self, SpanName};
 
 /// The layer. It holds no state: everything goes into the installed recorder (with none
 /// installed, each hook does nothing but its own formatting at span creation and events).
@@ -78,8 +81,10 @@ impl TyphonLayer {
 /// What a span keeps in its extensions: written once at its creation.
 struct SpanData {
     key: u64,
+    /// Its token in the enter cache ([`cache`]): replaced when it is renamed.
+    token: u64,
     /// The name its entries show.
-    display: Box<str>,
+    display: Arc<SpanName>,
     /// Its fields so far, encoded.
     fields: String,
 }
@@ -113,6 +118,18 @@ impl Fields<'_> {
     }
 }
 
+impl Fields<'_> {
+    /// A value written with `Display`; a `name` of any type names the span.
+    fn plain(&mut self, field: &Field, value: impl fmt::Display) {
+        self.key(field);
+        let at = self.out.len();
+        let _ = write!(self.out, "{value}");
+        if field.name() == "name" {
+            self.name = Some(self.out[at..].to_owned());
+        }
+    }
+}
+
 impl Visit for Fields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "name" {
@@ -129,23 +146,19 @@ impl Visit for Fields<'_> {
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.key(field);
-        let _ = write!(self.out, "{value}");
+        self.plain(field, value);
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.key(field);
-        let _ = write!(self.out, "{value}");
+        self.plain(field, value);
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.key(field);
-        let _ = write!(self.out, "{value}");
+        self.plain(field, value);
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.key(field);
-        let _ = write!(self.out, "{value}");
+        self.plain(field, value);
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
@@ -175,18 +188,41 @@ fn no_nul(s: &mut String) {
     }
 }
 
-fn display_name(span_name: &str, name_field: Option<String>) -> Box<str> {
+fn display_name(span_name: &str, name_field: Option<String>) -> Arc<SpanName> {
     let mut d = match name_field {
         Some(n) => format!("{span_name}: {n}"),
         None => span_name.to_owned(),
     };
     no_nul(&mut d);
-    d.into_boxed_str()
+    Arc::new(SpanName::new(&d))
 }
 
 thread_local! {
     /// An event's message and fields, reused so that events do not allocate once warm.
     static EVENT_BUF: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+}
+
+/// An enter the thread's cache could not serve: the Registry's lookup, kept for next time.
+#[cold]
+#[inline(never)]
+fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
+    raw: u64,
+    span: Option<tracing_subscriber::registry::SpanRef<'a, impl LookupSpan<'a, Data = R>>>,
+) {
+    let Some(span) = span else { return };
+    let found = span.extensions().get::<SpanData>().map(|d| {
+        (
+            d.token,
+            cache::Entered {
+                key: d.key,
+                name: Arc::clone(&d.display),
+            },
+        )
+    });
+    if let Some((token, e)) = found {
+        bridge::enter(&e.name, e.key, raw);
+        cache::fill(raw, token, e);
+    }
 }
 
 impl<S> Layer<S> for TyphonLayer
@@ -214,11 +250,14 @@ where
             meta.target(),
             &fields,
         );
+        let token = cache::new_token();
         span.extensions_mut().insert(SpanData {
             key,
+            token,
             display,
             fields,
         });
+        cache::publish(id.into_u64(), 0, token);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
@@ -236,6 +275,10 @@ where
         values.record(&mut v);
         if let Some(n) = v.name {
             d.display = display_name(meta.name(), Some(n));
+            // Threads that cached the old name look it up again.
+            let token = cache::new_token();
+            cache::publish(id.into_u64(), d.token, token);
+            d.token = token;
         }
         no_nul(&mut d.fields);
         // The whole description again, with every field so far: a reader keeps the last.
@@ -301,9 +344,17 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id) {
+        let raw = id.into_u64();
+        if cache::with_cached(raw, |e| bridge::enter(&e.name, e.key, raw)).is_some() {
+            return;
+        }
+        enter_slow(raw, ctx.span(id));
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id) {
             if let Some(d) = span.extensions().get::<SpanData>() {
-                bridge::enter(&d.display, d.key, id.into_u64());
+                cache::retire(id.into_u64(), d.token);
             }
         }
     }
