@@ -103,6 +103,10 @@ pub use write::api::{
     tick_start, tick_start_at, write_record,
 };
 pub use write::clock::Clock;
+pub use write::named::{
+    named_instant, named_instant_at, named_phase_end, named_phase_end_at, named_phase_start,
+    named_phase_start_at,
+};
 pub use write::spans::{
     span, span_at, span_begin, span_end, traced_span, traced_span_at, try_span, SpanGuard,
 };

@@ -24,10 +24,12 @@
 //! ```
 
 mod fields;
+mod named;
 mod tracing;
 mod typed;
 
 pub use fields::*;
+pub use named::*;
 pub use tracing::*;
 pub use typed::*;
 pub(crate) use typed::{clamp_thread_name, thread_info};
