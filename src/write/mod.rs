@@ -12,9 +12,10 @@
 //! - [`slots`]: the 255 user slots, claimed by threads and retired at thread exit;
 //! - `writer`: the thread-local claim on a slot;
 //! - `api` and `spans`: the free functions and the span guards; `named`: the instants and
-//!   phases that carry their names.
+//!   phases that carry their names; `celog`: the CeLog event builder.
 
 pub(crate) mod api;
+pub(crate) mod celog;
 pub mod clock;
 pub(crate) mod named;
 pub mod ring;

@@ -59,6 +59,11 @@ pub struct SpanName {
 impl SpanName {
     /// Checks `name`: one with a NUL byte, or too long for a record, is kept but never
     /// recorded (each entry is counted as refused instead).
+    ///
+    /// ```
+    /// let n = typhon_recorder::bridge::SpanName::new(&"x".repeat(70_000));
+    /// assert!(!n.is_valid()); // larger than any record
+    /// ```
     pub fn new(name: &str) -> Self {
         let size = records::tracing_span_len(name);
         let ok = !records::has_nul(name.as_bytes()) && size <= codec::CommonHeader::MAX_RECORD;

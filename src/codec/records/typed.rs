@@ -395,6 +395,10 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
 
 /// Longest thread name a ThreadInfo record carries (longer names are cut at a character
 /// boundary: a display name, not data).
+///
+/// ```
+/// assert_eq!(typhon_recorder::MAX_THREAD_NAME, 64);
+/// ```
 pub const MAX_THREAD_NAME: usize = 64;
 
 /// `name`, cut to [`MAX_THREAD_NAME`] bytes at a character boundary.
