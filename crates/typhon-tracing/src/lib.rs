@@ -62,9 +62,17 @@ use typhon_recorder::bridge::{self, SpanName};
 /// let boxed: Box<dyn Layer<Registry> + Send + Sync> = Box::new(typhon_tracing::TyphonLayer::new());
 /// let _subscriber = tracing_subscriber::registry().with(boxed);
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct TyphonLayer {
-    _private: (),
+    /// Which subscriber stack this layer is in (a fresh one each time it joins one): two
+    /// Registries hand out the same span ids, and the enter cache must not mix them up.
+    stack: u64,
+}
+
+impl Default for TyphonLayer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl TyphonLayer {
@@ -74,7 +82,9 @@ impl TyphonLayer {
     /// let _layer = typhon_tracing::TyphonLayer::new();
     /// ```
     pub fn new() -> Self {
-        Self::default()
+        TyphonLayer {
+            stack: cache::new_token(),
+        }
     }
 }
 
@@ -206,6 +216,7 @@ thread_local! {
 #[cold]
 #[inline(never)]
 fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
+    stack: u64,
     raw: u64,
     span: Option<tracing_subscriber::registry::SpanRef<'a, impl LookupSpan<'a, Data = R>>>,
 ) {
@@ -221,7 +232,7 @@ fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
     });
     if let Some((token, e)) = found {
         bridge::enter(&e.name, e.key, raw);
-        cache::fill(raw, token, e);
+        cache::fill(stack, raw, token, e);
     }
 }
 
@@ -229,6 +240,11 @@ impl<S> Layer<S> for TyphonLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    fn on_layer(&mut self, _subscriber: &mut S) {
+        // A copy of one layer value added to two stacks gets two identities.
+        self.stack = cache::new_token();
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let meta = attrs.metadata();
@@ -257,7 +273,7 @@ where
             display,
             fields,
         });
-        cache::publish(id.into_u64(), 0, token);
+        cache::publish(self.stack, id.into_u64(), 0, token);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
@@ -277,7 +293,7 @@ where
             d.display = display_name(meta.name(), Some(n));
             // Threads that cached the old name look it up again.
             let token = cache::new_token();
-            cache::publish(id.into_u64(), d.token, token);
+            cache::publish(self.stack, id.into_u64(), d.token, token);
             d.token = token;
         }
         no_nul(&mut d.fields);
@@ -345,16 +361,16 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let raw = id.into_u64();
-        if cache::with_cached(raw, |e| bridge::enter(&e.name, e.key, raw)).is_some() {
+        if cache::with_cached(self.stack, raw, |e| bridge::enter(&e.name, e.key, raw)).is_some() {
             return;
         }
-        enter_slow(raw, ctx.span(id));
+        enter_slow(self.stack, raw, ctx.span(id));
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         if let Some(span) = ctx.span(&id) {
             if let Some(d) = span.extensions().get::<SpanData>() {
-                cache::retire(id.into_u64(), d.token);
+                cache::retire(self.stack, id.into_u64(), d.token);
             }
         }
     }

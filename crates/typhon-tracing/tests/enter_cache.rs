@@ -110,3 +110,31 @@ fn entries_show_the_name_of_the_span_they_entered() {
     assert_eq!(on(true), ["task: a", "task: b"], "{shown:?}");
     assert_eq!(on(false), ["task: a", "task: b"], "{shown:?}");
 }
+
+/// Two subscribers, each with its own Registry (so their first spans have the same `tracing`
+/// id) and its own `TyphonLayer`, entered in turn on one thread: each entry is its own span's.
+#[test]
+fn two_subscribers_with_the_same_ids_do_not_share_cache_entries() {
+    let _g = doc_lock();
+    let dir = std::env::temp_dir().join(format!("typhon-tracing-two-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("two.dat");
+    let rec = RecorderBuilder::new().output(&path).start().unwrap();
+    let layer = TyphonLayer::new();
+    // The same layer value in both: each stack it joins is told apart all the same.
+    let a = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let b = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let sa = tracing::dispatcher::with_default(&a, || tracing::info_span!("in a"));
+    let sb = tracing::dispatcher::with_default(&b, || tracing::info_span!("in b"));
+    assert_eq!(sa.id(), sb.id(), "both Registries' first span");
+    for _ in 0..3 {
+        tracing::dispatcher::with_default(&a, || sa.in_scope(|| {}));
+        tracing::dispatcher::with_default(&b, || sb.in_scope(|| {}));
+    }
+    drop((sa, sb));
+    rec.finish().unwrap();
+    let names: Vec<String> = entries(&path).into_iter().map(|e| e.2).collect();
+    assert_eq!(names, ["in a", "in b", "in a", "in b", "in a", "in b"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
