@@ -209,11 +209,11 @@ pub fn span_info(
         K::TRACING_SPAN_INFO,
         size,
         &[name, target, fields],
+        // Checked once, by `write_var`; the ring hands a record of exactly `size` bytes.
         |d, slot, t| {
-            let r = records::write_tracing_span_info(
+            records::fill_tracing_span_info(
                 d, slot, t, key, tracing_id, level, name, target, fields,
-            );
-            debug_assert!(r.is_ok(), "checked span info failed to encode: {r:?}");
+            )
         },
     )
 }
@@ -239,9 +239,7 @@ pub fn event(
         size,
         &[target, message, fields],
         |d, slot, t| {
-            let r =
-                records::write_tracing_event(d, slot, t, span_key, level, target, message, fields);
-            debug_assert!(r.is_ok(), "checked event failed to encode: {r:?}");
+            records::fill_tracing_event(d, slot, t, span_key, level, target, message, fields)
         },
     )
 }
