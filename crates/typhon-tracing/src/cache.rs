@@ -7,12 +7,13 @@
 //! holds the layer's stack, the `tracing` id, a token and the name; the global table holds, per
 //! hash bucket of (stack, id), the token of the span last created (or renamed) there. The stack
 //! (a number each layer gets when it joins a subscriber) keeps two Registries, which hand out
-//! the same ids, apart. An entry is good while its
-//! bucket still holds its token: tokens are never reused, a span's is stored when it is
-//! created and replaced when it is renamed, and it is cleared when the span closes, so a stale
-//! entry (a closed span whose id was reused, a renamed span, a bucket another span took) never
-//! matches and the enter falls back to the Registry. Two live spans in one bucket only cost
-//! the one created first its hits.
+//! the same ids, apart.
+//!
+//! An entry is good while its bucket still holds its token: tokens are never reused, a span's
+//! is stored when it is created and replaced when it is renamed, and it is cleared when the
+//! span closes, so a stale entry (a closed span whose id was reused, a renamed span, a bucket
+//! another span took) never matches and the enter falls back to the Registry. Two live spans in
+//! one bucket only cost the one created first its hits.
 //!
 //! Ordering: a span's token is stored (Release) before any thread can enter it (entering needs
 //! its handle, passed on after its creation), and cleared (Release) in `on_close`, before the
