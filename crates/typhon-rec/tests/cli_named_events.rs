@@ -5,22 +5,13 @@
 //! `trace-cmd report` (through the kinds' print formats). The outside readers skip, saying
 //! why, when absent, and fail instead with `TYPHON_REQUIRE_INTEROP=1`.
 
+mod common;
+
+use common::rec;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use typhon_recorder::{bridge, RecorderBuilder};
-
-fn rec(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 fn skip(why: &str) {
     assert!(
