@@ -5,31 +5,48 @@
 //! finished recording is a trace-cmd `trace.dat` file that `trace-cmd report`, KernelShark and
 //! the `typhon-rec` CLI read.
 //!
-//! ```
-//! # let _g = typhon_recorder::doc_lock();
-//! # let dir = std::env::temp_dir().join(format!("typhon-doc-{}", std::process::id()));
-//! # std::fs::create_dir_all(&dir).unwrap();
-//! # let path = dir.join("run.dat");
-//! use typhon_recorder::{RecorderBuilder, TraceContext};
+//! A complete program: a game loop with ticks, named phases, spans (one named on the spot), a
+//! named instant, a command traced from its arrival to the span that applies it, and a CeLog
+//! event.
 //!
-//! let rec = RecorderBuilder::new().output(&path).start()?; // installs it process-wide
-//! for tick in 0..3u32 {
-//!     typhon_recorder::tick_start();
-//!     typhon_recorder::ingress_received(7, tick as u16, 0, 64); // session, seq, wire, bytes
-//!     {
-//!         let _frame = typhon_recorder::span("simulate"); // ends when dropped
-//!         let (hi, lo) = typhon_recorder::command_causal_id(7, tick, tick as u16);
-//!         let _cmd = typhon_recorder::traced_span("apply-command", TraceContext { hi, lo });
-//!         typhon_recorder::command_consumed(7, tick as u16, 2);
-//!     }
-//!     typhon_recorder::tick_end(0, 1);
-//! }
-//! let stats = rec.finish()?; // everything written before this call is in run.dat
-//! assert_eq!(stats.total_missed(), 0);
-//! assert_eq!(stats.user_written(), 1 + 3 * 6); // ThreadInfo + six records per tick
-//! # std::fs::remove_dir_all(&dir).unwrap();
-//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//! use typhon_recorder::codec::celog::CELID_USER;
+//! use typhon_recorder::{instant, span, CeLog, RecorderBuilder};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! #   let _g = typhon_recorder::doc_lock();
+//! #   let dir = std::env::temp_dir().join(format!("typhon-doc-{}", std::process::id()));
+//! #   std::fs::create_dir_all(&dir)?;
+//!     let path = dir.join("run.dat");
+//!     let rec = RecorderBuilder::new().output(&path).start()?; // installs it process-wide
+//!     for tick in 0..3u32 {
+//!         typhon_recorder::tick_start();
+//!         typhon_recorder::ingress_received(7, tick as u16, 0, 64); // session, seq, wire, bytes
+//!         {
+//!             let _physics = typhon_recorder::phase(1, "physics"); // ends when dropped
+//!             let _step = span!("step {tick}"); // formatted only while recording
+//!             instant!("collision", 2); // a named instant with a payload
+//!         }
+//!         {
+//!             let cmd = typhon_recorder::command_causal_id(7, tick, tick as u16);
+//!             let _apply = typhon_recorder::traced_span("apply-command", cmd);
+//!             typhon_recorder::command_consumed(7, tick as u16, 2);
+//!         }
+//!         CeLog::new(CELID_USER, b"frame done").write()?;
+//!         typhon_recorder::tick_end(0, 1);
+//!     }
+//!     let stats = rec.finish()?; // everything written before this call is in run.dat
+//!     assert_eq!(stats.total_missed(), 0);
+//!     assert_eq!(stats.user_written(), 1 + 3 * 10); // ThreadInfo + ten records per tick
+//! #   std::fs::remove_dir_all(&dir)?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! `typhon-rec stats run.dat` then times the ticks, `physics (phase 1)` and each span by name;
+//! `typhon-rec report`, `typhon-rec export` (Perfetto, Chrome) and `trace-cmd report` read it
+//! too. Code instrumented with the `tracing` crate records through the `typhon-tracing`
+//! crate's `TyphonLayer` instead.
 //!
 //! ```text
 //!  thread A ──write──▶ slot ring 1 ─┐                     ┌──▶ pages of slot 1 ─┐
@@ -45,12 +62,16 @@
 //!   flush interval, kinds to filter) → [`Recorder`] → [`Recorder::finish`] → [`Stats`].
 //! - **Writes**, free functions on any thread, each with an `*_at` variant taking a caller
 //!   timestamp in raw ticks ([`Recorder::now`], [`Recorder::ns_to_ticks`]): [`tick_start`],
-//!   [`tick_end`], [`phase_start`], [`phase_end`], [`instant`], the correlation instants
-//!   ([`ingress_received`], [`ingress_admitted`], [`ingress_dropped`], [`command_consumed`],
-//!   [`egress_sent`]), [`celog_data`] with [`celog_set_zones`], [`write_record`].
-//! - **Spans**: [`span`] and [`traced_span`] return a [`SpanGuard`] that ends the span when
-//!   dropped; [`try_span`] says why one was refused; [`span_begin`] / [`span_end`] for code that
-//!   cannot hold a guard.
+//!   [`tick_end`], [`phase`] (a guard) or [`named_phase_start`] / [`named_phase_end`], the
+//!   numbered [`phase_start`] / [`phase_end`], [`named_instant`] (or [`instant!`]) and the
+//!   numbered [`instant`], the correlation instants ([`ingress_received`],
+//!   [`ingress_admitted`], [`ingress_dropped`], [`command_consumed`], [`egress_sent`]), CeLog
+//!   events through [`CeLog`] (or CE's positional [`celog_data`]) with [`celog_set_zones`],
+//!   [`write_record`].
+//! - **Spans**: [`span`] (or [`span!`], which formats) and [`traced_span`] (taking a
+//!   [`TraceContext`] or what [`command_causal_id`] returns) give a [`SpanGuard`] that ends the
+//!   span when dropped; [`try_span`] says why one was refused; [`span_begin`] / [`span_end`]
+//!   for code that cannot hold a guard.
 //! - **Threads**: [`set_thread_info`] names the thread; [`register_thread`] claims its slot
 //!   before its first event.
 //! - **Formats**: [`codec`] (the record layouts, the kind table, `CorrelationInstantCodec`,
@@ -78,6 +99,7 @@
 
 pub mod codec;
 mod flush;
+mod macros;
 pub mod printable;
 mod recorder;
 mod session;
@@ -89,6 +111,8 @@ mod write;
 pub use codec::correlation::{command_causal_id, is_command_causal_id, IngressDropReason};
 pub use codec::records::{ThreadKind, TraceContext, MAX_THREAD_NAME};
 pub use flush::flusher::MAX_AHEAD_NS;
+#[doc(hidden)]
+pub use macros::__span_fmt;
 pub use recorder::{
     Recorder, RecorderBuilder, RecorderError, Unfinished, DEFAULT_FLUSH_INTERVAL,
     DEFAULT_RING_BYTES, DEFAULT_SPARE_RINGS,
@@ -102,7 +126,13 @@ pub use write::api::{
     phase_start, phase_start_at, register_thread, set_thread_info, tick_end, tick_end_at,
     tick_start, tick_start_at, write_record,
 };
+pub use write::celog::CeLog;
 pub use write::clock::Clock;
+pub use write::named::{
+    named_instant, named_instant_at, named_phase_end, named_phase_end_at, named_phase_start,
+    named_phase_start_at, phase, try_named_instant, try_named_phase_end, try_named_phase_start,
+    PhaseGuard,
+};
 pub use write::spans::{
     span, span_at, span_begin, span_end, traced_span, traced_span_at, try_span, SpanGuard,
 };

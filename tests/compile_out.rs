@@ -21,6 +21,11 @@ fn writes_are_compiled_out_only_with_the_feature() {
         typhon_recorder::tick_start();
         typhon_recorder::ingress_received(1, 2, 3, 4);
         let _s = typhon_recorder::span("x");
+        let _f = typhon_recorder::span!("y {}", 1);
+        let _p = typhon_recorder::phase(1, "physics");
+        typhon_recorder::instant!("hit", 2);
+        let _ =
+            typhon_recorder::CeLog::new(typhon_recorder::codec::celog::CELID_USER, b"c").write();
     })
     .join()
     .unwrap();
@@ -33,7 +38,8 @@ fn writes_are_compiled_out_only_with_the_feature() {
             "compiled out is not even counted"
         );
     } else {
-        assert_eq!(stats.user_written(), 4); // ThreadInfo + 3
+        // ThreadInfo, tick, ingress, 2 spans, phase start and end, instant, CeLog.
+        assert_eq!(stats.user_written(), 9);
     }
     assert_eq!(stats.slot(0).unwrap().written, 3); // ThreadInfo, CEL_LOG_MARKER, SYNC_END
 }

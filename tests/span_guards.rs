@@ -123,7 +123,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// What [`run`] leaves: the live guards, every id opened, the `span_begin` spans not ended,
 /// and a model of the thread's stack (the ids still open, outermost first).
 struct Ran {
-    live: Vec<SpanGuard<'static>>,
+    live: Vec<SpanGuard>,
     opened: BTreeSet<u64>,
     begun: Vec<u64>,
     open: Vec<u64>,
@@ -131,7 +131,7 @@ struct Ran {
 
 /// Runs `ops` on this thread.
 fn run(ops: &[Op]) -> Ran {
-    let mut live: Vec<SpanGuard<'static>> = Vec::new();
+    let mut live: Vec<SpanGuard> = Vec::new();
     let mut opened = BTreeSet::new();
     let mut begun: Vec<u64> = Vec::new();
     let mut open: Vec<u64> = Vec::new();
@@ -418,7 +418,7 @@ fn spans_past_the_stack_room_are_refused_and_counted() {
     let sink = MemorySink::new();
     let rec = recorder(&sink);
     std::thread::spawn(|| {
-        let mut v: Vec<SpanGuard<'static>> = (0..typhon_recorder::SPAN_DEPTH)
+        let mut v: Vec<SpanGuard> = (0..typhon_recorder::SPAN_DEPTH)
             .map(|_| typhon_recorder::span("deep"))
             .collect();
         assert!(v.iter().all(|g| g.id() != 0));
@@ -542,7 +542,7 @@ fn spans_deeper_or_longer_than_the_stack_allocate_nothing() {
     let allocs = std::thread::spawn(|| {
         drop(typhon_recorder::span("first")); // claims the slot: may allocate
         let names: Vec<String> = (0..100).map(|i| "s".repeat(1 + i * 7)).collect();
-        let mut guards: Vec<SpanGuard<'_>> = Vec::with_capacity(200);
+        let mut guards: Vec<SpanGuard> = Vec::with_capacity(200);
         TRACK.with(|t| t.set(true));
         for round in 0..20 {
             for name in names.iter().cycle().skip(round).take(100) {

@@ -39,10 +39,12 @@ pub const COMMAND_MARKER: u64 = 0x5459_4300_0000_0000;
 
 /// The causal id of a client command: `hi = COMMAND_MARKER | session`,
 /// `lo = drain_tick << 16 | seq`. Unique per session and tick although `seq` wraps; `hi` is never
-/// zero, so it never reads as "no causal id".
+/// zero, so it never reads as "no causal id". [`traced_span`](crate::traced_span) takes the
+/// pair as it is (it converts into a [`TraceContext`](crate::TraceContext)).
 ///
 /// ```
 /// use typhon_recorder::codec::correlation::*;
+/// let _s = typhon_recorder::traced_span("apply", command_causal_id(5, 0x10, 0x0203));
 /// let (hi, lo) = command_causal_id(5, 0x10, 0x0203);
 /// assert_eq!(hi, COMMAND_MARKER | 5);
 /// assert_eq!(lo, 0x10_0203);

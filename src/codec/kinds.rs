@@ -222,7 +222,7 @@ pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 18);
+/// assert_eq!(KINDS.len(), 21);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -357,6 +357,32 @@ pub const KINDS: &[KindDef] = &[
         ],
         min_size: 26,
         fixed: true,
+    },
+    // Named instants and phases carry their names (one kind table, no name table to join):
+    // every reader, trace-cmd's print format included, shows the name from the record alone.
+    KindDef {
+        kind: K::NAMED_INSTANT,
+        name: "NamedInstant",
+        shape: Shape::Instant,
+        fields: &[f("payload", I32, 12), f("name", CStr, 16)],
+        min_size: 17,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::NAMED_PHASE_START,
+        name: "NamedPhaseStart",
+        shape: Shape::Instant,
+        fields: &[f("phase", U8, 12), f("name", CStr, 13)],
+        min_size: 14,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::NAMED_PHASE_END,
+        name: "NamedPhaseEnd",
+        shape: Shape::Instant,
+        fields: &[f("phase", U8, 12), f("name", CStr, 13)],
+        min_size: 14,
+        fixed: false,
     },
     KindDef {
         kind: K::NAMED_SPAN,

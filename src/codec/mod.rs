@@ -166,6 +166,29 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_FOLLOWS.0, 250);
     /// ```
     pub const TRACING_FOLLOWS: Self = Self(250);
+    /// An instant named by its own string: i32 payload, then the NUL-terminated UTF-8 name
+    /// (kind 241, unused by SPEC §2; `instant(name_id, payload)` is the numbered form).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_INSTANT.0, 241);
+    /// ```
+    pub const NAMED_INSTANT: Self = Self(241);
+    /// A phase's start with its name: u8 phase, then the NUL-terminated UTF-8 name (kind 242).
+    /// It pairs with the next PhaseEnd or NamedPhaseEnd of the same phase on its slot.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_PHASE_START.0, 242);
+    /// ```
+    pub const NAMED_PHASE_START: Self = Self(242);
+    /// A phase's end with its name, laid out as NamedPhaseStart (kind 243).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_PHASE_END.0, 243);
+    /// ```
+    pub const NAMED_PHASE_END: Self = Self(243);
     /// One complete CEL_HEADER_V3 CeLog event as payload.
     ///
     /// ```

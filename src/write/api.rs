@@ -376,7 +376,8 @@ pub fn celog_set_zones(zone_user: u32, zone_ce: u32, zone_process: u32) {
 }
 
 /// CeLogData: records one CeLog event (CEL_HEADER_V3) of id `id` with `data`, if its zones are
-/// enabled. `timestamp` false records no CeLog timestamp and reads no clock (the record takes the
+/// enabled. This is CE's `CeLogData` signature, for ported code; [`CeLog`](crate::CeLog) says
+/// the same field by field. `timestamp` false records no CeLog timestamp and reads no clock (the record takes the
 /// time of the thread's previous record); `flagged` adds the flag word with `flag`.
 ///
 /// # Errors

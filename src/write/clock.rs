@@ -203,6 +203,11 @@ impl RawClock {
     }
 
     /// The current time in raw ticks.
+    ///
+    /// ```
+    /// let c = typhon_recorder::Clock::new().raw_clock();
+    /// assert!(c.raw() <= c.raw());
+    /// ```
     #[inline(always)]
     pub fn raw(&self) -> u64 {
         match self {

@@ -11,10 +11,13 @@
 //! - [`ring`]: the lock-free single-producer/single-consumer ring of one thread slot;
 //! - [`slots`]: the 255 user slots, claimed by threads and retired at thread exit;
 //! - `writer`: the thread-local claim on a slot;
-//! - `api` and `spans`: the free functions and the span guards.
+//! - `api` and `spans`: the free functions and the span guards; `named`: the instants and
+//!   phases that carry their names; `celog`: the CeLog event builder.
 
 pub(crate) mod api;
+pub(crate) mod celog;
 pub mod clock;
+pub(crate) mod named;
 pub mod ring;
 pub mod slots;
 pub(crate) mod spans;

@@ -62,17 +62,17 @@ use std::sync::atomic::Ordering;
 /// assert_eq!(rec.finish().unwrap().user_written(), 4); // ThreadInfo + 3 spans
 /// ```
 #[must_use = "a span ends when this guard is dropped"]
-pub struct SpanGuard<'a> {
+pub struct SpanGuard {
     /// The span's id, 0 when nothing is recorded.
     id: u64,
     /// The generation of the recorder it was opened under.
     gen: u64,
-    /// Not `Send`; the lifetime is the name's, kept so the API stays as it was (the recorder
-    /// copies the name).
-    _marker: std::marker::PhantomData<(&'a str, *const ())>,
+    /// Not `Send`. The guard borrows nothing: the recorder copied the name into the thread's
+    /// stack when the span began, so `span(&format!(..))` needs no `let` for the name.
+    _marker: std::marker::PhantomData<*const ()>,
 }
 
-impl SpanGuard<'_> {
+impl SpanGuard {
     /// This span's id (`slot << 56 | counter`), 0 when nothing is recorded.
     ///
     /// ```
@@ -108,7 +108,7 @@ impl SpanGuard<'_> {
     }
 }
 
-impl Drop for SpanGuard<'_> {
+impl Drop for SpanGuard {
     #[inline]
     fn drop(&mut self) {
         if self.id != 0 {
@@ -316,7 +316,7 @@ pub fn count_refused() {
 }
 
 #[inline(always)]
-pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard<'_> {
+pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>) -> SpanGuard {
     // The disabled path stays here, inline: one load and a branch, as for instants.
     let kind = if ctx.is_some() {
         TraceEventKind::TRACED_SPAN
@@ -330,7 +330,7 @@ pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>)
 }
 
 #[inline(always)]
-pub(crate) fn guard_of<'a>(o: Option<(u64, u64)>) -> SpanGuard<'a> {
+pub(crate) fn guard_of(o: Option<(u64, u64)>) -> SpanGuard {
     match o {
         Some((id, gen)) => SpanGuard {
             id,
@@ -464,12 +464,18 @@ pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
 /// span. A span the recorder refuses (a name with a NUL byte, a record larger than a page) is
 /// not opened and is counted as refused, never truncated; [`try_span`] reports it.
 ///
+/// The name is copied when the span begins, so the guard borrows nothing: a name made on the
+/// spot needs no `let` of its own.
+///
 /// ```
 /// let _outer = typhon_recorder::span("frame");
 /// let _inner = typhon_recorder::span("physics");
+/// for level in 0..2 {
+///     let _l = typhon_recorder::span(&format!("load level {level}"));
+/// }
 /// ```
 #[inline]
-pub fn span(name: &str) -> SpanGuard<'_> {
+pub fn span(name: &str) -> SpanGuard {
     begin_span(name, None, None)
 }
 
@@ -493,7 +499,7 @@ pub fn try_span(
     name: &str,
     ctx: Option<TraceContext>,
     at: Option<u64>,
-) -> Result<SpanGuard<'_>, WriteError> {
+) -> Result<SpanGuard, WriteError> {
     Ok(guard_of(open_span(name, ctx, at)?))
 }
 
@@ -505,30 +511,32 @@ pub fn try_span(
 /// s.end_at(200);
 /// ```
 #[inline]
-pub fn span_at(name: &str, start: u64) -> SpanGuard<'_> {
+pub fn span_at(name: &str, start: u64) -> SpanGuard {
     begin_span(name, None, Some(start))
 }
 
 /// Opens a TracedSpan carrying a trace context: a W3C trace id
-/// ([`TraceContext::from_w3c_bytes`]) or a command's causal id ([`command_causal_id`](crate::command_causal_id)).
+/// ([`TraceContext::from_w3c_bytes`]) or a command's causal id: what
+/// [`command_causal_id`](crate::command_causal_id) returns is taken as it is (any
+/// `(hi, lo)` pair converts into a [`TraceContext`]).
 ///
 /// ```
-/// let (hi, lo) = typhon_recorder::command_causal_id(7, 100, 3);
-/// let _s = typhon_recorder::traced_span("apply-command",
-///     typhon_recorder::TraceContext { hi, lo });
+/// let _s = typhon_recorder::traced_span("apply-command", typhon_recorder::command_causal_id(7, 100, 3));
+/// let w3c = typhon_recorder::TraceContext::from_w3c_bytes([0xab; 16]);
+/// let _t = typhon_recorder::traced_span("request", w3c);
 /// ```
 #[inline]
-pub fn traced_span(name: &str, ctx: TraceContext) -> SpanGuard<'_> {
-    begin_span(name, Some(ctx), None)
+pub fn traced_span(name: &str, ctx: impl Into<TraceContext>) -> SpanGuard {
+    begin_span(name, Some(ctx.into()), None)
 }
 
 /// [`traced_span`] starting at a caller-supplied time in raw ticks.
 ///
 /// ```
-/// let s = typhon_recorder::traced_span_at("x", typhon_recorder::TraceContext { hi: 1, lo: 2 }, 5);
+/// let s = typhon_recorder::traced_span_at("x", typhon_recorder::command_causal_id(7, 1, 2), 5);
 /// s.end_at(9);
 /// ```
 #[inline]
-pub fn traced_span_at(name: &str, ctx: TraceContext, start: u64) -> SpanGuard<'_> {
-    begin_span(name, Some(ctx), Some(start))
+pub fn traced_span_at(name: &str, ctx: impl Into<TraceContext>, start: u64) -> SpanGuard {
+    begin_span(name, Some(ctx.into()), Some(start))
 }

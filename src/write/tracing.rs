@@ -10,7 +10,7 @@
 //! let rec = RecorderBuilder::new().sink(MemorySink::new()).start().unwrap();
 //! let key = bridge::next_key();
 //! bridge::span_info(key, 1, 3, "system", "app", "name=\"physics\"").unwrap();
-//! bridge::enter("system: physics", key, 1);
+//! bridge::enter(&bridge::SpanName::new("system: physics"), key, 1);
 //! bridge::event(key, 3, "app", "stepped", "n=3").unwrap();
 //! bridge::exit(1);
 //! // ThreadInfo, the info, the event and the entry.
@@ -40,17 +40,70 @@ pub fn next_key() -> u64 {
     NEXT_KEY.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A `tracing` span's display name, checked once (when the span is created or renamed) so that
+/// an entry does no string work but the copy into the thread's stack.
+///
+/// ```
+/// use typhon_recorder::bridge::SpanName;
+/// assert!(SpanName::new("system: physics").is_valid());
+/// assert!(!SpanName::new("bad\0name").is_valid()); // each entry of it is counted as refused
+/// assert_eq!(SpanName::new("load").as_str(), "load");
+/// ```
+#[derive(Clone, Debug)]
+pub struct SpanName {
+    name: Box<str>,
+    /// The TracingSpan record's size; 0 when the name cannot be recorded (a NUL, too large).
+    size: usize,
+}
+
+impl SpanName {
+    /// Checks `name`: one with a NUL byte, or too long for a record, is kept but never
+    /// recorded (each entry is counted as refused instead).
+    ///
+    /// ```
+    /// let n = typhon_recorder::bridge::SpanName::new(&"x".repeat(70_000));
+    /// assert!(!n.is_valid()); // larger than any record
+    /// ```
+    pub fn new(name: &str) -> Self {
+        let size = records::tracing_span_len(name);
+        let ok = !records::has_nul(name.as_bytes()) && size <= codec::CommonHeader::MAX_RECORD;
+        SpanName {
+            name: name.into(),
+            size: if ok { size } else { 0 },
+        }
+    }
+
+    /// Whether entries of a span of this name can be recorded.
+    ///
+    /// ```
+    /// assert!(typhon_recorder::bridge::SpanName::new("x").is_valid());
+    /// ```
+    pub fn is_valid(&self) -> bool {
+        self.size != 0
+    }
+
+    /// The name.
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::bridge::SpanName::new("x").as_str(), "x");
+    /// ```
+    pub fn as_str(&self) -> &str {
+        &self.name
+    }
+}
+
 /// Opens an entry of the `tracing` span `key` (`tracing` id `tracing_id`) on this thread,
 /// displayed as `name`: it nests under the thread's innermost open span, like [`crate::span`].
 /// Returns whether it was opened: `false` when nothing is recorded (no recorder, TracingSpan
-/// filtered, no slot) or when it is refused (a NUL in `name`, a record too large for a page, a
-/// full span stack: counted as refused).
+/// filtered, no slot) or when it is refused (a name that [`SpanName::is_valid`] refuses, a
+/// record too large for the running recorder's pages, a full span stack: counted as refused).
 ///
 /// ```
-/// assert!(!typhon_recorder::bridge::enter("x", 1, 1)); // no recorder installed
+/// let name = typhon_recorder::bridge::SpanName::new("x");
+/// assert!(!typhon_recorder::bridge::enter(&name, 1, 1)); // no recorder installed
 /// ```
 #[inline]
-pub fn enter(name: &str, key: u64, tracing_id: u64) -> bool {
+pub fn enter(name: &SpanName, key: u64, tracing_id: u64) -> bool {
     if cfg!(feature = "compile-out") {
         return false;
     }
@@ -61,8 +114,7 @@ pub fn enter(name: &str, key: u64, tracing_id: u64) -> bool {
         }
         return false;
     }
-    let size = records::tracing_span_len(name);
-    if records::has_nul(name.as_bytes()) || size > codec::CommonHeader::MAX_RECORD {
+    if name.size == 0 {
         let _ = refused(WriteError::Invalid(String::new()));
         return false;
     }
@@ -70,7 +122,11 @@ pub fn enter(name: &str, key: u64, tracing_id: u64) -> bool {
         hi: key,
         lo: tracing_id,
     };
-    with_writer(|w| w.open_span(name, Some(ctx), None, size, true).is_ok()).unwrap_or(false)
+    with_writer(|w| {
+        w.open_span(&name.name, Some(ctx), None, name.size, true)
+            .is_ok()
+    })
+    .unwrap_or(false)
 }
 
 /// Ends this thread's innermost open entry of the span with `tracing` id `tracing_id` (and the
@@ -153,11 +209,11 @@ pub fn span_info(
         K::TRACING_SPAN_INFO,
         size,
         &[name, target, fields],
+        // Checked once, by `write_var`; the ring hands a record of exactly `size` bytes.
         |d, slot, t| {
-            let r = records::write_tracing_span_info(
+            records::fill_tracing_span_info(
                 d, slot, t, key, tracing_id, level, name, target, fields,
-            );
-            debug_assert!(r.is_ok(), "checked span info failed to encode: {r:?}");
+            )
         },
     )
 }
@@ -183,9 +239,7 @@ pub fn event(
         size,
         &[target, message, fields],
         |d, slot, t| {
-            let r =
-                records::write_tracing_event(d, slot, t, span_key, level, target, message, fields);
-            debug_assert!(r.is_ok(), "checked event failed to encode: {r:?}");
+            records::fill_tracing_event(d, slot, t, span_key, level, target, message, fields)
         },
     )
 }

@@ -126,6 +126,12 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_phase_end_at(ulong ts, byte phase);
         [DllImport(Lib)] public static extern int typhon_instant(int nameId, int payload);
         [DllImport(Lib)] public static extern int typhon_instant_at(ulong ts, int nameId, int payload);
+        [DllImport(Lib)] public static extern int typhon_named_instant(byte* name, UIntPtr nameLen, int payload);
+        [DllImport(Lib)] public static extern int typhon_named_instant_at(ulong ts, byte* name, UIntPtr nameLen, int payload);
+        [DllImport(Lib)] public static extern int typhon_named_phase_start(byte phase, byte* name, UIntPtr nameLen);
+        [DllImport(Lib)] public static extern int typhon_named_phase_end(byte phase, byte* name, UIntPtr nameLen);
+        [DllImport(Lib)] public static extern int typhon_named_phase_start_at(ulong ts, byte phase, byte* name, UIntPtr nameLen);
+        [DllImport(Lib)] public static extern int typhon_named_phase_end_at(ulong ts, byte phase, byte* name, UIntPtr nameLen);
 
         // BOOL parameters are int: never marshal them as C# bool.
         [DllImport(Lib)] public static extern int typhon_celog_set_zones(uint zoneUser, uint zoneCe, uint zoneProcess);
@@ -379,5 +385,35 @@ namespace Typhon.Recorder
 
         /// <summary>An Instant at <paramref name="ts"/> (raw ticks from Now or NsToTicks).</summary>
         public static void InstantAt(ulong ts, int nameId, int payload) => Check(Native.typhon_instant_at(ts, nameId, payload));
+
+        /// <summary>A NamedInstant: an instant called <paramref name="utf8Name"/> (UTF-8, no NUL), shown by that name.</summary>
+        public static void NamedInstant(ReadOnlySpan<byte> utf8Name, int payload)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_named_instant(p != null ? p : &none, (UIntPtr)utf8Name.Length, payload));
+            }
+        }
+
+        /// <summary>A NamedPhaseStart: phase <paramref name="phase"/>, called <paramref name="utf8Name"/>, starts.</summary>
+        public static void NamedPhaseStart(byte phase, ReadOnlySpan<byte> utf8Name)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_named_phase_start(phase, p != null ? p : &none, (UIntPtr)utf8Name.Length));
+            }
+        }
+
+        /// <summary>A NamedPhaseEnd: phase <paramref name="phase"/>, called <paramref name="utf8Name"/>, ends.</summary>
+        public static void NamedPhaseEnd(byte phase, ReadOnlySpan<byte> utf8Name)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_named_phase_end(phase, p != null ? p : &none, (UIntPtr)utf8Name.Length));
+            }
+        }
     }
 }

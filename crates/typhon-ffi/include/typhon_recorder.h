@@ -369,6 +369,44 @@ int32_t typhon_instant(int32_t name_id, int32_t payload);
 // `typhon_instant` at `ts`: raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`.
 int32_t typhon_instant_at(uint64_t ts, int32_t name_id, int32_t payload);
 
+// Records a NamedInstant called `name` (`name_len` bytes of UTF-8, no NUL inside) with
+// `payload`: what `typhon_instant` records, with a name instead of a number.
+//
+// # Safety
+// `name` must point to `name_len` readable bytes.
+int32_t typhon_named_instant(const char *name, size_t name_len, int32_t payload);
+
+// `typhon_named_instant` at `ts` (raw ticks).
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_named_instant_at(uint64_t ts, const char *name, size_t name_len, int32_t payload);
+
+// Records a NamedPhaseStart: phase `phase`, called `name`, starts. It pairs with the next
+// NamedPhaseEnd (or PhaseEnd) of the same phase on the thread.
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_named_phase_start(uint8_t phase, const char *name, size_t name_len);
+
+// Records a NamedPhaseEnd: phase `phase`, called `name`, ends.
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_named_phase_end(uint8_t phase, const char *name, size_t name_len);
+
+// `typhon_named_phase_start` at `ts` (raw ticks).
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_named_phase_start_at(uint64_t ts, uint8_t phase, const char *name, size_t name_len);
+
+// `typhon_named_phase_end` at `ts` (raw ticks).
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_named_phase_end_at(uint64_t ts, uint8_t phase, const char *name, size_t name_len);
+
 // CeLogSetZones: which CeLog zones are recorded (an event is recorded iff
 // `(zone_ce & dwZoneCE) != 0 || (zone_user & dwZoneUser) != 0`); `zone_process` is accepted
 // for parity and unused. Applies process-wide from the next event on.

@@ -56,6 +56,14 @@ fn c_host_records_from_pthreads() {
         assert_eq!(per_kind(77), 1, "one ThreadInfo");
     }
     assert!(c.threads.contains_key("c-main"));
+    assert_eq!(
+        c.threads["c-main"].named,
+        [
+            (241, 3, "c-named".to_string()),
+            (242, 2, "io".to_string()),
+            (243, 2, "io".to_string())
+        ]
+    );
     // Each worker's refused writes (bad pointers, UTF-8, payload, sizes), each counted once.
     assert_eq!(stats["refused"], (ROUNDS * THREADS * 7) as u64);
     assert_eq!(stats["clamped"], 1, "c-main's instant an hour ahead");

@@ -196,6 +196,13 @@ fn csharp_host_records_from_managed_threads() {
     assert_eq!((k(239), k(240)), (commands, TICKS));
     assert_eq!(k(255), 2, "two CeLog events recorded, one filtered");
     assert_eq!(main.instants, vec![(-1, -1)]);
+    // The named instant, and the named phase of every tick, by name.
+    let mut named = vec![(241u8, 5i64, "cs-named".to_string())];
+    for _ in 0..TICKS {
+        named.push((242, 2, "ai".into()));
+        named.push((243, 2, "ai".into()));
+    }
+    assert_eq!(main.named, named);
     let mut seq = 0u16;
     for tick in 0..TICKS as u32 {
         for _ in 0..COMMANDS_PER_TICK {

@@ -1,7 +1,7 @@
 //! `typhon-rec demo`: a synthetic game/server workload recorded to a trace.dat.
 //!
-//! The main thread runs a 60 Hz tick loop (TickStart, PhaseStart/PhaseEnd around a span per
-//! phase, TickEnd; in the simulation phase Bevy-style `tracing` systems, `system{name=physics}`
+//! The main thread runs a 60 Hz tick loop (TickStart, a phase around a span and an instant per
+//! phase, TickEnd: "input" numbered, "simulation" and "output" named; in the simulation phase Bevy-style `tracing` systems, `system{name=physics}`
 //! and `system{name=ai}`, through `typhon_tracing::TyphonLayer`, with an event now and then and a
 //! `follows_from` link). Each worker thread plays a network front end for its own sessions: every
 //! command is IngressReceived, then IngressDropped (about 1 in 20) or IngressAdmitted for the
@@ -183,17 +183,29 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
     while !stop.load(Ordering::Relaxed) {
         typhon_recorder::tick_start();
         for (phase, name) in [(0u8, "input"), (1, "simulation"), (2, "output")] {
-            typhon_recorder::phase_start(phase);
+            // Input keeps the numbered forms (PhaseStart/End, an Instant by id); the others
+            // carry their names (NamedPhaseStart/End through the guard, a NamedInstant).
+            let named = (phase != 0).then(|| typhon_recorder::phase(phase, name));
+            if named.is_none() {
+                typhon_recorder::phase_start(phase);
+            }
             {
                 let _s = typhon_recorder::span(name);
-                typhon_recorder::instant(phase as i32, tick as i32);
+                if named.is_none() {
+                    typhon_recorder::instant(phase as i32, tick as i32);
+                } else {
+                    typhon_recorder::named_instant("step", tick as i32);
+                }
                 if phase == 1 {
                     records += systems(tick);
                 } else {
                     std::thread::sleep(Duration::from_micros(300));
                 }
             }
-            typhon_recorder::phase_end(phase);
+            match named {
+                Some(guard) => drop(guard),
+                None => typhon_recorder::phase_end(phase),
+            }
         }
         typhon_recorder::tick_end((tick % 5 == 0) as u8, 1);
         records += 1 + 3 * 4 + 1;

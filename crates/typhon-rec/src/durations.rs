@@ -210,8 +210,13 @@ pub struct Durations {
     pub spans: HashMap<String, Series>,
     /// Ticks: TickStart to the next TickEnd on the same slot.
     pub ticks: Series,
-    /// Per phase number: PhaseStart to the PhaseEnd of the same phase on the same slot.
+    /// Per phase number: PhaseStart to the PhaseEnd of the same phase on the same slot (named
+    /// or not).
     pub phases: BTreeMap<u8, Series>,
+    /// The name of each phase that had one (NamedPhaseStart/End; the last one seen).
+    pub phase_names: BTreeMap<u8, String>,
+    /// NamedInstants per name.
+    pub instants: BTreeMap<String, u64>,
     /// The tick budget (ns) and the ticks over it.
     pub budget: u64,
     /// Ticks longer than the budget.
@@ -231,6 +236,8 @@ impl Durations {
             spans: HashMap::new(),
             ticks: Series::default(),
             phases: BTreeMap::new(),
+            phase_names: BTreeMap::new(),
+            instants: BTreeMap::new(),
             budget,
             overruns: 0,
             unmatched_ends: 0,
@@ -293,9 +300,28 @@ impl Durations {
                 }
                 None => self.unmatched_ends += 1,
             },
-            TraceEventKind::PHASE_START | TraceEventKind::PHASE_END => {
+            TraceEventKind::NAMED_INSTANT => {
+                let name = d.get("name").and_then(FieldValue::as_str).unwrap_or("");
+                match self.instants.get_mut(name) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.instants.insert(name.to_owned(), 1);
+                    }
+                }
+            }
+            TraceEventKind::PHASE_START
+            | TraceEventKind::PHASE_END
+            | TraceEventKind::NAMED_PHASE_START
+            | TraceEventKind::NAMED_PHASE_END => {
                 let phase = d.get("phase").and_then(FieldValue::as_u64).unwrap_or(0) as u8;
-                if def.kind == TraceEventKind::PHASE_START {
+                if let Some(name) = d.get("name").and_then(FieldValue::as_str) {
+                    if self.phase_names.get(&phase).map(String::as_str) != Some(name) {
+                        self.phase_names.insert(phase, name.to_owned());
+                    }
+                }
+                if def.kind == TraceEventKind::PHASE_START
+                    || def.kind == TraceEventKind::NAMED_PHASE_START
+                {
                     if st.phases.insert(phase, ts).is_some() {
                         self.unmatched_starts += 1;
                     }
@@ -320,6 +346,14 @@ impl Durations {
             self.unmatched_starts += u64::from(st.tick.is_some()) + st.phases.len() as u64;
         }
         self.slots.clear();
+    }
+
+    /// How a phase is shown: `physics (phase 1)` when it was named, else `phase 1`.
+    pub fn phase_label(&self, phase: u8) -> String {
+        match self.phase_names.get(&phase) {
+            Some(n) => format!("{n} (phase {phase})"),
+            None => format!("phase {phase}"),
+        }
     }
 
     /// The span series sorted by total time, largest first (ties by name).
@@ -377,13 +411,20 @@ impl Durations {
     pub fn json(&mut self, tb: &TimeBase) -> serde_json::Value {
         let mut ticks = series_json(&self.ticks.summary(), tb);
         ticks["overruns"] = self.overruns.into();
+        let names = &self.phase_names;
         serde_json::json!({
             "tick_budget_ns": self.budget,
             "ticks": ticks,
             "phases": self.phases.iter_mut().map(|(p, s)| {
                 let mut v = series_json(&s.summary(), tb);
                 v["phase"] = (*p).into();
+                if let Some(n) = names.get(p) {
+                    v["name"] = n.as_str().into();
+                }
                 v
+            }).collect::<Vec<_>>(),
+            "instants": self.instants.iter().map(|(n, c)| {
+                serde_json::json!({ "name": n, "count": c })
             }).collect::<Vec<_>>(),
             "spans": self.spans_by_total().iter().map(|(n, m)| {
                 let mut v = series_json(m, tb);
@@ -437,8 +478,12 @@ impl Durations {
         head(&mut out, "ticks and phases");
         let t = self.ticks.summary();
         row(&mut out, "tick", &t);
-        for (p, s) in self.phases.iter_mut() {
-            row(&mut out, &format!("phase {p}"), &s.summary());
+        let phases: Vec<u8> = self.phases.keys().copied().collect();
+        for p in phases {
+            let label = self.phase_label(p);
+            if let Some(s) = self.phases.get_mut(&p) {
+                row(&mut out, &label, &s.summary());
+            }
         }
         let _ = writeln!(
             out,
@@ -462,6 +507,12 @@ impl Durations {
         head(&mut out, "spans (by total time)");
         for (n, m) in self.spans_by_total() {
             row(&mut out, &n, &m);
+        }
+        if !self.instants.is_empty() {
+            let _ = writeln!(out, "\n{:<24} {:>9}", "named instants", "count");
+            for (n, c) in &self.instants {
+                let _ = writeln!(out, "{:<24} {c:>9}", printable(n).to_string());
+            }
         }
         out
     }

@@ -23,7 +23,7 @@ pub struct ReportArgs {
     /// Only these kinds, by name (TickStart, NamedSpan, ...; any case) or number.
     #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
     pub kind: Vec<u8>,
-    /// Only spans whose name contains this text.
+    /// Only spans, named instants and named phases whose name contains this text.
     #[arg(long)]
     pub name: Option<String>,
     /// Only from this time: after the recording's start (`1.5s`, `200ms`) or wall-clock
@@ -171,9 +171,17 @@ impl<'a> Filter<'a> {
             return false;
         }
         if let Some(n) = &a.name {
-            let is_span = d.def.is_some_and(|k| k.shape == Shape::Span);
+            let named = d.def.is_some_and(|k| {
+                k.shape == Shape::Span
+                    || [
+                        TraceEventKind::NAMED_INSTANT,
+                        TraceEventKind::NAMED_PHASE_START,
+                        TraceEventKind::NAMED_PHASE_END,
+                    ]
+                    .contains(&k.kind)
+            });
             let name = d.get("name").and_then(FieldValue::as_str).unwrap_or("");
-            if !is_span || !name.contains(n.as_str()) {
+            if !named || !name.contains(n.as_str()) {
                 return false;
             }
         }

@@ -24,10 +24,12 @@
 //! ```
 
 mod fields;
+mod named;
 mod tracing;
 mod typed;
 
 pub use fields::*;
+pub use named::*;
 pub use tracing::*;
 pub use typed::*;
 pub(crate) use typed::{clamp_thread_name, thread_info};
@@ -352,6 +354,34 @@ pub struct TraceContext {
     pub hi: u64,
     /// Low half: the last 8 bytes of a W3C id as a little-endian u64, or a command's `lo`.
     pub lo: u64,
+}
+
+/// A `(hi, lo)` pair as [`command_causal_id`](correlation::command_causal_id) returns it, so
+/// that [`traced_span`](crate::traced_span) takes that result as it is.
+///
+/// ```
+/// use typhon_recorder::{command_causal_id, TraceContext};
+/// assert_eq!(TraceContext::from(command_causal_id(5, 100, 7)), TraceContext::from_command(5, 100, 7));
+/// ```
+impl From<(u64, u64)> for TraceContext {
+    #[inline]
+    fn from((hi, lo): (u64, u64)) -> Self {
+        TraceContext { hi, lo }
+    }
+}
+
+/// The `(hi, lo)` pair.
+///
+/// ```
+/// use typhon_recorder::TraceContext;
+/// let (hi, lo) = TraceContext { hi: 1, lo: 2 }.into();
+/// assert_eq!((hi, lo), (1u64, 2u64));
+/// ```
+impl From<TraceContext> for (u64, u64) {
+    #[inline]
+    fn from(c: TraceContext) -> Self {
+        (c.hi, c.lo)
+    }
 }
 
 impl TraceContext {

@@ -143,9 +143,29 @@ pub fn write_tracing_span_info(
     target: &str,
     fields: &str,
 ) -> Result<usize, EncodeError> {
-    let strs = [name, target, fields];
-    let size = check_strings(INFO_FIXED, &strs)?;
+    let size = check_strings(INFO_FIXED, &[name, target, fields])?;
     let d = reserve(d, size)?;
+    fill_tracing_span_info(d, slot, ts, key, tracing_id, level, name, target, fields);
+    Ok(size)
+}
+
+/// [`write_tracing_span_info`] into a `d` of exactly [`tracing_span_info_len`] bytes, strings
+/// checked by the caller (no NUL, the size within a record).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn fill_tracing_span_info(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+    tracing_id: u64,
+    level: u8,
+    name: &str,
+    target: &str,
+    fields: &str,
+) {
+    let strs = [name, target, fields];
+    let size = d.len();
     header(d, size, K::TRACING_SPAN_INFO, slot, ts);
     put_u64(d, off(K::TRACING_SPAN_INFO, "key"), key);
     put_u64(d, off(K::TRACING_SPAN_INFO, "tracing_id"), tracing_id);
@@ -156,7 +176,6 @@ pub fn write_tracing_span_info(
         off(K::TRACING_SPAN_INFO, "fields"),
     ];
     put_strings(d, INFO_FIXED, &locs, &strs);
-    Ok(size)
 }
 
 /// Size of a TracingEvent record with these strings.
@@ -193,9 +212,28 @@ pub fn write_tracing_event(
     message: &str,
     fields: &str,
 ) -> Result<usize, EncodeError> {
-    let strs = [target, message, fields];
-    let size = check_strings(EVENT_FIXED, &strs)?;
+    let size = check_strings(EVENT_FIXED, &[target, message, fields])?;
     let d = reserve(d, size)?;
+    fill_tracing_event(d, slot, ts, span_key, level, target, message, fields);
+    Ok(size)
+}
+
+/// [`write_tracing_event`] into a `d` of exactly [`tracing_event_len`] bytes, strings checked
+/// by the caller.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn fill_tracing_event(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span_key: u64,
+    level: u8,
+    target: &str,
+    message: &str,
+    fields: &str,
+) {
+    let strs = [target, message, fields];
+    let size = d.len();
     header(d, size, K::TRACING_EVENT, slot, ts);
     put_u64(d, off(K::TRACING_EVENT, "span_key"), span_key);
     d[off(K::TRACING_EVENT, "level")] = level;
@@ -205,7 +243,6 @@ pub fn write_tracing_event(
         off(K::TRACING_EVENT, "fields"),
     ];
     put_strings(d, EVENT_FIXED, &locs, &strs);
-    Ok(size)
 }
 
 /// Writes a TracingFollows record (28 bytes): the span of key `key` follows from the span of

@@ -118,6 +118,27 @@ pub enum Record<'a> {
         /// The span it follows.
         follows_key: u64,
     },
+    /// Kind 241: an instant with its name.
+    NamedInstant {
+        /// Payload.
+        payload: i32,
+        /// Name.
+        name: &'a str,
+    },
+    /// Kind 242: a phase's start with its name.
+    NamedPhaseStart {
+        /// Phase number (it pairs starts and ends).
+        phase: u8,
+        /// Name.
+        name: &'a str,
+    },
+    /// Kind 243: a phase's end with its name.
+    NamedPhaseEnd {
+        /// Phase number.
+        phase: u8,
+        /// Name.
+        name: &'a str,
+    },
     /// Kind 255.
     CeLog(CelEvent<'a>),
 }
@@ -144,6 +165,9 @@ impl Record<'_> {
             Record::TracingSpanInfo { .. } => K::TRACING_SPAN_INFO,
             Record::TracingEvent { .. } => K::TRACING_EVENT,
             Record::TracingFollows { .. } => K::TRACING_FOLLOWS,
+            Record::NamedInstant { .. } => K::NAMED_INSTANT,
+            Record::NamedPhaseStart { .. } => K::NAMED_PHASE_START,
+            Record::NamedPhaseEnd { .. } => K::NAMED_PHASE_END,
             Record::CeLog(_) => K::CELOG,
         }
     }
@@ -178,6 +202,10 @@ impl Record<'_> {
                 ..
             } => tracing_event_len(target, message, fields),
             Record::TracingFollows { .. } => min_size(K::TRACING_FOLLOWS),
+            Record::NamedInstant { name, .. } => named_instant_len(name),
+            Record::NamedPhaseStart { name, .. } | Record::NamedPhaseEnd { name, .. } => {
+                named_phase_len(name)
+            }
             Record::CeLog(ev) => CELOG_EVENT + ev.encoded_len(),
         }
     }
@@ -246,6 +274,15 @@ impl Record<'_> {
             } => write_tracing_event(d, slot, ts, span_key, level, target, message, fields),
             Record::TracingFollows { key, follows_key } => {
                 write_tracing_follows(d, slot, ts, key, follows_key)
+            }
+            Record::NamedInstant { payload, name } => {
+                write_named_instant(d, slot, ts, payload, name)
+            }
+            Record::NamedPhaseStart { phase, name } => {
+                write_named_phase(d, slot, ts, true, phase, name)
+            }
+            Record::NamedPhaseEnd { phase, name } => {
+                write_named_phase(d, slot, ts, false, phase, name)
             }
             Record::CeLog(ev) => write_celog_record(d, slot, ts, &ev),
         }
@@ -337,6 +374,18 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
             key: r.unsigned("key")?,
             follows_key: r.unsigned("follows_key")?,
         },
+        K::NAMED_INSTANT => Record::NamedInstant {
+            payload: r.signed("payload")? as i32,
+            name: r.string("name")?,
+        },
+        K::NAMED_PHASE_START => Record::NamedPhaseStart {
+            phase: r.unsigned("phase")? as u8,
+            name: r.string("name")?,
+        },
+        K::NAMED_PHASE_END => Record::NamedPhaseEnd {
+            phase: r.unsigned("phase")? as u8,
+            name: r.string("name")?,
+        },
         K::CELOG => Record::CeLog(celog::decode_event(r.payload)?.0),
         k if correlation::covers(k) => Record::Correlation(correlation::decode(record)?.instant),
         k => return Err(DecodeError::UnexpectedKind(k)),
@@ -346,6 +395,10 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
 
 /// Longest thread name a ThreadInfo record carries (longer names are cut at a character
 /// boundary: a display name, not data).
+///
+/// ```
+/// assert_eq!(typhon_recorder::MAX_THREAD_NAME, 64);
+/// ```
 pub const MAX_THREAD_NAME: usize = 64;
 
 /// `name`, cut to [`MAX_THREAD_NAME`] bytes at a character boundary.

@@ -139,6 +139,9 @@ int main(int argc, char **argv) {
     uint64_t now_ns = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
     CHECK(typhon_instant_at(typhon_ns_to_ticks(now_ns + 3600000000000ull), -1, -1), TYPHON_OK);
     CHECK(typhon_phase_start(1), TYPHON_OK);
+    CHECK(typhon_named_instant("c-named", 7, 3), TYPHON_OK);
+    CHECK(typhon_named_phase_start(2, "io", 2), TYPHON_OK);
+    CHECK(typhon_named_phase_end_at(typhon_now(), 2, "io", 2), TYPHON_OK);
 
     struct worker ws[ROUNDS * THREADS];
     for (int r = 0; r < ROUNDS; r++) {

@@ -28,6 +28,7 @@ static unsafe class FfiHost
     const byte CustomKind = 200;
 
     static readonly byte[] Frame = TyphonRecorder.Utf8("frame");
+    static readonly byte[] Ai = TyphonRecorder.Utf8("ai");
     static readonly byte[] Apply = TyphonRecorder.Utf8("apply");
     static readonly byte[] Simulate = TyphonRecorder.Utf8("simulate");
     static readonly byte[] ApplyCommand = TyphonRecorder.Utf8("apply-command");
@@ -187,6 +188,7 @@ static unsafe class FfiHost
         TyphonRecorder.SetThreadInfo("cs-main", ThreadKind.Main);
         // One time far ahead of the clock: clamped (counted), not pinning cs-main's later records.
         TyphonRecorder.InstantAt(TyphonRecorder.NsToTicks(1UL << 62), -1, -1);
+        TyphonRecorder.NamedInstant(TyphonRecorder.Utf8("cs-named"), 5);
 
         // Dedicated threads, in rounds: each round's threads exit before the next starts.
         for (int r = 0; r < Rounds; r++)
@@ -239,6 +241,8 @@ static unsafe class FfiHost
                 }
             }
             if (tick == 3) TyphonRecorder.IngressDropped(Session, 999, 4);
+            TyphonRecorder.NamedPhaseStart(2, Ai);
+            TyphonRecorder.NamedPhaseEnd(2, Ai);
             TyphonRecorder.PhaseEnd(1);
             TyphonRecorder.EgressSent(Session, tick, 512, 1);
             TyphonRecorder.TickEnd(0, 1);

@@ -139,6 +139,8 @@ pub struct ThreadRecords {
     pub custom: Vec<Vec<u8>>,
     /// The kind its ThreadInfo gave (`Main`, `Worker`, `Pool`, `Other`).
     pub thread_kind: Option<String>,
+    /// NamedInstant, NamedPhaseStart and NamedPhaseEnd: (kind, phase or payload, name).
+    pub named: Vec<(u8, i64, String)>,
 }
 
 /// Summary of a recording made through the C ABI.
@@ -197,6 +199,12 @@ pub fn check_file(path: &Path) -> Checked {
             *t.kinds.entry(kind).or_default() += 1;
             match rec {
                 Record::Instant { name_id, payload } => t.instants.push((name_id, payload)),
+                Record::NamedInstant { payload, name } => {
+                    t.named.push((kind, payload.into(), name.to_string()))
+                }
+                Record::NamedPhaseStart { phase, name } | Record::NamedPhaseEnd { phase, name } => {
+                    t.named.push((kind, phase.into(), name.to_string()))
+                }
                 Record::NamedSpan { span, name } => {
                     t.spans
                         .push((span.span_id, span.parent_span_id, name.into(), false))

@@ -17,7 +17,8 @@ pub enum Arg<'a> {
     S(std::borrow::Cow<'a, str>),
 }
 
-/// An event's display name: the span's name, "tick", "phase N", a `tracing` event's message,
+/// An event's display name: the span's (or named instant's, or named phase's) name, "tick",
+/// "phase N", a `tracing` event's message,
 /// "new span NAME" for a `tracing` span's description, "follows_from", or the kind's name.
 ///
 /// ```
@@ -33,7 +34,10 @@ pub fn event_name(rec: &[u8]) -> std::borrow::Cow<'_, str> {
             _,
             Body::NamedSpan { name, .. }
             | Body::TracedSpan { name, .. }
-            | Body::TracingSpan { name, .. },
+            | Body::TracingSpan { name, .. }
+            | Body::NamedInstant { name, .. }
+            | Body::NamedPhaseStart { name, .. }
+            | Body::NamedPhaseEnd { name, .. },
         )) => Cow::Borrowed(name),
         // A `tracing` event shows its message (its level and target are arguments).
         Ok((_, Body::TracingEvent { message, .. })) if !message.is_empty() => {

@@ -385,7 +385,7 @@ impl Engine<'_> {
                 Some(h) => self.slice(sink, th, h.ts, ts.max(h.ts), rec)?,
                 None => self.point(sink, th, ts, Kind::Instant, Some(rec))?,
             },
-            Some((_, Body::PhaseStart { phase })) => {
+            Some((_, Body::PhaseStart { phase } | Body::NamedPhaseStart { phase, .. })) => {
                 let s = &mut self.threads[th];
                 let n = s.phase_starts;
                 s.phase_starts += 1;
@@ -394,7 +394,7 @@ impl Engine<'_> {
                     .or_default()
                     .push((n, instant(ts)));
             }
-            Some((_, Body::PhaseEnd { phase })) => {
+            Some((_, Body::PhaseEnd { phase } | Body::NamedPhaseEnd { phase, .. })) => {
                 let open = self.threads[th]
                     .open_phases
                     .get_mut(&phase)

@@ -1,0 +1,132 @@
+//! What an enter needs of a span (its key and display name), found without the Registry: each
+//! thread keeps the spans it entered in a small direct-mapped cache, and a global table says
+//! which of them are still what they were.
+//!
+//! Looking a span up in the Registry (`ctx.span(id)` takes a slab reference, `extensions()` a
+//! read lock and a type-keyed map lookup) was two thirds of the layer's enter. A cache entry
+//! holds the layer's stack, the `tracing` id, a token and the name; the global table holds, per
+//! hash bucket of (stack, id), the token of the span last created (or renamed) there. The stack
+//! (a number each layer gets when it joins a subscriber) keeps two Registries, which hand out
+//! the same ids, apart.
+//!
+//! An entry is good while its bucket still holds its token: tokens are never reused, a span's
+//! is stored when it is created and replaced when it is renamed, and it is cleared when the
+//! span closes, so a stale entry (a closed span whose id was reused, a renamed span, a bucket
+//! another span took) never matches and the enter falls back to the Registry. Two live spans in
+//! one bucket only cost the one created first its hits.
+//!
+//! Ordering: a span's token is stored (Release) before any thread can enter it (entering needs
+//! its handle, passed on after its creation), and cleared (Release) in `on_close`, before the
+//! Registry frees its id for reuse; an enter loads it with Acquire. So an enter of a reused id
+//! never sees the token of the span that had it before.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use typhon_recorder::bridge::SpanName;
+
+const BUCKETS: usize = 4096;
+const CACHED: usize = 256;
+
+static LIVE: [AtomicU64; BUCKETS] = [const { AtomicU64::new(0) }; BUCKETS];
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// The bucket of a `tracing` id of layer stack `stack`. Registry ids put the slab index in the
+/// low bits and the creating thread's shard above, so ids of different threads share low bits:
+/// hash them all.
+#[inline(always)]
+fn bucket(stack: u64, id: u64) -> &'static AtomicU64 {
+    let h = (id ^ stack.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    &LIVE[(h >> (64 - 12)) as usize]
+}
+
+/// A token no span (nor layer stack) has had (never 0, the empty bucket).
+pub(crate) fn new_token() -> u64 {
+    // Relaxed: only uniqueness is needed.
+    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Span `id` of `stack` is now described by `token` (created, or renamed from `old`, 0 for
+/// none).
+pub(crate) fn publish(stack: u64, id: u64, old: u64, token: u64) {
+    let b = bucket(stack, id);
+    if old == 0 {
+        b.store(token, Ordering::Release);
+    } else {
+        // Only where its old token still is: a bucket another span took stays that span's.
+        let _ = b.compare_exchange(old, token, Ordering::Release, Ordering::Relaxed);
+    }
+}
+
+/// Span `id` of `stack`, described by `token`, closed.
+pub(crate) fn retire(stack: u64, id: u64, token: u64) {
+    let _ = bucket(stack, id).compare_exchange(token, 0, Ordering::Release, Ordering::Relaxed);
+}
+
+/// What an enter needs of a span.
+#[derive(Clone)]
+pub(crate) struct Entered {
+    pub(crate) key: u64,
+    pub(crate) name: Arc<SpanName>,
+}
+
+struct Slot {
+    stack: u64,
+    id: u64,
+    token: u64,
+    span: Entered,
+}
+
+thread_local! {
+    /// Filled at a thread's first miss. Each slot owns its name, so a span closed or renamed
+    /// meanwhile leaves the slot stale (it no longer matches), never dangling.
+    static CACHE: RefCell<Vec<Option<Slot>>> = const { RefCell::new(Vec::new()) };
+}
+
+#[inline(always)]
+fn index(id: u64) -> usize {
+    // The slab index is in the low bits: consecutive ids of a thread get consecutive slots.
+    (id as usize) & (CACHED - 1)
+}
+
+/// Runs `f` on span `id`'s cached description if it is still good; `None` (without calling
+/// `f`) when the thread must look the span up.
+#[inline(always)]
+pub(crate) fn with_cached<R>(stack: u64, id: u64, f: impl FnOnce(&Entered) -> R) -> Option<R> {
+    let live = bucket(stack, id).load(Ordering::Acquire);
+    if live == 0 {
+        return None;
+    }
+    CACHE
+        .try_with(|c| {
+            let c = c.try_borrow().ok()?;
+            match c.get(index(id)) {
+                // The token alone names one span of one stack; the id and stack make a match
+                // of another bucket's token impossible to mistake.
+                Some(Some(s)) if s.token == live && s.id == id && s.stack == stack => {
+                    Some(f(&s.span))
+                }
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+/// Keeps span `id`'s (of `stack`) description, looked up under `token`, for this thread's next
+/// enters.
+pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
+    let _ = CACHE.try_with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            if c.is_empty() {
+                c.resize_with(CACHED, || None);
+            }
+            c[index(id)] = Some(Slot {
+                stack,
+                id,
+                token,
+                span,
+            });
+        }
+    });
+}

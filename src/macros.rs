@@ -1,0 +1,78 @@
+//! `span!` and `instant!`: the free functions with less to type; `span!` formats its name only
+//! when spans are recorded, into a reused buffer. (A phase needs no macro: [`phase`](crate::phase)
+//! returns a guard.)
+
+use crate::codec::TraceEventKind;
+use crate::session::KIND_OFF;
+use crate::write::spans::SpanGuard;
+use std::cell::RefCell;
+use std::fmt::Write as _;
+
+thread_local! {
+    /// `span!`'s formatted names: reused, so a warm thread formats without allocating.
+    static NAME_BUF: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// What `span!` expands to: a span named by `args`, formatted only if NamedSpan is recorded
+/// (or filtered, so that it is counted).
+#[doc(hidden)]
+#[inline]
+pub fn __span_fmt(args: std::fmt::Arguments<'_>) -> SpanGuard {
+    if cfg!(feature = "compile-out")
+        || crate::write::writer::kind_state(TraceEventKind::NAMED_SPAN) == KIND_OFF
+    {
+        return SpanGuard::inert();
+    }
+    if let Some(s) = args.as_str() {
+        return crate::span(s);
+    }
+    let reused = NAME_BUF.try_with(|b| {
+        // Taken (a `Display` of an argument that itself opens a span): the other path below.
+        let mut b = b.try_borrow_mut().ok()?;
+        b.clear();
+        let _ = b.write_fmt(args);
+        Some(crate::span(&b))
+    });
+    match reused {
+        Ok(Some(g)) => g,
+        _ => crate::span(&std::fmt::format(args)),
+    }
+}
+
+/// Opens a span named like `format!` would (`span!("load {path}")`), and returns its guard;
+/// the name is formatted only when spans are recorded. `span!("frame")` is
+/// [`span("frame")`](crate::span).
+///
+/// ```
+/// # let _g = typhon_recorder::doc_lock();
+/// use typhon_recorder::{sink::NullSink, span, RecorderBuilder};
+/// let rec = RecorderBuilder::new().sink(NullSink).start().unwrap();
+/// let _frame = span!("frame");
+/// for level in 0..3 {
+///     let _l = span!("load level {level}");
+/// }
+/// assert_eq!(rec.finish().unwrap().user_written(), 5); // ThreadInfo + 4 spans
+/// ```
+#[macro_export]
+macro_rules! span {
+    ($($arg:tt)+) => {
+        $crate::__span_fmt(::core::format_args!($($arg)+))
+    };
+}
+
+/// Records a NamedInstant: `instant!("hit")` ([`named_instant`](crate::named_instant) with
+/// payload 0) or `instant!("hit", payload)`.
+///
+/// ```
+/// typhon_recorder::instant!("collision");
+/// typhon_recorder::instant!("collision", 3);
+/// ```
+#[macro_export]
+macro_rules! instant {
+    ($name:expr) => {
+        $crate::named_instant($name, 0)
+    };
+    ($name:expr, $payload:expr) => {
+        $crate::named_instant($name, $payload)
+    };
+}
