@@ -80,13 +80,16 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod bridges;
 mod disabled;
 mod floors;
 mod latency;
 mod load;
 mod peers;
+pub mod plot;
 mod report;
 mod targets;
+mod text;
 mod timer;
 mod writes;
 
@@ -146,6 +149,8 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     peers::arrayqueue_shared(&mut r, &t);
     off.take(2);
     writes::recorder_ns(&mut r, &t);
+    off.take(2);
+    bridges::bridges(&mut r, &t);
     off.take(2);
     let samples = if opts.quick { 1_000_000 } else { 10_000_000 };
     latency::latency(&mut r, samples, npt, no_spare);

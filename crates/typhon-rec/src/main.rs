@@ -80,6 +80,9 @@ enum Cmd {
         /// Print only one JSON object.
         #[arg(long)]
         json: bool,
+        /// Also draw the run's figures as SVGs into DIR (latency.svg, cost.svg).
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -112,7 +115,7 @@ fn main() -> ExitCode {
         Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
         Cmd::Export { file, format, out } => inspect::export(&file, format, out),
         Cmd::Recover { out } => inspect::recover(&out),
-        Cmd::Bench { quick, json } => inspect::bench(quick, json),
+        Cmd::Bench { quick, json, plot } => inspect::bench(quick, json, plot.as_deref()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
