@@ -369,7 +369,7 @@ impl BenchReport {
             .iter()
             .map(|t| json!({
                 "name": t.name, "target": t.target, "measured": t.measured,
-                "limit": t.limit, "pass": t.pass,
+                "limit": t.limit, "pass": t.pass, "counted": t.counted,
             }))
             .collect::<Vec<_>>());
         v["all_pass"] = json!(self.targets.iter().filter(|t| t.counted).all(|t| t.pass));
