@@ -134,12 +134,13 @@ fn bars(r: &BenchReport, path: &Path) -> Res {
             ("sans-serif", 16),
         )
         .margin(12)
-        .x_label_area_size(30)
+        .x_label_area_size(40)
         .y_label_area_size(220)
         .build_cartesian_2d((0.5..x_max).log_scale(), (0..n - 1).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .x_desc("ns per call (log scale)")
         .y_labels(n)
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => rows.get(*i).map_or(String::new(), |e| e.0.to_owned()),
