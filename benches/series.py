@@ -27,6 +27,8 @@ KEYS = [
     ("puffin `profile_scope!`", "puffin_span_ns"),
     ("Tracy `span!`, client queuing", "tracy_span_ns"),
     ("Tracy queue growth per zone (bytes)", "tracy_bytes_per_zone"),
+    ("Tracy page faults per 1000 zones", "tracy_faults_per_kzone"),
+    ("a fresh 4 KiB page's first touch", "page_fault_ns"),
     ("tracing: Registry + no-op layer", "tracing_floor_ns"),
     ("tracing: `TyphonLayer` span", "tracing_span_ns"),
     ("tracing: `TyphonLayer` `info!`", "tracing_event_ns"),

@@ -156,6 +156,7 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     peers::local_queues(&mut r, &t);
     off.take(2);
     floors::store_floor_shared(&mut r, &t);
+    r.page_fault_ns = floors::page_fault_ns(t.runs, npt);
     peers::arrayqueue_shared(&mut r, &t);
     off.take(2);
     writes::recorder_ns(&mut r, &t);

@@ -187,6 +187,11 @@ pub struct BenchReport {
     /// Growth of resident memory over Tracy's runs per zone queued, bytes: its queue holds two
     /// 32-byte items per zone, so about 64 shows that the client queued every zone.
     pub tracy_bytes_per_zone: f64,
+    /// Minor page faults per 1000 zones that Tracy's timed runs took (its queue grows into
+    /// fresh pages: one 4 KiB page holds 64 zones), part of `tracy_span`.
+    pub tracy_faults_per_kzone: f64,
+    /// A first touch of a fresh 4 KiB page (a minor fault), ns: what each of those faults costs.
+    pub page_fault_ns: f64,
     /// `tracing`: enter + exit of an existing span through `TyphonLayer` on a Registry.
     pub tracing_span: NsFigure,
     /// The same through a layer that does nothing: the Registry's own cost.
@@ -302,6 +307,8 @@ impl BenchReport {
             ("first_call_no_spare_ns", self.latency.first_call_no_spare),
             ("tracy_span_ns", self.tracy_span.median),
             ("tracy_bytes_per_zone", self.tracy_bytes_per_zone),
+            ("tracy_faults_per_kzone", self.tracy_faults_per_kzone),
+            ("page_fault_ns", self.page_fault_ns),
             ("tracing_span_ns", self.tracing_span.median),
             ("tracing_floor_ns", self.tracing_floor.median),
             ("tracing_event_ns", self.tracing_event.median),
@@ -326,7 +333,8 @@ impl BenchReport {
         v["peers"] = json!({
             "fastrace": { "span_ns": self.peer_span.median, "reported": self.peer_reported },
             "puffin": { "span_ns": self.puffin_span.median, "reported": self.puffin_reported },
-            "tracy": { "span_ns": self.tracy_span.median, "bytes_per_zone": self.tracy_bytes_per_zone },
+            "tracy": { "span_ns": self.tracy_span.median, "bytes_per_zone": self.tracy_bytes_per_zone,
+                "faults_per_kzone": self.tracy_faults_per_kzone },
             "tracing-chrome": {
                 "span_ns": self.tracing_chrome_span.median, "bytes_written": self.tracing_chrome_bytes,
             },

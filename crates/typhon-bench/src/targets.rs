@@ -101,6 +101,15 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             ratio(r.tracy_span.median, r.span.median),
             2.0,
         ),
+        context(ge(
+            "tracy_less_faults_vs_span",
+            "(context) Tracy span! less its queue's page faults (faults per zone x a fault's cost, both of this run: as with a viewer draining the queue) >= 2 x our span pair",
+            ratio(
+                r.tracy_span.median - r.tracy_faults_per_kzone / 1000.0 * r.page_fault_ns,
+                r.span.median,
+            ),
+            2.0,
+        )),
         le(
             "p999_vs_floor_p999",
             "p99.9 <= the interleaved clocked floor's p99.9 + 20 ns, flusher writing a file (ns over the floor)",

@@ -66,10 +66,15 @@ impl fmt::Display for BenchReport {
         row(
             f,
             &format!(
-                "Tracy span! (client queuing, {:.0} B per zone)",
-                self.tracy_bytes_per_zone
+                "Tracy span! (queuing {:.0} B/zone, {:.1} faults/1000 zones)",
+                self.tracy_bytes_per_zone, self.tracy_faults_per_kzone
             ),
             &self.tracy_span,
+        )?;
+        writeln!(
+            f,
+            "  a fresh 4 KiB page's first touch (minor fault) {:.0} ns",
+            self.page_fault_ns
         )?;
         writeln!(
             f,

@@ -6,8 +6,8 @@
 
 use crate::floors::FloorRing;
 use crate::peers::{
-    fastrace_reporter, fastrace_spans, puffin_scopes, puffin_sink, rss_bytes, tracy_client,
-    tracy_spans, Rec24,
+    fastrace_reporter, fastrace_spans, puffin_scopes, puffin_sink, rss_bytes, thread_minor_faults,
+    tracy_client, tracy_spans, Rec24,
 };
 use crate::report::BenchReport;
 use crate::timer::{figure, settle_recorder, ticks, Timer};
@@ -67,6 +67,8 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     // Tracy's queue never shrinks while no viewer is connected: the growth of resident memory
     // over its runs, per zone, shows that the client queued every zone.
     let mut tracy_growth = 0u64;
+    // And the page faults its timed runs took in growing (inside the timing, as in a program).
+    let mut tracy_faults = 0u64;
     // ArrayQueue timed like our write: runs of RUN pushes into an empty queue of the default
     // ring's record capacity, which another thread empties between runs (nobody pops during a
     // run), as the flusher drains our ring between runs.
@@ -90,7 +92,11 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             }
         });
         let mut time_one = |b: Body| -> f64 {
-            let rss0 = if b == Body::Tracy { rss_bytes() } else { 0 };
+            let (rss0, faults0) = if b == Body::Tracy {
+                (rss_bytes(), thread_minor_faults())
+            } else {
+                (0, 0)
+            };
             let t0 = ticks();
             match b {
                 Body::Clock => {
@@ -154,7 +160,10 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
                 Body::ArrayQueue if go_tx.send(()).is_ok() => {
                     let _ = done_rx.recv();
                 }
-                Body::Tracy => tracy_growth += rss_bytes().saturating_sub(rss0),
+                Body::Tracy => {
+                    tracy_faults += thread_minor_faults().saturating_sub(faults0);
+                    tracy_growth += rss_bytes().saturating_sub(rss0);
+                }
                 _ => {}
             }
             spent as f64 * npt / RUN as f64
@@ -182,6 +191,7 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     // The warm-up round's zones count too: its growth is in the sum.
     let zones = (rounds as u64 + 1) * RUN;
     r.tracy_bytes_per_zone = tracy_growth as f64 / zones as f64;
+    r.tracy_faults_per_kzone = tracy_faults as f64 * 1000.0 / zones as f64;
     let mut figs = times.into_iter().map(figure);
     for slot in [
         &mut r.clock,
