@@ -425,6 +425,9 @@ mod tests {
             "tracing_event_ns",
             "tracing_chrome_span_ns",
             "tracing_tracy_span_ns",
+            "tracy_bytes_per_zone",
+            "tracy_faults_per_kzone",
+            "page_fault_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }
