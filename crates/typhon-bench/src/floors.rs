@@ -133,3 +133,48 @@ pub(crate) fn store_floor_shared(r: &mut BenchReport, t: &Timer) {
         r.store_floor_shared = figure(v);
     });
 }
+
+/// What a first touch of a fresh 4 KiB page costs this thread, ns (the kernel's minor fault:
+/// zeroing and mapping the page): the median of `runs` runs, each touching 2 MiB of a new
+/// anonymous mapping kept off huge pages. A queue that grows into fresh memory, as Tracy's does
+/// with no viewer, pays it once per page. 0 where the mapping fails.
+pub(crate) fn page_fault_ns(runs: usize, ns_per_tick: f64) -> f64 {
+    const BYTES: usize = 2 << 20;
+    const PAGE: usize = 4096;
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        // SAFETY: an anonymous private mapping at an address the kernel picks; the result is
+        // checked against MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return 0.0;
+        }
+        // SAFETY: `p` is our mapping of BYTES; the advice only keeps it on 4 KiB pages (the
+        // figure is of one 4 KiB fault, not a huge page's). A failure leaves the figure of
+        // whatever pages the kernel gives, which the next line's loop still times.
+        unsafe { libc::madvise(p, BYTES, libc::MADV_NOHUGEPAGE) };
+        let base = p.cast::<u8>();
+        let t0 = ticks();
+        for off in (0..BYTES).step_by(PAGE) {
+            // SAFETY: `off < BYTES`, inside the writable mapping.
+            unsafe { base.add(off).write_volatile(1) };
+        }
+        let spent = ticks() - t0;
+        // SAFETY: unmaps exactly the mapping made above; nothing refers to it any more.
+        unsafe { libc::munmap(p, BYTES) };
+        v.push(spent as f64 * ns_per_tick / (BYTES / PAGE) as f64);
+    }
+    if v.is_empty() {
+        return 0.0;
+    }
+    figure(v).median
+}

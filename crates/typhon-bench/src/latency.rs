@@ -43,6 +43,20 @@ impl Paced {
     fn at(&self, h: &Histogram<u64>, q: f64) -> u64 {
         h.value_at_quantile(q).saturating_sub(self.bracket())
     }
+
+    /// A slot's percentile curve, (quantile, ticks), at 1 - 10^(-k/10) for k = 0, 1, … while
+    /// the samples resolve the quantile (one sample at least beyond it), then the largest
+    /// sample: ten points per decade of "one in N", as HdrHistogram plots them.
+    fn curve(&self, h: &Histogram<u64>) -> Vec<(f64, u64)> {
+        let n = h.len().max(1) as f64;
+        let mut v: Vec<(f64, u64)> = (0..)
+            .map(|k| 1.0 - 10f64.powf(-f64::from(k) / 10.0))
+            .take_while(|q| (1.0 - q) * n >= 1.0)
+            .map(|q| (q, self.at(h, q)))
+            .collect();
+        v.push((1.0 - 1.0 / n, h.max().saturating_sub(self.bracket())));
+        v
+    }
 }
 
 /// `samples` rounds of four bracketed slots, one round per `interval` ticks (spinning in
@@ -193,6 +207,17 @@ pub(crate) fn latency(r: &mut BenchReport, samples: u64, ns_per_tick: f64, no_sp
         resolution_ns: ns(resolution),
         ring_huge_share,
         first_call_no_spare: ns(no_spare.saturating_sub(bracket)),
+        curves: [
+            ("our write (recorder clock)", &p.ours),
+            ("clocked floor (TSC read, 3 stores, publish)", &p.floor),
+            ("a lone TSC read", &p.tsc),
+        ]
+        .into_iter()
+        .map(|(name, h)| {
+            let c = p.curve(h).into_iter().map(|(q, t)| (q, ns(t))).collect();
+            (name, c)
+        })
+        .collect(),
     };
 }
 
@@ -223,6 +248,11 @@ mod tests {
             assert_eq!(h.len(), 300);
         }
         assert_eq!(p.at(&p.empty, 0.5), 0);
+        // 300 samples resolve "one in 251" (k = 24) but not "one in 316" (k = 25): 25 points
+        // and the largest sample, quantiles rising.
+        let c = p.curve(&p.ours);
+        assert_eq!(c.len(), 26);
+        assert!(c.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
         assert!(p.empty_sum >= p.empty.min() * 300);
     }
 }

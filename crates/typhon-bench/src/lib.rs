@@ -16,13 +16,16 @@
 //!    phase, with no recorder installed): this machine's speed for a 1 ns loop drifts by up to 2x
 //!    over ~100 ms, so runs taken all at once measure one moment of it.
 //!    The figures the counted ratios compare (clock, store floor, our writes, ArrayQueue, our
-//!    span pair, the peers' spans) are taken **side by side**: every round times one run of
+//!    span pair with the clock and with caller times, the peers' spans: fastrace, puffin and
+//!    Tracy) are taken **side by side**: every round times one run of
 //!    20 000 calls of each, starting at a different one each round, so a slow stretch of the
 //!    shared machine falls on all of them alike. After each run its background work finishes,
 //!    untimed, before the next run starts: the flusher drains our ring
 //!    ([`Recorder::drain`](typhon_recorder::Recorder::drain)), fastrace's collector takes its spans
 //!    (`fastrace::flush`), puffin hands its frame to a counting sink (`new_frame`), a consumer
-//!    thread empties the ArrayQueue.
+//!    thread empties the ArrayQueue; Tracy's client (on-demand off, no viewer) keeps every zone
+//!    queued, and the growth of resident memory per zone (`tracy_bytes_per_zone`, about 64:
+//!    two 32-byte queue items) shows it did.
 //!    So our writes and ArrayQueue's pushes both go into an empty buffer of the default ring's
 //!    size (2 MiB, `NullSink`; ours on a huge page where the kernel gives one, ArrayQueue's on
 //!    the heap in 4 KiB pages, which its allocation decides), and no run measures the ring-full
@@ -30,6 +33,10 @@
 //!    queue pushed and popped on one core; `arrayqueue_shared_ns`: popped during the run;
 //!    `store_floor_shared_ns`: the floor into a consumer-read ring) are reported beside the
 //!    targets, not counted in `all_pass`.
+//!    Then the `tracing` bridges, side by side in the same way: enter + exit of one
+//!    `info_span!("system", name = "physics")` through a no-op layer (the Registry's floor),
+//!    `TyphonLayer`, tracing-chrome and tracing-tracy, each run in its own dispatcher scope, and
+//!    an `info!` with one field through ours (`tracing_*_ns`).
 //! 2. **Per-call latency**: every call bracketed by `lfence; rdtsc; lfence` … `lfence; rdtsc`,
 //!    recorded in an HdrHistogram. The flusher runs and writes a real trace file (a
 //!    [`FileSink`](typhon_recorder::sink::FileSink) on a temporary path, removed afterwards), default
@@ -70,6 +77,9 @@
 //!    catch-up burst whatever the flusher does. `drain_gap_ms_at_5m` is the other side: the
 //!    longest time between two drains of the rings, over 38 ms when the flusher was held up.
 //!
+//!
+//! [`plot::write_plots`] draws a report as SVGs (`typhon-rec bench --plot DIR`).
+//!
 //! ```no_run
 //! use typhon_bench::{run, BenchOptions};
 //! let report = run(&BenchOptions { quick: true });
@@ -80,13 +90,16 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod bridges;
 mod disabled;
 mod floors;
 mod latency;
 mod load;
 mod peers;
+pub mod plot;
 mod report;
 mod targets;
+mod text;
 mod timer;
 mod writes;
 
@@ -143,9 +156,12 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     peers::local_queues(&mut r, &t);
     off.take(2);
     floors::store_floor_shared(&mut r, &t);
+    r.page_fault_ns = floors::page_fault_ns(t.runs, npt);
     peers::arrayqueue_shared(&mut r, &t);
     off.take(2);
     writes::recorder_ns(&mut r, &t);
+    off.take(2);
+    bridges::bridges(&mut r, &t);
     off.take(2);
     let samples = if opts.quick { 1_000_000 } else { 10_000_000 };
     latency::latency(&mut r, samples, npt, no_spare);

@@ -1,5 +1,6 @@
 //! The peers our figures are compared with: fastrace's and puffin's spans, each with a real
-//! sink installed that proves it recorded, and the queues (crossbeam's `ArrayQueue`,
+//! sink installed that proves it recorded, Tracy's zone (its client queuing, no viewer attached,
+//! the queue's growth in this process's memory the proof), and the queues (crossbeam's `ArrayQueue`,
 //! `std::sync::mpsc`) a 24-byte record could go through instead of our ring.
 //!
 //! The spans are timed side by side with ours (`writes::side_by_side`); the queue figures here
@@ -97,6 +98,54 @@ pub(crate) fn puffin_scopes(n: u64) {
         }
         left -= k;
     }
+}
+
+/// Starts Tracy's client (the C++ profiler, started here rather than at load: the
+/// `manual-lifetime` feature). On-demand mode is off, so with no viewer connected the client
+/// queues every zone in memory, as a game does before a viewer attaches; nothing leaves the
+/// process (no broadcast; it listens on localhost only).
+pub(crate) fn tracy_client() -> tracy_client::Client {
+    tracy_client::Client::start()
+}
+
+/// Tracy `span!` enter + exit: `n` zones (two queue items each, begin and end, with a TSC read
+/// each, exactly the C API's `___tracy_emit_zone_begin` / `_end`).
+pub(crate) fn tracy_spans(n: u64) {
+    for _ in 0..n {
+        let z = tracy_client::span!("update");
+        black_box(&z);
+    }
+}
+
+/// This process's resident memory, bytes (`/proc/self/statm`), 0 where it cannot be read: how
+/// far Tracy's queue grew over its runs.
+pub(crate) fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * page_bytes())
+}
+
+/// Minor page faults this thread has taken so far (`getrusage(RUSAGE_THREAD)`), 0 where it
+/// cannot be read: Tracy's queue, never drained with no viewer, grows into fresh pages, and
+/// the faults of its timed runs are part of its figure.
+pub(crate) fn thread_minor_faults() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: all-zero bytes are a valid `rusage` (plain integers and timevals).
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `u` is a valid, writable `rusage` for getrusage to fill.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) } == 0 {
+            return u64::try_from(u.ru_minflt).unwrap_or(0);
+        }
+    }
+    0
+}
+
+fn page_bytes() -> u64 {
+    // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(p).unwrap_or(4096)
 }
 
 /// The queues under conditions other than our ring's (context): `ArrayQueue::push` into a

@@ -1,11 +1,10 @@
-//! What one run measured, and its two renderings: the JSON `typhon-rec bench --json` prints
-//! and the text table it prints without.
+//! What one run measured, and its JSON rendering, the one `typhon-rec bench --json` prints
+//! (the text table is in `text.rs`).
 //!
 //! The JSON's flat keys are an interface (scripts and BENCHMARKS.md read them by name); the
 //! details (`figures`, `kinds_ns`, `threads`, `targets`) follow them.
 
 use serde_json::{json, Value};
-use std::fmt;
 
 /// One ns/op figure: the median of several runs, with the fastest and slowest run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -74,6 +73,10 @@ pub struct Latency {
     pub resolution_ns: f64,
     /// Bytes of the trace file written.
     pub file_bytes: u64,
+    /// Percentile curves of the paced run for the plot: `(name, [(quantile, ns)])` for our
+    /// write, the clocked floor and the lone TSC read, bracket subtracted, at quantiles
+    /// 1 - 10^(-k/10) up to the last one the samples resolve.
+    pub curves: Vec<(&'static str, Vec<(f64, f64)>)>,
     /// Share of the mapping that holds the latency thread's ring on transparent huge pages
     /// (`AnonHugePages` / `Size` in `/proc/self/smaps`): 1 when the default ring got its huge
     /// page, 0 when the kernel gave 4 KiB pages (the tail is then longer), `None` where it
@@ -178,6 +181,33 @@ pub struct BenchReport {
     pub puffin_span: NsFigure,
     /// Scopes in the frames puffin's sink received (proof that it recorded).
     pub puffin_reported: u64,
+    /// Tracy `span!` enter + exit (C++ client queuing, no viewer attached), timed side by side
+    /// with our span pair.
+    pub tracy_span: NsFigure,
+    /// Growth of resident memory over Tracy's runs per zone queued, bytes: its queue holds two
+    /// 32-byte items per zone, so about 64 shows that the client queued every zone.
+    pub tracy_bytes_per_zone: f64,
+    /// Minor page faults per 1000 zones that Tracy's timed runs took (its queue grows into
+    /// fresh pages: one 4 KiB page holds 64 zones), part of `tracy_span`.
+    pub tracy_faults_per_kzone: f64,
+    /// A first touch of a fresh 4 KiB page (a minor fault), ns: what each of those faults costs.
+    pub page_fault_ns: f64,
+    /// `tracing`: enter + exit of an existing span through `TyphonLayer` on a Registry.
+    pub tracing_span: NsFigure,
+    /// The same through a layer that does nothing: the Registry's own cost.
+    pub tracing_floor: NsFigure,
+    /// `info!` with one integer field through `TyphonLayer`.
+    pub tracing_event: NsFigure,
+    /// The span's enter + exit through tracing-chrome (its writer thread writing to a counter).
+    pub tracing_chrome_span: NsFigure,
+    /// Bytes of JSON tracing-chrome's writer thread wrote (proof that it recorded).
+    pub tracing_chrome_bytes: u64,
+    /// The span's enter + exit through tracing-tracy (Tracy's client queuing, no viewer).
+    pub tracing_tracy_span: NsFigure,
+    /// Records our recorder took from the tracing phase (proof that the layer recorded).
+    pub tracing_records: u64,
+    /// Records it dropped in that phase (should be 0).
+    pub tracing_drops: u64,
     /// A write with no recorder installed, in straight-line code (eight per loop iteration).
     pub disabled: NsFigure,
     /// The same, one call per loop iteration (context).
@@ -275,6 +305,15 @@ impl BenchReport {
             ("register_thread_ns", self.latency.register),
             ("disabled_loop_ns", self.disabled_loop.median),
             ("first_call_no_spare_ns", self.latency.first_call_no_spare),
+            ("tracy_span_ns", self.tracy_span.median),
+            ("tracy_bytes_per_zone", self.tracy_bytes_per_zone),
+            ("tracy_faults_per_kzone", self.tracy_faults_per_kzone),
+            ("page_fault_ns", self.page_fault_ns),
+            ("tracing_span_ns", self.tracing_span.median),
+            ("tracing_floor_ns", self.tracing_floor.median),
+            ("tracing_event_ns", self.tracing_event.median),
+            ("tracing_chrome_span_ns", self.tracing_chrome_span.median),
+            ("tracing_tracy_span_ns", self.tracing_tracy_span.median),
             (
                 "first_call_registered_ns",
                 self.latency.first_call_registered,
@@ -282,6 +321,25 @@ impl BenchReport {
         ] {
             v[k] = json!(x);
         }
+        for (k, x) in [
+            ("tracing_chrome_bytes", self.tracing_chrome_bytes),
+            ("tracing_records", self.tracing_records),
+            ("tracing_drops", self.tracing_drops),
+        ] {
+            v[k] = json!(x);
+        }
+        // Every peer's span beside ours, by name: the profilers' against `span_ns`, the
+        // `tracing` bridges' against `tracing_span_ns`.
+        v["peers"] = json!({
+            "fastrace": { "span_ns": self.peer_span.median, "reported": self.peer_reported },
+            "puffin": { "span_ns": self.puffin_span.median, "reported": self.puffin_reported },
+            "tracy": { "span_ns": self.tracy_span.median, "bytes_per_zone": self.tracy_bytes_per_zone,
+                "faults_per_kzone": self.tracy_faults_per_kzone },
+            "tracing-chrome": {
+                "span_ns": self.tracing_chrome_span.median, "bytes_written": self.tracing_chrome_bytes,
+            },
+            "tracing-tracy": { "span_ns": self.tracing_tracy_span.median },
+        });
         // null where smaps cannot be read.
         v["ring_huge_share"] = json!(self.latency.ring_huge_share);
         v["threads"] = json!(self
@@ -307,176 +365,23 @@ impl BenchReport {
             "puffin_span": fig(&self.puffin_span),
             "celog_ts": fig(&self.celog_ts), "celog_no_ts": fig(&self.celog_no_ts),
             "disabled": fig(&self.disabled), "disabled_loop": fig(&self.disabled_loop),
+            "tracy_span": fig(&self.tracy_span),
         });
+        v["figures"]["tracing_span"] = fig(&self.tracing_span);
+        v["figures"]["tracing_floor"] = fig(&self.tracing_floor);
+        v["figures"]["tracing_event"] = fig(&self.tracing_event);
+        v["figures"]["tracing_chrome_span"] = fig(&self.tracing_chrome_span);
+        v["figures"]["tracing_tracy_span"] = fig(&self.tracing_tracy_span);
         v["targets"] = json!(self
             .targets
             .iter()
             .map(|t| json!({
                 "name": t.name, "target": t.target, "measured": t.measured,
-                "limit": t.limit, "pass": t.pass,
+                "limit": t.limit, "pass": t.pass, "counted": t.counted,
             }))
             .collect::<Vec<_>>());
         v["all_pass"] = json!(self.targets.iter().filter(|t| t.counted).all(|t| t.pass));
         v
-    }
-}
-
-impl fmt::Display for BenchReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let row = |f: &mut fmt::Formatter<'_>, name: &str, x: &NsFigure| {
-            writeln!(
-                f,
-                "  {name:<34} {:>8.2} ns  (runs {:.2}–{:.2})",
-                x.median, x.min, x.max
-            )
-        };
-        writeln!(
-            f,
-            "typhon-rec bench{} — {}",
-            if self.quick { " --quick" } else { "" },
-            self.machine
-        )?;
-        writeln!(f, "ns per call (median of runs, loop-timed):")?;
-        row(f, "clock read (quanta Clock::raw)", &self.clock)?;
-        row(f, "store floor (24 B + release)", &self.store_floor)?;
-        row(
-            f,
-            "  same, ring read by a consumer",
-            &self.store_floor_shared,
-        )?;
-        row(f, "write, recorder clock", &self.write_clock)?;
-        row(f, "write, caller timestamp", &self.write_caller_ts)?;
-        for (k, x) in &self.kinds {
-            row(f, &format!("  {k}"), x)?;
-        }
-        row(f, "CeLog event, timestamp", &self.celog_ts)?;
-        row(f, "CeLog event, no timestamp", &self.celog_no_ts)?;
-        row(f, "span pair, recorder clock", &self.span)?;
-        row(f, "span pair, caller timestamps", &self.span_caller_ts)?;
-        row(f, "crossbeam ArrayQueue push", &self.arrayqueue)?;
-        row(
-            f,
-            "  512 slots, popped on this core",
-            &self.arrayqueue_local,
-        )?;
-        row(
-            f,
-            "  popped by a consumer during the run",
-            &self.arrayqueue_shared,
-        )?;
-        row(f, "std mpsc send", &self.mpsc)?;
-        row(
-            f,
-            &format!(
-                "{} span (enter+exit; {} spans reported)",
-                self.peer, self.peer_reported
-            ),
-            &self.peer_span,
-        )?;
-        row(
-            f,
-            &format!(
-                "puffin scope (enter+exit; {} scopes reported)",
-                self.puffin_reported
-            ),
-            &self.puffin_span,
-        )?;
-        row(
-            f,
-            "disabled (no recorder), 8 calls per loop iteration",
-            &self.disabled,
-        )?;
-        row(
-            f,
-            "disabled, 1 call per loop iteration",
-            &self.disabled_loop,
-        )?;
-        let l = &self.latency;
-        writeln!(
-            f,
-            "per-call latency ({} samples, flusher writing a file, bracket {:.1} ns subtracted):",
-            l.samples, l.bracket_ns
-        )?;
-        writeln!(
-            f,
-            "  p50 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  max {:.0}  first call {:.0} ns; drops {}",
-            l.p50, l.p99, l.p999, l.p9999, l.max, l.first_call, l.drops
-        )?;
-        writeln!(
-            f,
-            "  mean {:.1} ns; clock resolution {:.1} ns (every percentile is a multiple of it)",
-            l.mean, l.resolution_ns
-        )?;
-        match l.ring_huge_share {
-            Some(s) => writeln!(
-                f,
-                "  our ring: {:.0}% on transparent huge pages{}",
-                s * 100.0,
-                if s < 1.0 {
-                    " (4 KiB pages have a longer tail)"
-                } else {
-                    ""
-                }
-            )?,
-            None => writeln!(f, "  our ring's page backing: unknown")?,
-        }
-        writeln!(
-            f,
-            "  first call without a spare ring (it allocates and faults in its own) {:.0} ns",
-            l.first_call_no_spare
-        )?;
-        writeln!(
-            f,
-            "  a thread that calls register_thread first: register {:.0} ns, then its first call {:.0} ns",
-            l.register, l.first_call_registered
-        )?;
-        writeln!(
-            f,
-            "  interleaved: clocked store floor p50 {:.1}  p99.9 {:.1} ns; lone TSC read p50 {:.1}  p99.9 {:.1} ns; empty bracket p99.9 {:.1} ns",
-            l.floor_p50, l.floor_p999, l.tsc_p50, l.tsc_p999, l.empty_p999
-        )?;
-        writeln!(f, "throughput (default ring, NullSink):")?;
-        for t in &self.threads {
-            writeln!(
-                f,
-                "  {} thread(s): {:.1} M records/s, drops {} of {}",
-                t.threads,
-                t.records_per_s / 1e6,
-                t.drops,
-                t.attempted
-            )?;
-        }
-        for (name, x) in [
-            ("null sink", &self.flusher_null),
-            ("file sink", &self.flusher_file),
-        ] {
-            writeln!(
-                f,
-                "flusher into {name}: {:.1} M records/s ({:.0} MB/s) per second of flusher CPU ({} records, {:.3} s CPU)",
-                x.records_per_s / 1e6,
-                x.mb_per_s,
-                x.records,
-                x.cpu_s
-            )?;
-        }
-        writeln!(
-            f,
-            "drops at 5 M records/s from 2 threads (default ring): {} of {} (producers at worst {:.1} ms behind schedule, {:.1} ms at most between two drains)",
-            self.drops_at_5m, self.attempted_at_5m, self.late_ms_at_5m, self.drain_gap_ms_at_5m
-        )?;
-        writeln!(f, "targets:")?;
-        for t in &self.targets {
-            writeln!(
-                f,
-                "  [{}] {:<32} {:>10.3} (limit {}) — {}",
-                if t.pass { "pass" } else { "FAIL" },
-                t.name,
-                t.measured,
-                t.limit,
-                t.target
-            )?;
-        }
-        write!(f, "elapsed {:.1} s", self.elapsed_s)
     }
 }
 
@@ -514,8 +419,26 @@ mod tests {
             "first_call_no_spare_ns",
             "disabled_loop_ns",
             "ring_huge_share",
+            "tracy_span_ns",
+            "tracing_span_ns",
+            "tracing_floor_ns",
+            "tracing_event_ns",
+            "tracing_chrome_span_ns",
+            "tracing_tracy_span_ns",
+            "tracy_bytes_per_zone",
+            "tracy_faults_per_kzone",
+            "page_fault_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
+        }
+        for p in [
+            "fastrace",
+            "puffin",
+            "tracy",
+            "tracing-chrome",
+            "tracing-tracy",
+        ] {
+            assert!(v["peers"][p]["span_ns"].is_number(), "missing peer {p}");
         }
     }
 }

@@ -6,6 +6,8 @@ use crate::report::{BenchReport, TargetCheck};
 /// The targets, checked against `r`'s figures (a ratio of NaN, from a figure of 0, fails).
 pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+    // A margin in ns over a floor of the same run; NaN when either was not measured.
+    let over = |a: f64, b: f64| if a > 0.0 && b > 0.0 { a - b } else { f64::NAN };
     let le = |name, target, measured: f64, limit: f64| TargetCheck {
         name,
         target,
@@ -69,24 +71,57 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
                 1.5,
             ),
         ),
+        le(
+            "span_vs_clock",
+            "span pair with the recorder's clock <= 2.5 x a clock read (two reads are the floor)",
+            ratio(r.span.median, r.clock.median),
+            2.5,
+        ),
+        le(
+            "span_caller_ts_vs_store_floor",
+            "span pair with caller times <= 5 x the bare 24-byte store + release floor",
+            ratio(r.span_caller_ts.median, r.store_floor.median),
+            5.0,
+        ),
         ge(
             "peer_span_vs_span",
-            "peer profiler span >= 2 x slower than our span pair",
+            "fastrace LocalSpan >= 1.15 x slower than our span pair",
             ratio(r.peer_span.median, r.span.median),
+            1.15,
+        ),
+        ge(
+            "puffin_span_vs_span",
+            "puffin profile_scope! >= 1.15 x slower than our span pair",
+            ratio(r.puffin_span.median, r.span.median),
+            1.15,
+        ),
+        ge(
+            "tracy_span_vs_span",
+            "Tracy span! (client queuing) >= 2 x slower than our span pair",
+            ratio(r.tracy_span.median, r.span.median),
             2.0,
         ),
         context(ge(
-            "puffin_span_vs_span",
-            "(context) the second peer, a puffin scope, >= 2 x slower than our span pair",
-            ratio(r.puffin_span.median, r.span.median),
+            "tracy_less_faults_vs_span",
+            "(context) Tracy span! less its queue's page faults (faults per zone x a fault's cost, both of this run: as with a viewer draining the queue) >= 2 x our span pair",
+            ratio(
+                r.tracy_span.median - r.tracy_faults_per_kzone / 1000.0 * r.page_fault_ns,
+                r.span.median,
+            ),
             2.0,
         )),
         le(
+            "p999_vs_floor_p999",
+            "p99.9 <= the interleaved clocked floor's p99.9 + 20 ns, flusher writing a file (ns over the floor)",
+            over(r.latency.p999, r.latency.floor_p999),
+            20.0,
+        ),
+        context(le(
             "p999_vs_p50",
-            "p99.9 <= 4 x p50 with the flusher writing a file",
+            "(context) p99.9 <= 4 x p50 with the flusher writing a file",
             ratio(r.latency.p999, r.latency.p50),
             4.0,
-        ),
+        )),
         context(
             le(
                 "floor_p999_vs_p50",
@@ -103,8 +138,14 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
         )),
         ge(
             "flusher_records_per_s",
-            "flusher >= 40 M records/s into a null sink on one core",
+            "flusher >= 60 M records/s into a null sink on one core",
             r.flusher_null.records_per_s,
+            60e6,
+        ),
+        ge(
+            "flusher_file_records_per_s",
+            "flusher >= 40 M records/s into the file sink on one core",
+            r.flusher_file.records_per_s,
             40e6,
         ),
         le(
@@ -125,5 +166,67 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             r.drops_at_5m as f64,
             0.0,
         ),
+        le(
+            "tracing_span_vs_floor",
+            "tracing span enter+exit through TyphonLayer <= the Registry's floor + 25 ns (ns over the floor)",
+            over(r.tracing_span.median, r.tracing_floor.median),
+            25.0,
+        ),
+        ge(
+            "tracing_tracy_vs_tracing_span",
+            "tracing-tracy >= 4 x slower than TyphonLayer for the same span",
+            ratio(r.tracing_tracy_span.median, r.tracing_span.median),
+            4.0,
+        ),
+        ge(
+            "tracing_chrome_vs_tracing_span",
+            "tracing-chrome >= 20 x slower than TyphonLayer for the same span",
+            ratio(r.tracing_chrome_span.median, r.tracing_span.median),
+            20.0,
+        ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::NsFigure;
+
+    fn fig(median: f64) -> NsFigure {
+        NsFigure {
+            median,
+            min: median,
+            max: median,
+        }
+    }
+
+    #[test]
+    fn margins_and_ratios_are_of_the_same_run_and_a_missing_figure_fails() {
+        let r = BenchReport {
+            tracing_floor: fig(8.0),
+            tracing_span: fig(30.0),
+            tracing_tracy_span: fig(150.0),
+            tracing_chrome_span: fig(500.0),
+            span: fig(20.0),
+            tracy_span: fig(41.0),
+            ..Default::default()
+        };
+        let t = targets(&r);
+        let get = |n: &str| t.iter().find(|t| t.name == n).expect(n).clone();
+        let over = get("tracing_span_vs_floor");
+        assert_eq!((over.measured, over.pass), (22.0, true));
+        let tracy = get("tracing_tracy_vs_tracing_span");
+        assert_eq!((tracy.measured, tracy.pass), (5.0, true));
+        let chrome = get("tracing_chrome_vs_tracing_span");
+        assert!(!chrome.pass && (chrome.measured - 500.0 / 30.0).abs() < 1e-12);
+        assert!(get("tracy_span_vs_span").pass);
+        // No latency was measured: its margin is NaN and fails rather than passing on 0 - 0.
+        let p999 = get("p999_vs_floor_p999");
+        assert!(p999.measured.is_nan() && !p999.pass);
+        // Every target has a distinct name.
+        let mut names: Vec<_> = t.iter().map(|t| t.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), t.len());
+    }
 }

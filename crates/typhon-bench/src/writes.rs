@@ -5,7 +5,10 @@
 //! drained ring, so no run measures the ring-full path.
 
 use crate::floors::FloorRing;
-use crate::peers::{fastrace_reporter, fastrace_spans, puffin_scopes, puffin_sink, Rec24};
+use crate::peers::{
+    fastrace_reporter, fastrace_spans, puffin_scopes, puffin_sink, rss_bytes, thread_minor_faults,
+    tracy_client, tracy_spans, Rec24,
+};
 use crate::report::BenchReport;
 use crate::timer::{figure, settle_recorder, ticks, Timer};
 use std::hint::black_box;
@@ -23,19 +26,23 @@ enum Body {
     WriteCallerTs,
     ArrayQueue,
     Span,
+    SpanCallerTs,
     PeerSpan,
     Puffin,
+    Tracy,
 }
 
-const BODIES: [Body; 8] = [
+const BODIES: [Body; 10] = [
     Body::Clock,
     Body::StoreFloor,
     Body::WriteClock,
     Body::WriteCallerTs,
     Body::ArrayQueue,
     Body::Span,
+    Body::SpanCallerTs,
     Body::PeerSpan,
     Body::Puffin,
+    Body::Tracy,
 ];
 
 /// The figures the counted ratios compare, measured side by side: every round times one run of
@@ -56,6 +63,12 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     r.peer = "fastrace";
     let count = fastrace_reporter();
     let puffin_count = puffin_sink();
+    let _tracy = tracy_client();
+    // Tracy's queue never shrinks while no viewer is connected: the growth of resident memory
+    // over its runs, per zone, shows that the client queued every zone.
+    let mut tracy_growth = 0u64;
+    // And the page faults its timed runs took in growing (inside the timing, as in a program).
+    let mut tracy_faults = 0u64;
     // ArrayQueue timed like our write: runs of RUN pushes into an empty queue of the default
     // ring's record capacity, which another thread empties between runs (nobody pops during a
     // run), as the flusher drains our ring between runs.
@@ -79,6 +92,11 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             }
         });
         let mut time_one = |b: Body| -> f64 {
+            let (rss0, faults0) = if b == Body::Tracy {
+                (rss_bytes(), thread_minor_faults())
+            } else {
+                (0, 0)
+            };
             let t0 = ticks();
             match b {
                 Body::Clock => {
@@ -118,8 +136,15 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
                         black_box(&s);
                     }
                 }
+                Body::SpanCallerTs => {
+                    for i in 0..RUN {
+                        let s = typhon_recorder::span_at(black_box("update"), now + 2 * i);
+                        s.end_at(now + 2 * i + 1);
+                    }
+                }
                 Body::PeerSpan => fastrace_spans(RUN),
                 Body::Puffin => puffin_scopes(RUN),
+                Body::Tracy => tracy_spans(RUN),
             }
             let spent = ticks() - t0;
             // Untimed: the run's background work (the flusher draining our ring, fastrace's
@@ -127,11 +152,17 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             // emptying the queue) finishes before the next body's run starts, so no run pays
             // for another's, and each of ours and ArrayQueue's starts with an empty buffer.
             match b {
-                Body::WriteClock | Body::WriteCallerTs | Body::Span => settle_recorder(),
+                Body::WriteClock | Body::WriteCallerTs | Body::Span | Body::SpanCallerTs => {
+                    settle_recorder()
+                }
                 Body::PeerSpan => fastrace::flush(),
                 Body::Puffin => puffin::GlobalProfiler::lock().new_frame(),
                 Body::ArrayQueue if go_tx.send(()).is_ok() => {
                     let _ = done_rx.recv();
+                }
+                Body::Tracy => {
+                    tracy_faults += thread_minor_faults().saturating_sub(faults0);
+                    tracy_growth += rss_bytes().saturating_sub(rss0);
                 }
                 _ => {}
             }
@@ -157,6 +188,10 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
     // thread; Relaxed: a statistic read on the thread that ran the sink.
     r.puffin_reported = puffin_count.load(Ordering::Relaxed);
     puffin::set_scopes_on(false);
+    // The warm-up round's zones count too: its growth is in the sum.
+    let zones = (rounds as u64 + 1) * RUN;
+    r.tracy_bytes_per_zone = tracy_growth as f64 / zones as f64;
+    r.tracy_faults_per_kzone = tracy_faults as f64 * 1000.0 / zones as f64;
     let mut figs = times.into_iter().map(figure);
     for slot in [
         &mut r.clock,
@@ -165,15 +200,17 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
         &mut r.write_caller_ts,
         &mut r.arrayqueue,
         &mut r.span,
+        &mut r.span_caller_ts,
         &mut r.peer_span,
         &mut r.puffin_span,
+        &mut r.tracy_span,
     ] {
         *slot = figs.next().expect("one figure per body");
     }
 }
 
-/// Phase 1 with the recorder installed: the side-by-side figures, then each other kind, CeLog
-/// with and without a timestamp and the span pair with caller times, one after another.
+/// Phase 1 with the recorder installed: the side-by-side figures, then each other kind and CeLog
+/// with and without a timestamp, one after another.
 pub(crate) fn recorder_ns(r: &mut BenchReport, t: &Timer) {
     // Default ring; each run (20 000 calls, < 1 MiB) starts from a drained ring, so no run
     // measures the ring-full path, and the ring stays cache-warm as it does in steady use.
@@ -259,12 +296,6 @@ pub(crate) fn recorder_ns(r: &mut BenchReport, t: &Timer) {
                 0,
                 false,
             );
-        }
-    });
-    r.span_caller_ts = t.measure(|n| {
-        for i in 0..n {
-            let s = typhon_recorder::span_at(black_box("update"), now + i);
-            s.end_at(now + i + 10);
         }
     });
     if let Ok(s) = rec.finish() {

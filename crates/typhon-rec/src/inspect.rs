@@ -718,19 +718,28 @@ pub fn recover(out: &Path) -> Res {
 
 /// Benchmarks (measurement code lives in the library's `bench` module).
 #[cfg(feature = "bench")]
-pub fn bench(quick: bool, json: bool) -> Res {
+pub fn bench(quick: bool, json: bool, plot: Option<&Path>) -> Res {
+    // A directory that cannot be written is found out before the run, not after it.
+    if let Some(dir) = plot {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     let report = typhon_bench::run(&typhon_bench::BenchOptions { quick });
     if json {
         println!("{}", report.to_json());
     } else {
         println!("{report}");
     }
+    if let Some(dir) = plot {
+        for f in typhon_bench::plot::write_plots(&report, dir)? {
+            eprintln!("wrote {}", f.display());
+        }
+    }
     Ok(())
 }
 
 /// Without the `bench` feature there is nothing to run.
 #[cfg(not(feature = "bench"))]
-pub fn bench(_quick: bool, _json: bool) -> Res {
+pub fn bench(_quick: bool, _json: bool, _plot: Option<&Path>) -> Res {
     Err(
         "this typhon-rec was built without the `bench` feature (cargo build --features bench)"
             .into(),

@@ -88,6 +88,9 @@ enum Cmd {
         /// Print only one JSON object.
         #[arg(long)]
         json: bool,
+        /// Also draw the run's figures as SVGs into DIR (latency.svg, cost.svg).
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -140,7 +143,7 @@ fn main() -> ExitCode {
         }
         Cmd::Push(a) => push::push(&a),
         Cmd::Recover { out } => inspect::recover(&out),
-        Cmd::Bench { quick, json } => inspect::bench(quick, json),
+        Cmd::Bench { quick, json, plot } => inspect::bench(quick, json, plot.as_deref()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
