@@ -50,6 +50,7 @@ mod flows;
 mod fnv;
 mod lanes;
 pub mod perfetto;
+mod reorder;
 mod timeline;
 
 pub use args::{event_args, event_name, Arg};
@@ -171,8 +172,10 @@ pub fn export_named(
     let pid = engine::find_pid(file);
     let s = match format {
         Format::Perfetto => {
-            let mut w = perfetto::Writer::new(out, pid, process_name)?;
-            engine::run(file, &mut w)?
+            let mut w = perfetto::Writer::new(out, pid, process_name, anchor(file))?;
+            let s = engine::run(file, &mut w)?;
+            w.finish()?;
+            s
         }
         Format::Chrome => {
             let mut w = chrome::Writer::new(out, pid, process_name)?;
@@ -183,4 +186,13 @@ pub fn export_named(
     };
     out.flush()?;
     Ok(s)
+}
+
+/// The file's clock anchor, if it has one (both anchors set).
+fn anchor(file: &TraceFile) -> Option<perfetto::Anchor> {
+    let m = file.typhon_meta()?.ok()?;
+    (m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0).then_some(perfetto::Anchor {
+        mono_ns: m.mono_anchor_ns as u64,
+        wall_ns: m.wall_anchor_ns,
+    })
 }
