@@ -13,6 +13,7 @@ use super::lanes::Lanes;
 use super::reorder::Reorder;
 use super::timeline::{Thread, TimelineStats, Track, MAX_TIME, SYNTHETIC_TID};
 use crate::tracedat::{OwnedRecord, TraceDatError, TraceFile};
+use std::collections::VecDeque;
 use std::io;
 use typhon_recorder::codec::records::{self, Record as Body};
 
@@ -91,6 +92,9 @@ pub(super) trait Sink {
     fn item(&mut self, it: &Item<'_>) -> io::Result<()>;
 }
 
+/// Open starts kept per phase number and thread.
+const OPEN_PHASES: usize = 256;
+
 /// A thread's state while reading.
 struct ThreadState {
     thread: Thread,
@@ -101,7 +105,7 @@ struct ThreadState {
     described: (i64, String),
     open_tick: Option<Held>,
     /// Per phase number, its open starts (order of arrival, start), innermost last.
-    open_phases: FnvMap<u8, Vec<(u64, Held)>>,
+    open_phases: FnvMap<u8, VecDeque<(u64, Held)>>,
     phase_starts: u64,
     last: u64,
 }
@@ -417,16 +421,22 @@ impl Engine<'_> {
                 let s = &mut self.threads[th];
                 let n = s.phase_starts;
                 s.phase_starts += 1;
-                s.open_phases
-                    .entry(phase)
-                    .or_default()
-                    .push((n, instant(ts)));
+                let open = s.open_phases.entry(phase).or_default();
+                open.push_back((n, instant(ts)));
+                // Starts that never end are bounded too: the oldest beyond the cap stays a
+                // mark, as it would at the end.
+                if open.len() > OPEN_PHASES {
+                    if let Some((_, h)) = open.pop_front() {
+                        let (d, at) = h.rec.unwrap_or_default();
+                        self.point(th, h.ts, Kind::Instant, Some((&d, at)));
+                    }
+                }
             }
             Some((_, Body::PhaseEnd { phase })) => {
                 let open = self.threads[th]
                     .open_phases
                     .get_mut(&phase)
-                    .and_then(Vec::pop);
+                    .and_then(VecDeque::pop_back);
                 match open {
                     Some((_, h)) => self.slice(sink, th, h.ts, ts.max(h.ts), rec)?,
                     None => self.point(th, ts, Kind::Instant, Some(rec)),

@@ -19,12 +19,13 @@ use std::io;
 use typhon_recorder::codec::correlation::{command_of_causal_id, CorrelationInstant};
 use typhon_recorder::codec::records::{self, Record as Body};
 
-/// Event time after which a command's flow with no new event ends: far longer than a command
-/// takes from its reception to its last system.
-pub(super) const IDLE: u64 = 1_000_000_000;
+/// Event time after which a command's flow with no new event ends: 15 frames at 60 Hz, far
+/// longer than a command takes from its reception to its last system. (Memory is the flows
+/// begun within it, so it is kept short.)
+pub(super) const IDLE: u64 = 250_000_000;
 
 /// Flows (and pending `follows_from` links) kept at most.
-pub(super) const OPEN_CAP: usize = 1 << 16;
+pub(super) const OPEN_CAP: usize = 1 << 15;
 
 /// A command's open flow.
 struct Open {

@@ -87,8 +87,8 @@ pub struct TimelineStats {
     /// links in both).
     pub flows: u64,
     /// Command flows of two events or more that ended before their CommandConsumed or
-    /// IngressDropped: their command's other records are lost or lie more than a second of
-    /// events later, or the recording ended first.
+    /// IngressDropped: their command's other records are lost or lie more than 250 ms of
+    /// events later (or beyond the 32 768 flows kept), or the recording ended first.
     pub unfinished_flows: u64,
     /// Events written after later ones: those the export's window of time order (50 ms of the
     /// stream, 65 536 events) did not cover, such as spans longer than it. Nothing is lost;
