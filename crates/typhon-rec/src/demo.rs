@@ -1,7 +1,9 @@
 //! `typhon-rec demo`: a synthetic game/server workload recorded to a trace.dat.
 //!
 //! The main thread runs a 60 Hz tick loop (TickStart, PhaseStart/PhaseEnd around a span per
-//! phase, TickEnd). Each worker thread plays a network front end for its own sessions: every
+//! phase, TickEnd; in the simulation phase Bevy-style `tracing` systems, `system{name=physics}`
+//! and `system{name=ai}`, through `typhon_tracing::TyphonLayer`, with an event now and then and a
+//! `follows_from` link). Each worker thread plays a network front end for its own sessions: every
 //! command is IngressReceived, then IngressDropped (about 1 in 20) or IngressAdmitted for the
 //! next drain tick, then CommandConsumed inside a TracedSpan that carries the command's causal id,
 //! then EgressSent; CeLog events, plain and flagged, mark batches.
@@ -29,10 +31,11 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 3.0)]
     duration: f64,
     /// Worker threads (besides the tick-loop thread).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 2)]
     threads: u32,
-    /// Records per second per worker thread; 0 = as fast as possible.
-    #[arg(long, default_value_t = 200_000)]
+    /// Records per second per worker thread; 0 = as fast as possible. The default makes a light
+    /// first look (about 130 000 records in 3 s); raise it, with --threads, to load the recorder.
+    #[arg(long, default_value_t = 20_000)]
     rate: u64,
     /// Page (sub-buffer) size in bytes: a power of two from 4096 to 1 MiB.
     #[arg(long, default_value_t = 4096)]
@@ -184,7 +187,11 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
             {
                 let _s = typhon_recorder::span(name);
                 typhon_recorder::instant(phase as i32, tick as i32);
-                std::thread::sleep(Duration::from_micros(300));
+                if phase == 1 {
+                    records += systems(tick);
+                } else {
+                    std::thread::sleep(Duration::from_micros(300));
+                }
             }
             typhon_recorder::phase_end(phase);
         }
@@ -200,6 +207,22 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
     records
 }
 
+/// The simulation phase's systems, instrumented with `tracing` as Bevy instruments its own: the
+/// records the layer writes (span info at creation, a span per entry, events, links).
+fn systems(tick: u32) -> u64 {
+    let physics = tracing::info_span!("system", name = "physics");
+    physics.in_scope(|| std::thread::sleep(Duration::from_micros(150)));
+    let ai = tracing::info_span!("system", name = "ai");
+    ai.follows_from(&physics);
+    ai.in_scope(|| {
+        std::thread::sleep(Duration::from_micros(150));
+        if tick % 30 == 0 {
+            tracing::info!(tick, "ai replanned");
+        }
+    });
+    2 + 2 + 1 + u64::from(tick % 30 == 0)
+}
+
 pub fn run(a: DemoArgs) -> Result<(), String> {
     // Positive, finite and representable (1e20 s is none of the last).
     let dur = match Duration::try_from_secs_f64(a.duration) {
@@ -213,6 +236,13 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     };
     if a.threads == 0 || a.threads > 250 {
         return Err(format!("--threads must be 1..=250, got {}", a.threads));
+    }
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        // The demo is the process's only `tracing` user: failing to install means one is there.
+        let _ = tracing::subscriber::set_global_default(
+            tracing_subscriber::registry().with(typhon_tracing::TyphonLayer::new()),
+        );
     }
     let rec = RecorderBuilder::new()
         .output(&a.out)
@@ -361,7 +391,9 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     }
     println!("\nLook at it:");
     println!("  typhon-rec report {out} | less     # every record, named fields");
-    println!("  typhon-rec stats {out}             # per thread and per kind");
+    println!(
+        "  typhon-rec stats {out}             # durations per tick, phase and span; counts, losses"
+    );
     println!("  trace-cmd report {out} | less      # the standard ftrace reader");
     println!("  kernelshark {out}                  # timeline GUI (one row per thread slot)");
     println!(

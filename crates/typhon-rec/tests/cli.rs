@@ -25,6 +25,31 @@ fn assert_clean_failure(o: &Output) {
     assert!(err.contains("typhon-rec") || err.contains("error"), "{err}");
 }
 
+/// The demo's defaults make a light first look: a few hundred thousand records at most, and
+/// every kind of the kind table in them (so each reader has something of each to show).
+#[test]
+fn the_default_demo_is_a_light_first_look_with_every_kind() {
+    let d = scratch("demo-default");
+    let out = d.join("demo.dat");
+    let o = rec(&["demo", "--out", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON on stdout");
+    let written = v["written"].as_u64().unwrap();
+    assert!(
+        (50_000..=400_000).contains(&written),
+        "{written} records is no first look"
+    );
+    for def in typhon_recorder::codec::KINDS {
+        assert!(
+            v["kinds"][def.name].as_u64().unwrap_or(0) > 0,
+            "the default demo records no {}: {}",
+            def.name,
+            v["kinds"]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn demo_json_report_stats_and_pages() {
     let d = scratch("demo");

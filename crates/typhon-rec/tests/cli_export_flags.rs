@@ -1,18 +1,8 @@
 //! `typhon-rec export`: `-o` is `--out`, and `--help` lists `--format`'s values.
 
-use std::process::Command;
+mod common;
 
-fn rec(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
+use common::rec;
 
 #[test]
 fn export_takes_dash_o_and_lists_its_formats() {

@@ -3,8 +3,10 @@
 //! 0), and no string from a file reaches the terminal with its control characters (SPEC §9,
 //! §10).
 
+mod common;
+
+use common::rec;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use typhon_recorder::codec::records::{Record, SpanExt};
 use typhon_recorder::page::PageWriter;
 use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages};
@@ -14,18 +16,6 @@ fn scratch(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn rec(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8(o.stdout).unwrap(),
-        String::from_utf8(o.stderr).unwrap(),
-    )
 }
 
 /// A recording of one slot, named `name`, holding a span named `span_name`, with `meta`'s

@@ -3,24 +3,14 @@
 //! `--time` column; a span shows its start and end. Checked on a recording made by the recorder
 //! with caller timestamps.
 
+mod common;
+
+use common::rec;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 use typhon_recorder::RecorderBuilder;
 
 const MS: u64 = 1_000_000;
-
-fn rec(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// Main thread: TickStart at 0, span "outer" 1..5 ms holding Instant(7) at 2 ms, TickEnd at
 /// 6 ms; a second thread: span "other" 8..9 ms. Times after `base` (returned, ns after the

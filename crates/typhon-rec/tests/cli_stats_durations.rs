@@ -2,8 +2,10 @@
 //! caller timestamps (so every duration is known), the counts, totals, percentiles, maxima, the
 //! slowest instances with their start times and the tick overruns are what was written.
 
+mod common;
+
+use common::rec;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 use typhon_recorder::RecorderBuilder;
 
@@ -11,18 +13,6 @@ const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 /// Caller times go through the TSC conversion and back: each is within 1 us of its ns.
 const TOL: u64 = 3 * US;
-
-fn rec(args: &[&str]) -> (bool, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
 
 /// Records, from the main thread: 10 ticks of 4k ms (k = 1..=10) 1 ms apart, each holding
 /// phase 1 for 2k ms; then 100 spans "work" of 50k us (k = 1..=100) and 20 spans "idle" of

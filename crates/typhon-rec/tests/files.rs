@@ -80,6 +80,20 @@ fn recover_and_a_second_recorder_refuse_a_live_recording() {
     assert!(stderr.contains(&live), "{stderr}");
     assert!(!stderr.contains("recover"), "{stderr}");
     assert!(parts_dir(&out).join("slot-001.pages").exists());
+    // The usual convention sees it too: the pid note `lock` is itself flocked while live.
+    let note = parts_dir(&out).join("lock");
+    let held = |path: &std::path::Path| {
+        let f = std::fs::File::open(path).unwrap();
+        // SAFETY: flock(2) on a descriptor `f` owns for the call's duration.
+        let r = unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        };
+        r != 0
+    };
+    assert!(held(&note), "{} must be flocked while live", note.display());
     std::thread::spawn(|| (0..5000).for_each(|i| typhon_recorder::instant(1, i)))
         .join()
         .unwrap();

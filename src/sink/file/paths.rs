@@ -349,15 +349,18 @@ pub fn output_path(out: &Path) -> io::Result<PathBuf> {
 }
 
 /// The lock of a parts directory: an exclusive `flock` of the directory itself, held as long
-/// as this value lives.
+/// as this value lives, and for a recording also of its `lock` file.
 ///
-/// Locking the directory rather than a file in it means that taking the lock writes nothing:
-/// a file planted at `OUT.parts/lock` (a hard link to someone's file) is never written
-/// through, and deleting `lock` while a recording runs does not free its directory. The
-/// `lock` file is only the note of the recorder's pid, created exclusively by the recorder.
+/// The directory's lock is the one that counts: taking it writes nothing, so a file planted at
+/// `OUT.parts/lock` (a hard link to someone's file) is never written through, and deleting
+/// `lock` while a recording runs does not free its directory. The recorder also `flock`s the
+/// `lock` file it created exclusively (the note of its pid), so that a tool that knows only
+/// the usual convention (`flock -n OUT.parts/lock`) sees the recording as live too.
 pub(super) struct DirLock {
     /// Only held: closing it releases the lock.
     _dir: File,
+    /// The recorder's own pid note, locked beside the directory (`None` for `recover`).
+    _note: Option<File>,
 }
 
 /// Opens `dir` itself (never through a symlink) for `flock`.
@@ -410,18 +413,27 @@ pub(super) fn take_lock(dir: &Path) -> io::Result<DirLock> {
     if !try_flock(&f, libc::LOCK_EX).map_err(|e| at(dir, "locking", e))? {
         return Err(live_error(dir));
     }
-    Ok(DirLock { _dir: f })
+    Ok(DirLock {
+        _dir: f,
+        _note: None,
+    })
 }
 
 /// Takes the lock of a fresh parts directory and writes the pid note, created exclusively.
 /// `made` gets the note's name as soon as it exists, so a start that fails later (a full disk
 /// refusing the pid) removes it.
 pub(super) fn create_lock(dir: &Path, made: &mut Vec<&'static str>) -> io::Result<DirLock> {
-    let lock = take_lock(dir)?;
+    let mut lock = take_lock(dir)?;
     let path = dir.join(LOCK);
     let mut f = create_new(&path)?;
     made.push(LOCK);
     writeln!(f, "{}", std::process::id()).map_err(|e| at(&path, "writing", e))?;
+    // The file was created by us a moment ago and the directory's lock is held, so nobody
+    // else can hold this one: a refusal here would be an error of the system, not a rival.
+    if !try_flock(&f, libc::LOCK_EX).map_err(|e| at(&path, "locking", e))? {
+        return Err(live_error(dir));
+    }
+    lock._note = Some(f);
     Ok(lock)
 }
 

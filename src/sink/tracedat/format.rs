@@ -249,16 +249,21 @@ fn describe(def: &KindDef) -> Result<(String, Vec<Piece>), FormatError> {
                         extra = 0;
                     }
                     FieldType::Rest => {
-                        // The first word (for CeLog: the CEL_HEADER_V3 word), then every byte.
-                        let b = |i: usize| format!("REC->{}[{i}]", fd.name);
+                        // The length, the CEL_HEADER_V3 word decoded (for a CeLog event), then
+                        // every byte.
                         pieces.push(Piece {
                             text: format!("{}_len=%u", fd.name),
                             args: vec![format!("REC->common_size - {off}")],
                         });
-                        pieces.push(Piece {
-                            text: format!("{}_word=0x%02x%02x%02x%02x", fd.name),
-                            args: vec![b(3), b(2), b(1), b(0)],
-                        });
+                        if def.kind == TraceEventKind::CELOG {
+                            pieces.extend(celog_header_pieces(fd.name));
+                        } else {
+                            let b = |i: usize| format!("REC->{}[{i}]", fd.name);
+                            pieces.push(Piece {
+                                text: format!("{}_word=0x%02x%02x%02x%02x", fd.name),
+                                args: vec![b(3), b(2), b(1), b(0)],
+                            });
+                        }
                         pieces.push(Piece {
                             text: format!("{}=%s", fd.name),
                             args: vec![format!(
@@ -293,7 +298,8 @@ fn describe(def: &KindDef) -> Result<(String, Vec<Piece>), FormatError> {
                     let idx = if at == 0 {
                         format!("REC->{len}")
                     } else {
-                        format!("REC->{len} + {at}")
+                        // Parenthesized: libtraceevent fails an index with a bare operator.
+                        format!("(REC->{len} + {at})")
                     };
                     if i > 0 {
                         expr.push_str(" | ");
@@ -321,6 +327,91 @@ fn describe(def: &KindDef) -> Result<(String, Vec<Piece>), FormatError> {
         }
     }
     Ok((fields, pieces))
+}
+
+/// The well-known CeLog ids `trace-cmd report` shows by name (SPEC §7, `celog.h`); any other id
+/// prints as its number (`__print_symbolic` falls back to hex).
+const CELOG_IDS: &[(u16, &str)] = &[
+    (69, "DEBUG_MSG"),
+    (70, "RAW_LONG"),
+    (71, "RAW_ULONG"),
+    (72, "RAW_SHORT"),
+    (73, "RAW_USHORT"),
+    (74, "RAW_WCHAR"),
+    (75, "RAW_CHAR"),
+    (76, "RAW_UCHAR"),
+    (77, "RAW_FLOAT"),
+    (78, "RAW_DOUBLE"),
+    (150, "DATA_LOSS"),
+    (0x1ffe, "SYNC_END"),
+    (0x1fff, "LOG_MARKER"),
+];
+
+/// The CEL_HEADER_V3 word of the CeLog event in byte field `ev`, decoded in the print format's
+/// own arithmetic (libtraceevent evaluates `&`, `|`, shifts, `==` and `?:` over record bytes):
+///
+/// ```text
+///  byte 3          byte 2     byte 1          byte 0
+///  T . ID[13:8]    ID[7:0]    CPU:4 LEN[11:8] LEN[7:0]     then: u32 timestamp  if T,
+///                                                                u32 flag|id<<16 if ID = 90,
+///                                                                u32 cpu         if CPU = 15
+/// ```
+///
+/// A flagged event (header id 90, CELID_FLAGGED) shows its real id and its flag. What a print
+/// format cannot do is interpret the payload by id (a RAW_WCHAR string, a RAW_DOUBLE array):
+/// the whole event stays in the hex dump that follows, and `typhon-rec report` decodes it.
+fn celog_header_pieces(ev: &str) -> Vec<Piece> {
+    // libtraceevent parses an index with an operator in it only inside parentheses.
+    let b = |i: &str| format!("REC->{ev}[({i})]");
+    let t = format!("({} >> 7)", b("3"));
+    let hid = format!("((({} & 0x3f) << 8) | {})", b("3"), b("2"));
+    let flagged = format!("({hid} == 90)");
+    // The flag word follows the header and, when there is one, the timestamp.
+    let fo = format!("(4 + 4 * {t})");
+    let real_id = format!(
+        "(({} << 8) | {})",
+        b(&format!("{fo} + 3")),
+        b(&format!("{fo} + 2"))
+    );
+    let flag = format!("(({} << 8) | {})", b(&format!("{fo} + 1")), b(&fo));
+    let id = format!("({flagged} ? {real_id} : {hid})");
+    let symbols: Vec<String> = CELOG_IDS
+        .iter()
+        .map(|(v, n)| format!("{{ {v}, \"{n}\" }}"))
+        .collect();
+    let word = |at: &str| {
+        format!(
+            "({} | ({} << 8) | ({} << 16) | ({} << 24))",
+            b(at),
+            b(&format!("{at} + 1")),
+            b(&format!("{at} + 2")),
+            b(&format!("{at} + 3"))
+        )
+    };
+    let cpu4 = format!("({} >> 4)", b("1"));
+    let cpu_at = format!("(4 + 4 * {t} + 4 * {flagged})");
+    vec![
+        Piece {
+            text: "id=%s".into(),
+            args: vec![format!("__print_symbolic({id}, {})", symbols.join(", "))],
+        },
+        Piece {
+            text: "flag=%u".into(),
+            args: vec![format!("({flagged} ? {flag} : 0)")],
+        },
+        Piece {
+            text: "cpu=%u".into(),
+            args: vec![format!("({cpu4} == 15 ? {} : {cpu4})", word(&cpu_at))],
+        },
+        Piece {
+            text: "ts=%u".into(),
+            args: vec![format!("({t} ? {} : 0)", word("4"))],
+        },
+        Piece {
+            text: "len=%u".into(),
+            args: vec![format!("((({} & 0xf) << 8) | {})", b("1"), b("0"))],
+        },
+    ]
 }
 
 /// The `print fmt` line (without the `print fmt: ` prefix) of a kind, generated from its fields:

@@ -40,6 +40,17 @@ pub fn cli(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
     )
 }
 
+/// Runs the CLI with string arguments: (success, stdout, stderr). Output must be UTF-8 (our
+/// tools escape what a file holds), so invalid UTF-8 fails the test.
+pub fn rec(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8(o.stdout).expect("stdout is UTF-8"),
+        String::from_utf8(o.stderr).expect("stderr is UTF-8"),
+    )
+}
+
 pub fn cli_recover(out: &Path) -> (bool, String, String) {
     cli(&["recover".as_ref(), out.as_os_str()])
 }
