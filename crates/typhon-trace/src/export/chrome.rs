@@ -1,6 +1,6 @@
 //! Chrome trace-event JSON: `{"displayTimeUnit":"ns","traceEvents":[...]}`, read by
 //! chrome://tracing, ui.perfetto.dev, Chrome DevTools and speedscope. Best for small
-//! recordings: the file comes out about 2.5 times the size of the Perfetto format's.
+//! recordings: the file comes out about 12 times the size of the Perfetto format's.
 //!
 //! ```text
 //!  {"ph":"M","name":"process_name"|"thread_name","pid","tid","args":{"name":…}}
