@@ -93,6 +93,9 @@ fn perfetto_times_resolve_to_the_readers_and_to_wall_clock() {
         s.out_of_order >= 1,
         "the long span's Begin comes late: {s:?}"
     );
+    // Each command on "net" is received and admitted, never consumed: a flow of two events
+    // that ends unfinished.
+    assert_eq!((s.flows, s.unfinished_flows), (3000, 3000), "{s:?}");
     if !perfetto_reader() {
         return;
     }

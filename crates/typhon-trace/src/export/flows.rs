@@ -167,7 +167,10 @@ impl Flows {
                 // A drop ends the flow it continued.
                 self.open.remove(&key);
             } else {
-                o.stage = stage.min(3);
+                // A flow never goes back a stage: a span of the command that begins at its
+                // CommandConsumed's very nanosecond passes after it, and the flow stays
+                // consumed (which only `unfinished` tells apart from a span's stage).
+                o.stage = o.stage.max(stage.min(3));
                 o.drain_tick = tick;
                 o.last = ts;
                 self.order.push_back((ts, key, id));

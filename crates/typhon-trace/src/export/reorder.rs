@@ -21,7 +21,7 @@ use std::collections::{BinaryHeap, VecDeque};
 pub(super) const HOLD: u64 = 50_000_000;
 
 /// Events held at most.
-pub(super) const CAP: usize = 1 << 16;
+pub(super) const CAP: usize = 1 << 14;
 
 /// A waiting event's key: (time, arrival, slot in `Reorder::slots`). At one time, arrivals
 /// keep their order, which keeps a track's slices nested (see `lanes`).
