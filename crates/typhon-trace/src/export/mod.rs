@@ -14,7 +14,7 @@
 //!               TickStart…TickEnd, PhaseStart…PhaseEnd        ─┤ lanes: placed on arrival;
 //!                 (held: the open tick, open phases)          ─┘ a lane keeps only its roots
 //!               instants, CeLog, loss marks ("events lost")   ── final at once
-//!     │ reorder: final events wait until the stream is 50 ms past them (at most 65 536),
+//!     │ reorder: final events wait until the stream is 50 ms past them (at most 16 384),
 //!     ▼          then leave in time order (a slice as its start, then its end)
 //!  flows: each correlated event joins its command's flow as it passes (flows in flight kept
 //!     │   250 ms, at most 32 768); a follows_from link joins the span entry that follows

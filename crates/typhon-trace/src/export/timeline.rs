@@ -91,7 +91,7 @@ pub struct TimelineStats {
     /// events later (or beyond the 32 768 flows kept), or the recording ended first.
     pub unfinished_flows: u64,
     /// Events written after later ones: those the export's window of time order (50 ms of the
-    /// stream, 65 536 events) did not cover, such as spans longer than it. Nothing is lost;
+    /// stream, 16 384 events) did not cover, such as spans longer than it. Nothing is lost;
     /// readers sort by time (Perfetto's get an absolute timestamp).
     pub out_of_order: u64,
     /// Records whose own time was before zero, placed at their page time instead.
