@@ -3,6 +3,9 @@
 //! `follows_from` link is a pair of flow events, as it is a flow in the Perfetto export.
 
 mod common;
+mod export_support;
+
+use export_support::*;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -137,5 +140,134 @@ fn chrome_arguments_keep_one_type_and_follows_from_is_a_flow() {
         (&finish[0]["ts"], &finish[0]["tid"]),
         (&entry["ts"], &entry["tid"])
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn chrome_export_is_json_with_nested_complete_slices_per_thread() {
+    let _g = doc_lock();
+    let dir = scratch("chrome");
+    let dat = dir.join("known.dat");
+    let base = record(&dat);
+    let file = TraceFile::open(&dat).unwrap();
+    let mut out = Vec::new();
+    let stats = export::export(&file, Format::Chrome, &mut out).unwrap();
+    assert_eq!((stats.slices, stats.records), (5, 19));
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["displayTimeUnit"], "ns");
+    let events = v["traceEvents"].as_array().unwrap();
+    let names: BTreeMap<i64, &str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["tid"].as_i64().unwrap(),
+                e["args"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut seen: Vec<&str> = names.values().copied().collect();
+    seen.sort_unstable();
+    assert_eq!(seen, ["game", "game (overlap 1)", "net", "typhon-recorder"]);
+    // Slices are complete events; ts and dur are µs with three decimals (ns). On each thread
+    // they nest: a slice that starts inside another ends inside it too.
+    let tenths_of = |us: &Value| ((us.as_f64().unwrap() * 1000.0 - base as f64) / 100.0).round();
+    let mut slices = Vec::new();
+    for e in events.iter().filter(|e| e["ph"] != "M") {
+        let tid = e["tid"].as_i64().unwrap();
+        let start = tenths_of(&e["ts"]) as i64;
+        match e["ph"].as_str().unwrap() {
+            "X" => {
+                let end = start + (e["dur"].as_f64().unwrap() * 10.0).round() as i64;
+                let name = e["name"].as_str().unwrap().to_string();
+                slices.push((names[&tid].to_string(), name, start, end));
+            }
+            "i" => assert_eq!(e["s"], "t"),
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    for a in &slices {
+        for b in &slices {
+            let inside = a.0 == b.0 && b.2 > a.2 && b.2 < a.3;
+            assert!(!inside || b.3 <= a.3, "{b:?} overlaps {a:?} on one thread");
+        }
+    }
+    slices.sort_by_key(|s| s.2);
+    let sl = |th: &str, n: &str, a: i64, b: i64| (th.to_string(), n.to_string(), a, b);
+    assert_eq!(
+        slices,
+        [
+            sl("game", "tick", 10, 100),
+            sl("game", "frame", 15, 90),
+            sl("game", "phase 1", 20, 80),
+            sl("game", "apply", 50, 70),
+            sl("game (overlap 1)", "late", 95, 120),
+        ]
+    );
+    // A span id carries the slot in its top byte: beyond 2^53, so it is a string.
+    let frame = events.iter().find(|e| e["name"] == "frame").unwrap();
+    assert!(frame["args"]["span_id"].is_string(), "{frame}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Chrome DevTools' Performance panel loads the JSON without a warning, and sees each
+/// thread's slices with their names, times and nesting. (Before: "B"/"E" pairs whose "E" had no
+/// name crashed it, and speedscope, which matches ends by name, overflowed its stack.)
+#[test]
+fn chrome_export_loads_in_the_devtools_trace_model() {
+    let _g = doc_lock();
+    let dir = scratch("devtools");
+    let dat = dir.join("known.dat");
+    let base = record(&dat);
+    let (json, _) = export_to(&dat, Format::Chrome);
+    let Some(modules) = devtools_modules() else {
+        return;
+    };
+    let v = run_reader("node", "tests/js/export_devtools.mjs", &[&modules, &json]);
+    assert_eq!(
+        v["logged"],
+        Value::Array(vec![]),
+        "the model logged: {}",
+        v["logged"]
+    );
+    assert_eq!(v["perWarning"], Value::Array(vec![]), "{}", v["perWarning"]);
+    let thread = |name: &str| {
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no thread {name}: {}", v["threads"]))
+    };
+    // (name, start, end) in tenths of a µs after the base; the model's times are µs.
+    let entries = |name: &str| -> Vec<(String, i64, i64)> {
+        let t = |us: &Value| ((us.as_f64().unwrap() * 1000.0 - base as f64) / 100.0).round();
+        thread(name)["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let start = t(&e[1]);
+                let dur = (e[2].as_f64().unwrap() * 10.0).round();
+                (
+                    e[0].as_str().unwrap().to_string(),
+                    start as i64,
+                    (start + dur) as i64,
+                )
+            })
+            .collect()
+    };
+    let e = |n: &str, a: i64, b: i64| (n.to_string(), a, b);
+    assert_eq!(
+        entries("game"),
+        [
+            e("tick", 10, 100),
+            e("frame", 15, 90),
+            e("phase 1", 20, 80),
+            e("apply", 50, 70)
+        ]
+    );
+    assert_eq!(thread("game")["depth"], 4, "tick > frame > phase > apply");
+    assert_eq!(entries("game (overlap 1)"), [e("late", 95, 120)]);
     let _ = std::fs::remove_dir_all(&dir);
 }

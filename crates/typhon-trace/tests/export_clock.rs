@@ -6,46 +6,18 @@
 //! unless `TYPHON_REQUIRE_INTEROP=1`.
 
 mod common;
+mod export_support;
+
+use export_support::{perfetto_reader, run_reader};
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use typhon_recorder::{doc_lock, RecorderBuilder, ThreadKind};
 use typhon_trace::export::{self, Format, Phase, Timeline};
 use typhon_trace::tracedat::TraceFile;
 
-fn perfetto_reader() -> bool {
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        if std::env::var("TYPHON_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("TYPHON_REQUIRE_INTEROP=1 but python3 cannot import the perfetto package");
-        }
-        eprintln!(
-            "SKIPPED: python3 with the perfetto package is not available; set \
-             TYPHON_REQUIRE_INTEROP=1 to fail instead"
-        );
-    }
-    ok
-}
-
 fn read(pftrace: &Path) -> Value {
-    let run = Command::new("python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export_perfetto.py"))
-        .arg(pftrace)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    serde_json::from_slice(&run.stdout).unwrap()
+    run_reader("python3", "tests/export_perfetto.py", &[pftrace])
 }
 
 #[test]
