@@ -227,7 +227,7 @@ pub(crate) fn missed_total(s: &Session, pages: &BTreeMap<u32, u64>) -> u64 {
 }
 
 /// Whether `a` and `b` are one file (the same inode, whatever the paths: links included).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
@@ -272,7 +272,7 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     // Flows are written in the Perfetto format only.
     let flows = match format {
         export::Format::Perfetto => format!(", {} flows", s.flows),
-        export::Format::Chrome => String::new(),
+        _ => String::new(),
     };
     println!(
         "{}: {} records -> {} slices, {} instants{flows} on {} tracks of {} threads",
@@ -318,6 +318,7 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     let viewer = match format {
         export::Format::Perfetto => "open it at https://ui.perfetto.dev (Open trace file)",
         export::Format::Chrome => "open it at https://ui.perfetto.dev or chrome://tracing",
+        _ => "send it to an OpenTelemetry Collector (typhon-rec push)",
     };
     println!("  {size} bytes; {viewer}");
     if format == export::Format::Chrome && size > 256 << 20 {

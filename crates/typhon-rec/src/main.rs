@@ -4,6 +4,7 @@
 mod demo;
 mod durations;
 mod inspect;
+mod push;
 mod report;
 mod timebase;
 
@@ -56,17 +57,24 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Convert a recording for trace viewers: Perfetto protobuf (ui.perfetto.dev) or Chrome JSON.
+    /// Convert a recording for trace viewers: Perfetto protobuf (ui.perfetto.dev), Chrome JSON,
+    /// or OTLP (protobuf or JSON) for an OpenTelemetry Collector, Jaeger, Tempo.
     Export {
         /// The trace.dat file.
         file: PathBuf,
-        /// `perfetto` (protobuf, compact) or `chrome` (trace-event JSON, for small recordings).
+        /// `perfetto` (protobuf, compact), `chrome` (trace-event JSON, for small recordings),
+        /// `otlp` (an OTLP ExportTraceServiceRequest) or `otlp-json` (its JSON encoding).
         #[arg(long, default_value = "perfetto", value_parser = format_parser())]
         format: typhon_trace::export::Format,
-        /// Output path (default: FILE with the extension .pftrace or .json).
+        /// Output path (default: FILE with the extension .pftrace, .json, .otlp.pb or .otlp.json).
         #[arg(short = 'o', long)]
         out: Option<PathBuf>,
+        /// OTLP's `service.name` (default: the file's name); otlp formats only.
+        #[arg(long)]
+        service: Option<String>,
     },
+    /// Send a recording to an OpenTelemetry Collector (OTLP/HTTP protobuf, POST URL/v1/traces).
+    Push(push::PushArgs),
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
     Recover {
         /// The output path the recording was writing to.
@@ -86,7 +94,7 @@ enum Cmd {
 /// `--format`'s values, listed by `--help` and in the error for any other.
 fn format_parser() -> impl clap::builder::TypedValueParser<Value = typhon_trace::export::Format> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(["perfetto", "chrome"])
+    clap::builder::PossibleValuesParser::new(["perfetto", "chrome", "otlp", "otlp-json"])
         .try_map(|s| s.parse::<typhon_trace::export::Format>())
 }
 
@@ -110,7 +118,27 @@ fn main() -> ExitCode {
             tick_budget,
         } => inspect::stats(&file, json, tick_budget),
         Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
-        Cmd::Export { file, format, out } => inspect::export(&file, format, out),
+        Cmd::Export {
+            file,
+            format,
+            out,
+            service,
+        } => {
+            use typhon_trace::export::Format;
+            match format {
+                Format::Otlp | Format::OtlpJson => push::export(
+                    &file,
+                    format == Format::OtlpJson,
+                    out.unwrap_or_else(|| file.with_extension(format.extension())),
+                    service.as_deref(),
+                ),
+                _ if service.is_some() => {
+                    Err("--service applies to --format otlp and otlp-json".into())
+                }
+                _ => inspect::export(&file, format, out),
+            }
+        }
+        Cmd::Push(a) => push::push(&a),
         Cmd::Recover { out } => inspect::recover(&out),
         Cmd::Bench { quick, json } => inspect::bench(quick, json),
     };

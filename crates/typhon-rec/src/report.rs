@@ -178,7 +178,7 @@ impl<'a> Filter<'a> {
             }
         }
         let (start, end) = extent(d);
-        self.from.map_or(true, |f| end >= f) && self.to.map_or(true, |t| start <= t)
+        self.from.is_none_or(|f| end >= f) && self.to.is_none_or(|t| start <= t)
     }
 }
 

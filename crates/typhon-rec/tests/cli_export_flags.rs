@@ -32,7 +32,7 @@ fn export_takes_dash_o_and_lists_its_formats() {
     assert!(ok);
     assert!(help.contains("-o, --out"), "{help}");
     assert!(
-        help.contains("[possible values: perfetto, chrome]"),
+        help.contains("[possible values: perfetto, chrome, otlp, otlp-json]"),
         "{help}"
     );
     let (ok, _, err) = rec(&["export", file.to_str().unwrap(), "--format", "svg"]);

@@ -2,7 +2,8 @@
 //!
 //! Reading what `typhon-recorder` writes: the [`kbuffer`] port (libtraceevent's sub-buffer
 //! reader, traps included), the [`tracedat`] reader (trace-cmd `trace.dat` versions 6 and 7),
-//! and the [`export`]s for trace viewers (Perfetto protobuf, Chrome trace-event JSON).
+//! and the [`export`]s for trace viewers (Perfetto protobuf, Chrome trace-event JSON) and
+//! OpenTelemetry backends (OTLP).
 //!
 //! ```
 //! use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotMeta, TraceFile};

@@ -300,7 +300,7 @@ fn truncated_v7_trace_files_yield_errors_not_panics() {
         let mut cut = 0;
         while cut < seed.len() {
             let r = fuzzing::tracedat(seed[..cut].to_vec());
-            assert!(r.map_or(true, |n| n <= full), "cut at {cut}");
+            assert!(r.is_none_or(|n| n <= full), "cut at {cut}");
             cut += if cut < 64 * 1024 { 7 } else { 4093 };
         }
     }
@@ -313,7 +313,7 @@ fn truncated_trace_files_yield_errors_not_panics() {
     let mut cut = 0;
     while cut < file.len() {
         let r = fuzzing::tracedat(file[..cut].to_vec());
-        assert!(r.map_or(true, |n| n <= full), "cut at {cut}");
+        assert!(r.is_none_or(|n| n <= full), "cut at {cut}");
         // Dense in the headers, sparse in the page data.
         cut += if cut < 64 * 1024 { 7 } else { 4093 };
     }

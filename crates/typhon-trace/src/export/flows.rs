@@ -144,7 +144,7 @@ impl Flows {
             (Some(o), 1) => (o.stage == 0, tick),
             (Some(o), 2) => (
                 if o.stage <= 1 {
-                    o.drain_tick.map_or(true, |t| Some(t) == tick)
+                    o.drain_tick.is_none_or(|t| Some(t) == tick)
                 } else {
                     o.drain_tick == tick
                 },

@@ -63,7 +63,7 @@ impl Reorder {
             }
         };
         let key = (ts, self.arrivals, slot);
-        if self.run.back().map_or(true, |b| ts >= b.0) {
+        if self.run.back().is_none_or(|b| ts >= b.0) {
             self.run.push_back(key);
         } else {
             self.heap.push(Reverse(key));

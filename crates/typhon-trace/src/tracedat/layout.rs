@@ -239,7 +239,7 @@ impl Layout {
                 );
             }
             let end = off.checked_add(size);
-            if end.map_or(true, |e| e > len) {
+            if end.is_none_or(|e| e > len) {
                 return corrupt(
                     format!("cpu {cpu} data {off}+{size} runs past the end of the file ({len})"),
                     off,

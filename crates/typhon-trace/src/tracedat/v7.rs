@@ -39,7 +39,7 @@ impl Layout {
         let body = c.pos;
         if (body as u64)
             .checked_add(size)
-            .map_or(true, |e| e > d.len() as u64)
+            .is_none_or(|e| e > d.len() as u64)
         {
             return Err(TraceDatError::Truncated {
                 what: "section body",

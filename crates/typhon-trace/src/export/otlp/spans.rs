@@ -1,0 +1,247 @@
+//! Which trace each recorded span belongs to. A TracedSpan names its own trace (its context);
+//! a NamedSpan or a `tracing` span belongs to its parent's trace, and a top-level one starts a
+//! local trace of its own. Spans arrive at their end, children before their parent, so a span
+//! whose trace is not yet known waits under its parent's id until the parent (or an ancestor
+//! with a known trace) arrives; memory is the subtrees of the spans still open, capped at
+//! [`MAX_WAITING`] (beyond it the oldest subtrees go out in local traces of their own, counted
+//! as `split`).
+
+use super::super::fnv::FnvMap;
+use super::batch::Batch;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use std::collections::HashSet;
+use std::io;
+
+/// Spans waiting for their trace at most.
+pub const MAX_WAITING: usize = 1 << 16;
+/// Resolved spans remembered for a child arriving after its parent (not nested in time: rare,
+/// and close behind it).
+const MAX_RECENT: usize = 1 << 12;
+
+struct Waiting {
+    span: Span,
+    id: u64,
+}
+
+pub(super) struct Trees {
+    /// The recording's half of a local trace id (the other half is the root span's id).
+    pub(super) local_key: u64,
+    waiting: FnvMap<u64, Vec<Waiting>>,
+    held: usize,
+    recent: FnvMap<u64, [u8; 16]>,
+}
+
+impl Trees {
+    pub(super) fn new(local_key: u64) -> Self {
+        Trees {
+            local_key,
+            waiting: FnvMap::default(),
+            held: 0,
+            recent: FnvMap::default(),
+        }
+    }
+
+    /// The local trace rooted at span `root`.
+    pub(super) fn local(&self, root: u64) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.local_key.to_be_bytes());
+        b[8..].copy_from_slice(&root.to_be_bytes());
+        b
+    }
+
+    /// Span `id` with recorded parent `parent`; `own`: the trace it names itself (a
+    /// TracedSpan), else it takes its parent's.
+    pub(super) fn span(
+        &mut self,
+        out: &mut Batch<'_>,
+        span: Span,
+        id: u64,
+        parent: u64,
+        own: Option<[u8; 16]>,
+    ) -> io::Result<()> {
+        let known = own
+            .or_else(|| (parent == 0).then(|| self.local(id)))
+            .or_else(|| self.recent.get(&parent).copied());
+        match known {
+            Some(t) => self.resolve(out, span, id, t),
+            None => {
+                self.waiting
+                    .entry(parent)
+                    .or_default()
+                    .push(Waiting { span, id });
+                self.held += 1;
+                out.stats.peak_waiting = out.stats.peak_waiting.max(self.held as u64);
+                if self.held > MAX_WAITING {
+                    out.stats.split += self.release_all(out)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn resolve(
+        &mut self,
+        out: &mut Batch<'_>,
+        mut span: Span,
+        id: u64,
+        t: [u8; 16],
+    ) -> io::Result<()> {
+        span.trace_id = t.to_vec();
+        out.push(span)?;
+        self.remember(id, t);
+        // Its waiting descendants take its trace.
+        let mut stack = vec![id];
+        while let Some(p) = stack.pop() {
+            for w in self.waiting.remove(&p).unwrap_or_default() {
+                self.held -= 1;
+                let mut s = w.span;
+                s.trace_id = t.to_vec();
+                out.push(s)?;
+                self.remember(w.id, t);
+                stack.push(w.id);
+            }
+        }
+        Ok(())
+    }
+
+    fn remember(&mut self, id: u64, t: [u8; 16]) {
+        if self.recent.len() >= MAX_RECENT {
+            self.recent.clear();
+        }
+        self.recent.insert(id, t);
+    }
+
+    /// Writes every waiting span: the subtrees under each absent parent in the local trace
+    /// named after that parent (the span keeps it as its parent: a viewer shows the gap).
+    /// Returns how many spans had an absent parent.
+    pub(super) fn release_all(&mut self, out: &mut Batch<'_>) -> io::Result<u64> {
+        let mut n = 0u64;
+        while !self.waiting.is_empty() {
+            let ids: HashSet<u64> = self.waiting.values().flatten().map(|w| w.id).collect();
+            let mut roots: Vec<u64> = self
+                .waiting
+                .keys()
+                .filter(|k| !ids.contains(k))
+                .copied()
+                .collect();
+            if roots.is_empty() {
+                // Only parents that wait on each other are left (a hostile file): every key
+                // breaks its cycle, so this pass empties the map.
+                roots.extend(self.waiting.keys().copied());
+            }
+            roots.sort_unstable();
+            for p in roots {
+                let Some(group) = self.waiting.remove(&p) else {
+                    continue;
+                };
+                let t = self.local(p);
+                for w in group {
+                    self.held -= 1;
+                    n += 1;
+                    self.resolve(out, w.span, w.id, t)?;
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::otlp::OtlpStats;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+
+    /// Runs `f` with a batch whose requests land in the returned spans (by span id: trace id,
+    /// parent id).
+    fn run(f: impl FnOnce(&mut Trees, &mut Batch<'_>)) -> (Vec<(u64, [u8; 16], u64)>, OtlpStats) {
+        let mut got = Vec::new();
+        let mut out = |r: ExportTraceServiceRequest, _: u64| -> io::Result<()> {
+            for s in r.resource_spans[0].scope_spans[0].spans.iter() {
+                let id = u64::from_be_bytes(s.span_id[..].try_into().unwrap());
+                let p = match s.parent_span_id.len() {
+                    0 => 0,
+                    _ => u64::from_be_bytes(s.parent_span_id[..].try_into().unwrap()),
+                };
+                got.push((id, s.trace_id[..].try_into().unwrap(), p));
+            }
+            Ok(())
+        };
+        let stats = {
+            let mut b = Batch {
+                resource: Default::default(),
+                scope: Default::default(),
+                spans: Vec::new(),
+                max: 7,
+                out: &mut out,
+                stats: OtlpStats::default(),
+            };
+            let mut t = Trees::new(0xABCD);
+            f(&mut t, &mut b);
+            b.stats.orphans = t.release_all(&mut b).unwrap();
+            b.flush().unwrap();
+            assert_eq!(t.held, 0);
+            b.stats
+        };
+        got.sort();
+        (got, stats)
+    }
+
+    fn s(t: &mut Trees, b: &mut Batch<'_>, id: u64, parent: u64) {
+        let sp = crate::export::otlp::values::span([0; 16], id, parent, "x", 1, (0, 1));
+        t.span(b, sp, id, parent, None).unwrap();
+    }
+
+    #[test]
+    fn children_take_the_trace_their_top_level_ancestor_roots() {
+        let (got, st) = run(|t, b| {
+            s(t, b, 3, 2); // grandchild first, as spans arrive at their end
+            s(t, b, 4, 2);
+            s(t, b, 2, 1);
+            s(t, b, 1, 0);
+            s(t, b, 5, 0);
+        });
+        let l1 = Trees::new(0xABCD).local(1);
+        assert_eq!(
+            got,
+            vec![
+                (1, l1, 0),
+                (2, l1, 1),
+                (3, l1, 2),
+                (4, l1, 2),
+                (5, Trees::new(0xABCD).local(5), 0)
+            ]
+        );
+        assert_eq!((st.orphans, st.split, st.peak_waiting), (0, 0, 3));
+    }
+
+    #[test]
+    fn absent_parents_and_cycles_are_written_once_and_counted() {
+        let (got, st) = run(|t, b| {
+            s(t, b, 10, 99); // parent never arrives
+            s(t, b, 11, 10);
+            s(t, b, 20, 21); // 20 and 21 wait on each other
+            s(t, b, 21, 20);
+        });
+        let ids: Vec<u64> = got.iter().map(|g| g.0).collect();
+        assert_eq!(ids, vec![10, 11, 20, 21]);
+        let l99 = Trees::new(0xABCD).local(99);
+        assert_eq!(got[0], (10, l99, 99));
+        assert_eq!(got[1], (11, l99, 10));
+        assert_eq!(got[2].1, got[3].1, "a cycle stays in one trace");
+        assert_eq!(st.orphans, 2, "10 under 99, and the cycle's first span");
+    }
+
+    #[test]
+    fn too_many_waiting_go_out_split_and_counted() {
+        let n = MAX_WAITING as u64 + 1;
+        let (got, st) = run(|t, b| {
+            for id in 0..n {
+                s(t, b, 1000 + id, 7);
+            }
+        });
+        assert_eq!(got.len() as u64, n);
+        assert_eq!((st.split, st.orphans), (n, 0));
+        assert_eq!(st.peak_waiting, n);
+    }
+}
