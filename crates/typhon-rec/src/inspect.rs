@@ -301,6 +301,20 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
             damaged_pages(s.damaged_pages)
         );
     }
+    if s.unfinished_flows > 0 {
+        println!(
+            "  {} command flows end before their CommandConsumed (records lost, or the \
+             recording ended first)",
+            s.unfinished_flows
+        );
+    }
+    if s.out_of_order > 0 {
+        println!(
+            "  {} events come after later ones in the file (spans longer than the export's \
+             50 ms window; viewers sort by time)",
+            s.out_of_order
+        );
+    }
     let viewer = match format {
         export::Format::Perfetto => "open it at https://ui.perfetto.dev (Open trace file)",
         export::Format::Chrome => "open it at https://ui.perfetto.dev or chrome://tracing",

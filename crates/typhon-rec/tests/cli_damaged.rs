@@ -236,7 +236,7 @@ fn one_damaged_page_costs_only_its_records() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["name"] == "events lost" && e["args"]["count"] == "not counted")
+        .filter(|e| e["name"] == "events lost" && e["args"]["not_counted"] == true)
         .count();
     assert_eq!(lost, 1);
 

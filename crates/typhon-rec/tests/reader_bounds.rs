@@ -10,6 +10,9 @@ use typhon_recorder::codec::records::{Record, SpanExt};
 use typhon_recorder::page::{PageWriter, PushError};
 use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages, TraceFile};
 
+mod common;
+use common::peak_rss_kib;
+
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("typhon-bounds-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -129,35 +132,6 @@ fn many_cpus(v7: &[u8], cpus: u32) -> Vec<u8> {
         p = d + n;
     }
     v
-}
-
-/// Peak RSS in KiB of `typhon-rec ARGS` (its own, through `wait4`), and whether it succeeded.
-// The child is reaped with wait4, which (unlike `Child::wait`) reports its peak RSS.
-#[allow(clippy::zombie_processes)]
-fn peak_rss_kib(args: &[&std::ffi::OsStr]) -> (i64, bool, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_typhon-rec"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut stderr = child.stderr.unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our child, not yet reaped (the `Child` was consumed without waiting),
-    // and both pointers are to live locals.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4");
-    assert!(!err.contains("panicked"), "{err}");
-    (
-        ru.ru_maxrss,
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        err,
-    )
 }
 
 /// For every reading command: the peak RSS on `large` stays within `factor` × that on `small`.

@@ -6,163 +6,16 @@
 //! with outside readers skip (with a message) without them, unless `TYPHON_REQUIRE_INTEROP=1`.
 
 mod common;
+mod export_support;
+
+use export_support::*;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use typhon_recorder::{doc_lock, IngressDropReason, RecorderBuilder, ThreadKind, TraceContext};
 use typhon_trace::export::{self, Format};
 use typhon_trace::tracedat::TraceFile;
-
-fn scratch(tag: &str) -> PathBuf {
-    common::scratch_dir(&format!("export-{tag}"))
-}
-
-/// Records the known workload to `path` and returns its time base (CLOCK_MONOTONIC ns).
-///
-/// Thread "net": IngressReceived seq 42 at 3 µs, seq 43 at 3.5 µs, IngressDropped 43 at 3.6 µs,
-/// IngressAdmitted 42 at 4 µs, EgressSent at 13 µs.
-/// Thread "game" (this one): tick 1–10 µs, span "frame" 1.5–9 µs, phase 1 2–8 µs, traced span
-/// "apply" (command 7/3/42) 5–7 µs with CommandConsumed 42 at 6 µs inside, span "late" 9.5–12
-/// µs (overlaps the tick without nesting in it), Instant at 11 µs.
-fn record(path: &Path) -> u64 {
-    let rec = RecorderBuilder::new().output(path).start().unwrap();
-    let base = typhon_recorder::clock::monotonic_ns() + 1_000_000;
-    let at = |us_tenths: u64| rec.ns_to_ticks(base + us_tenths * 100);
-    // "game" (this thread) claims its slot first, so "net" gets another one and neither
-    // stream follows the other's in a reused slot.
-    typhon_recorder::set_thread_info("game", ThreadKind::Main);
-    assert!(typhon_recorder::register_thread());
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            typhon_recorder::set_thread_info("net", ThreadKind::Worker);
-            typhon_recorder::ingress_received_at(Some(at(30)), 7, 42, 0, 64);
-            typhon_recorder::ingress_received_at(Some(at(35)), 7, 43, 1, 32);
-            typhon_recorder::ingress_dropped_at(Some(at(36)), 7, 43, IngressDropReason::QueueFull);
-            typhon_recorder::ingress_admitted_at(Some(at(40)), 7, 42, 0, 3);
-            typhon_recorder::egress_sent_at(Some(at(130)), 7, 3, 100, 1);
-        });
-    });
-    typhon_recorder::tick_start_at(at(10));
-    let frame = typhon_recorder::span_at("frame", at(15));
-    typhon_recorder::phase_start_at(at(20), 1);
-    let (hi, lo) = typhon_recorder::command_causal_id(7, 3, 42);
-    let apply = typhon_recorder::traced_span_at("apply", TraceContext { hi, lo }, at(50));
-    typhon_recorder::command_consumed_at(Some(at(60)), 7, 42, 2);
-    apply.end_at(at(70));
-    typhon_recorder::phase_end_at(at(80), 1);
-    frame.end_at(at(90));
-    let late = typhon_recorder::span_at("late", at(95));
-    typhon_recorder::tick_end_at(at(100), 2, 1);
-    typhon_recorder::instant_at(at(110), 5, 6);
-    late.end_at(at(120));
-    let stats = rec.finish().unwrap();
-    assert_eq!(stats.total_missed(), 0);
-    base
-}
-
-/// Time in tenths of a µs since `base`, rounded (the tick conversion may be a few ns off).
-fn tenths(ts: u64, base: u64) -> i64 {
-    ((ts as i64 - base as i64) as f64 / 100.0).round() as i64
-}
-
-fn perfetto_reader() -> bool {
-    let ok = Command::new("python3")
-        .args([
-            "-c",
-            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2, google.protobuf",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        if std::env::var("TYPHON_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("TYPHON_REQUIRE_INTEROP=1 but python3 cannot import the perfetto package");
-        }
-        eprintln!(
-            "SKIPPED: python3 with the perfetto package (pip install perfetto protobuf) is \
-             not available; set TYPHON_REQUIRE_INTEROP=1 to fail instead"
-        );
-    }
-    ok
-}
-
-/// (track name, type, event name, time in tenths of a µs) per event, in the order
-/// trace_processor parses them: sorted by time, stably (the export streams, writing each event
-/// when it is final, and uses absolute timestamps, so no order in the file is required).
-fn perfetto_events(v: &Value, base: u64) -> Vec<(String, String, String, i64)> {
-    let tracks = v["tracks"].as_object().unwrap();
-    let mut events: Vec<&Value> = v["events"].as_array().unwrap().iter().collect();
-    events.sort_by_key(|e| e["ts"].as_u64().unwrap());
-    events
-        .into_iter()
-        .map(|e| {
-            let t = &tracks[&e["track"].as_u64().unwrap().to_string()];
-            (
-                t["name"].as_str().unwrap().to_string(),
-                e["type"].as_str().unwrap().to_string(),
-                e["name"].as_str().unwrap().to_string(),
-                tenths(e["ts"].as_u64().unwrap(), base),
-            )
-        })
-        .collect()
-}
-
-/// The flows of the Perfetto reader's output, each as (event name, time in tenths of a µs) in
-/// time order (trace_processor links a flow's events by time; within one nanosecond, here by
-/// name), ordered by their first event.
-fn flows(v: &Value, base: u64) -> Vec<Vec<(String, i64)>> {
-    let mut by_flow: BTreeMap<u64, Vec<(String, i64)>> = BTreeMap::new();
-    for e in v["events"].as_array().unwrap() {
-        for id in e["flows"].as_array().unwrap() {
-            by_flow.entry(id.as_u64().unwrap()).or_default().push((
-                e["name"].as_str().unwrap().to_string(),
-                tenths(e["ts"].as_u64().unwrap(), base),
-            ));
-        }
-    }
-    let mut f: Vec<_> = by_flow.into_values().collect();
-    for f in &mut f {
-        f.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
-    }
-    f.sort_by_key(|f| f[0].1);
-    f
-}
-
-/// Exports `dat` to Perfetto and returns what the Perfetto reader makes of it (None, after
-/// saying why, without the reader).
-fn read_perfetto(dat: &Path) -> Option<Value> {
-    let (out, _) = export_to(dat, Format::Perfetto);
-    if !perfetto_reader() {
-        return None;
-    }
-    Some(run_reader("python3", "tests/export_perfetto.py", &[&out]))
-}
-
-/// Exports `dat` next to it in `format`; returns the output's path and what it held.
-fn export_to(dat: &Path, format: Format) -> (PathBuf, export::TimelineStats) {
-    let file = TraceFile::open(dat).unwrap();
-    let out = dat.with_extension(format.extension());
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&out).unwrap());
-    let stats = export::export(&file, format, &mut w).unwrap();
-    (out, stats)
-}
-
-/// Runs an outside reader (`program` on the project's `script` with `args`) and returns the
-/// JSON it prints, failing the test with its stderr if it fails.
-fn run_reader(program: &str, script: &str, args: &[&Path]) -> Value {
-    let run = Command::new(program)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{script}: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    serde_json::from_slice(&run.stdout).unwrap()
-}
 
 #[test]
 fn perfetto_export_reads_back_with_perfettos_own_schema() {
@@ -248,10 +101,10 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
     );
     let names: Vec<_> = on("typhon-recorder").into_iter().map(|e| e.1).collect();
     assert_eq!(names, ["CeLog 0x1fff", "CeLog 0x1ffe"]);
-    // Every event is on the one sequence. What Perfetto needs of the order: nothing, as the
-    // timestamps are absolute (no delta or incremental timestamps) and trace_processor sorts
-    // the events itself (stably: at equal times, in file order). Sorted so, every track's
-    // slices nest: each End closes a Begin of its own track.
+    // Every event is on the one sequence. What Perfetto needs of the order: nothing but the
+    // incremental clock's, as trace_processor sorts the events itself (stably: at equal times,
+    // in file order). Sorted so, every track's slices nest: each End closes a Begin of its own
+    // track.
     let events = v["events"].as_array().unwrap();
     assert!(events.iter().all(|e| e["seq"] == 1));
     let mut depth: BTreeMap<String, i64> = BTreeMap::new();
@@ -284,7 +137,14 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
     assert_eq!(apply["command_session"], 7);
     assert_eq!(apply["command_drain_tick"], 3);
     assert_eq!(apply["command_seq"], 42);
-    assert_eq!(find("frame")["args"]["name"], "frame");
+    // No argument repeats what the event says: a span's name, duration and flags, a phase's
+    // number, a command's causal id as two integers.
+    let frame = find("frame")["args"].as_object().unwrap();
+    let mut keys: Vec<&str> = frame.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["parent_span_id", "span_id"]);
+    assert!(find("phase 1")["args"].as_object().unwrap().is_empty());
+    assert!(apply.get("trace_id_hi").is_none() && apply.get("duration_ns").is_none());
     let recv = &find("IngressReceived")["args"];
     assert_eq!(
         (&recv["session"], &recv["seq"], &recv["bytes"]),
@@ -313,160 +173,6 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
             ],
         ]
     );
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn chrome_export_is_json_with_nested_complete_slices_per_thread() {
-    let _g = doc_lock();
-    let dir = scratch("chrome");
-    let dat = dir.join("known.dat");
-    let base = record(&dat);
-    let file = TraceFile::open(&dat).unwrap();
-    let mut out = Vec::new();
-    let stats = export::export(&file, Format::Chrome, &mut out).unwrap();
-    assert_eq!((stats.slices, stats.records), (5, 19));
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(v["displayTimeUnit"], "ns");
-    let events = v["traceEvents"].as_array().unwrap();
-    let names: BTreeMap<i64, &str> = events
-        .iter()
-        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
-        .map(|e| {
-            (
-                e["tid"].as_i64().unwrap(),
-                e["args"]["name"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    let mut seen: Vec<&str> = names.values().copied().collect();
-    seen.sort_unstable();
-    assert_eq!(seen, ["game", "game (overlap 1)", "net", "typhon-recorder"]);
-    // Slices are complete events; ts and dur are µs with three decimals (ns). On each thread
-    // they nest: a slice that starts inside another ends inside it too.
-    let tenths_of = |us: &Value| ((us.as_f64().unwrap() * 1000.0 - base as f64) / 100.0).round();
-    let mut slices = Vec::new();
-    for e in events.iter().filter(|e| e["ph"] != "M") {
-        let tid = e["tid"].as_i64().unwrap();
-        let start = tenths_of(&e["ts"]) as i64;
-        match e["ph"].as_str().unwrap() {
-            "X" => {
-                let end = start + (e["dur"].as_f64().unwrap() * 10.0).round() as i64;
-                let name = e["name"].as_str().unwrap().to_string();
-                slices.push((names[&tid].to_string(), name, start, end));
-            }
-            "i" => assert_eq!(e["s"], "t"),
-            other => panic!("unexpected phase {other}"),
-        }
-    }
-    for a in &slices {
-        for b in &slices {
-            let inside = a.0 == b.0 && b.2 > a.2 && b.2 < a.3;
-            assert!(!inside || b.3 <= a.3, "{b:?} overlaps {a:?} on one thread");
-        }
-    }
-    slices.sort_by_key(|s| s.2);
-    let sl = |th: &str, n: &str, a: i64, b: i64| (th.to_string(), n.to_string(), a, b);
-    assert_eq!(
-        slices,
-        [
-            sl("game", "tick", 10, 100),
-            sl("game", "frame", 15, 90),
-            sl("game", "phase 1", 20, 80),
-            sl("game", "apply", 50, 70),
-            sl("game (overlap 1)", "late", 95, 120),
-        ]
-    );
-    // A span id carries the slot in its top byte: beyond 2^53, so it is a string.
-    let frame = events.iter().find(|e| e["name"] == "frame").unwrap();
-    assert!(frame["args"]["span_id"].is_string(), "{frame}");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Where the DevTools trace model is installed, or None (after saying why) if it is not.
-fn devtools_modules() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/node_modules");
-    let ok = dir.join("@paulirish/trace_engine/package.json").exists()
-        && Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        if std::env::var("TYPHON_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!(
-                "TYPHON_REQUIRE_INTEROP=1 but node or {} is missing",
-                dir.display()
-            );
-        }
-        eprintln!(
-            "SKIPPED: node with @paulirish/trace_engine in {} (npm ci --prefix tests/js) is not \
-             available; set TYPHON_REQUIRE_INTEROP=1 to fail instead",
-            dir.display()
-        );
-        return None;
-    }
-    Some(dir)
-}
-
-/// Chrome DevTools' Performance panel loads the JSON without a warning, and sees each
-/// thread's slices with their names, times and nesting. (Before: "B"/"E" pairs whose "E" had no
-/// name crashed it, and speedscope, which matches ends by name, overflowed its stack.)
-#[test]
-fn chrome_export_loads_in_the_devtools_trace_model() {
-    let _g = doc_lock();
-    let dir = scratch("devtools");
-    let dat = dir.join("known.dat");
-    let base = record(&dat);
-    let (json, _) = export_to(&dat, Format::Chrome);
-    let Some(modules) = devtools_modules() else {
-        return;
-    };
-    let v = run_reader("node", "tests/js/export_devtools.mjs", &[&modules, &json]);
-    assert_eq!(
-        v["logged"],
-        Value::Array(vec![]),
-        "the model logged: {}",
-        v["logged"]
-    );
-    assert_eq!(v["perWarning"], Value::Array(vec![]), "{}", v["perWarning"]);
-    let thread = |name: &str| {
-        v["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("no thread {name}: {}", v["threads"]))
-    };
-    // (name, start, end) in tenths of a µs after the base; the model's times are µs.
-    let entries = |name: &str| -> Vec<(String, i64, i64)> {
-        let t = |us: &Value| ((us.as_f64().unwrap() * 1000.0 - base as f64) / 100.0).round();
-        thread(name)["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                let start = t(&e[1]);
-                let dur = (e[2].as_f64().unwrap() * 10.0).round();
-                (
-                    e[0].as_str().unwrap().to_string(),
-                    start as i64,
-                    (start + dur) as i64,
-                )
-            })
-            .collect()
-    };
-    let e = |n: &str, a: i64, b: i64| (n.to_string(), a, b);
-    assert_eq!(
-        entries("game"),
-        [
-            e("tick", 10, 100),
-            e("frame", 15, 90),
-            e("phase 1", 20, 80),
-            e("apply", 50, 70)
-        ]
-    );
-    assert_eq!(thread("game")["depth"], 4, "tick > frame > phase > apply");
-    assert_eq!(entries("game (overlap 1)"), [e("late", 95, 120)]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use typhon_recorder::codec::TraceEventKind as K;
 use typhon_trace::tracedat::TraceFile;
 
@@ -112,4 +112,33 @@ pub fn fill(dir: &Path, leave: u64) -> PathBuf {
     }
     f.sync_all().unwrap();
     filler
+}
+
+/// Peak RSS in KiB of `typhon-rec ARGS` (its own, through `wait4`), and whether it succeeded.
+// The child is reaped with wait4, which (unlike `Child::wait`) reports its peak RSS.
+#[allow(clippy::zombie_processes)]
+pub fn peak_rss_kib(args: &[&std::ffi::OsStr]) -> (i64, bool, String) {
+    let child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = child.stderr.unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet reaped (the `Child` was consumed without waiting),
+    // and both pointers are to live locals.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4");
+    assert!(!err.contains("panicked"), "{err}");
+    (
+        ru.ru_maxrss,
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        err,
+    )
 }

@@ -141,3 +141,43 @@ fn hex(b: &[u8]) -> String {
     }
     s
 }
+
+/// The arguments the writers show: [`event_args`] less what the event already says (a span's
+/// duration is its slice's length, its flags its kind, its name the event's name; a phase's
+/// number is in its name "phase N", a CeLog event's id in its name "CeLog 0xID"; a command's causal id is spelled out as
+/// `command_session`, `command_drain_tick` and `command_seq`), with whether each is a 64-bit
+/// identifier (span ids, `tracing` keys and ids), which the Chrome JSON writes as a hex string.
+pub(super) fn shown_args(rec: &[u8]) -> Vec<(&'static str, Arg<'_>, bool)> {
+    let kind = K(rec.get(2).copied().unwrap_or(0));
+    let span = kind == K::NAMED_SPAN || kind == K::TRACED_SPAN || kind == K::TRACING_SPAN;
+    let phase = kind == K::PHASE_START || kind == K::PHASE_END;
+    let args = event_args(rec);
+    let spelled = args
+        .iter()
+        .any(|a| a.0 == "command_session" || a.0 == "trace_id");
+    args.into_iter()
+        .filter(|(name, _)| match *name {
+            "duration_ns" | "flags" | "name" => !span,
+            "phase" => !phase,
+            "id" => kind != K::CELOG,
+            "trace_id_hi" | "trace_id_lo" => !spelled,
+            _ => true,
+        })
+        .map(|(name, v)| (name, v, is_id(name)))
+        .collect()
+}
+
+/// Whether an argument is a 64-bit identifier.
+fn is_id(name: &str) -> bool {
+    matches!(
+        name,
+        "span_id"
+            | "parent_span_id"
+            | "key"
+            | "tracing_id"
+            | "span_key"
+            | "follows_key"
+            | "trace_id_hi"
+            | "trace_id_lo"
+    )
+}

@@ -73,6 +73,8 @@ impl Sink for Collect<'_, '_> {
             }
             Kind::Instant => self.t.events.push(ev(it.ts, Phase::Instant, rec)),
             Kind::Lost(n) => self.t.events.push(ev(it.ts, Phase::Lost(n), None)),
+            // Pushed with its slice's Begin.
+            Kind::End => {}
         }
         Ok(())
     }
@@ -126,8 +128,8 @@ impl<'a> Timeline<'a> {
         Ok(t)
     }
 
-    /// Feeds the timeline to a writer: its tracks, then each slice (a Begin with its End),
-    /// instant and loss mark.
+    /// Feeds the timeline to a writer: its tracks, then in time order each slice's start (with
+    /// its end) and end, instant and loss mark.
     pub(super) fn replay(&self, sink: &mut impl Sink) -> io::Result<()> {
         for (i, tr) in self.tracks.iter().enumerate() {
             let Some(th) = self.threads.get(tr.thread) else {
@@ -159,7 +161,7 @@ impl<'a> Timeline<'a> {
         }
         for (i, e) in self.events.iter().enumerate() {
             let kind = match e.phase {
-                Phase::End => continue,
+                Phase::End => Kind::End,
                 Phase::Begin => Kind::Slice,
                 Phase::Instant => Kind::Instant,
                 Phase::Lost(n) => Kind::Lost(n),

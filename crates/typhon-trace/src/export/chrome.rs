@@ -1,21 +1,29 @@
 //! Chrome trace-event JSON: `{"displayTimeUnit":"ns","traceEvents":[...]}`, read by
 //! chrome://tracing, ui.perfetto.dev, Chrome DevTools and speedscope. Best for small
-//! recordings: the file comes out about 2.5 times the size of the Perfetto format's.
+//! recordings: the file comes out about 12 times the size of the Perfetto format's.
 //!
 //! ```text
 //!  {"ph":"M","name":"process_name"|"thread_name","pid","tid","args":{"name":…}}
 //!  {"ph":"X","name","pid","tid","ts","dur","args":{…}}   a slice (ts, dur: µs with 3 decimals)
 //!  {"ph":"i","s":"t","name","pid","tid","ts","args"}     an instant; "events lost" with a count
+//!  {"ph":"s"|"f","id","name":"follows_from","cat","pid","tid","ts"}   a follows_from link
 //! ```
 //!
-//! Slices are complete ("X") events, written when they end (readers order events by time): importers that match a begin with its end
-//! by name and arguments (speedscope) or keep one begin/end stack for all threads (Chrome
-//! DevTools) take them as they are, which they do not for "B"/"E" pairs.
+//! Events come in time order (the engine's watermark; a span longer than its window comes a
+//! little late, and readers sort by time anyway). Slices are complete ("X") events: importers
+//! that match a begin with its end by name and arguments (speedscope) or keep one begin/end
+//! stack for all threads (Chrome DevTools) take them as they are, which they do not for
+//! "B"/"E" pairs.
 //!
-//! An overlap lane gets its own tid (`OVERLAP_TID + track`) named "thread (overlap k)". Flows
-//! are left out: the format binds them to slices, and most correlated events are instants.
-//! Integers beyond ±2^53 (span ids carry the slot in their top byte) are written as strings,
-//! since JavaScript readers would round them.
+//! An overlap lane gets its own tid (`OVERLAP_TID + track`) named "thread (overlap k)".
+//! `follows_from` links are flow events (`"ph":"s"` at the TracingFollows instant, `"ph":"f"`
+//! bound to the entry of the span that follows; a viewer draws the arrow when the instant lies
+//! in a slice of its thread). Command flows are left out: the format binds flows to slices,
+//! and most correlated events are instants.
+//!
+//! Each argument has one JSON type in every event: 64-bit identifiers (span ids, `tracing`
+//! keys) are hex strings (`"0x0100000000000001"`: JavaScript numbers would round them), other
+//! integers numbers, text strings. A loss mark carries `"count": N`, or `"not_counted": true`.
 //!
 //! ```
 //! use typhon_trace::export::{chrome, Timeline};
@@ -25,16 +33,14 @@
 //! assert_eq!(v["traceEvents"][0]["name"], "process_name");
 //! ```
 
-use super::args::{event_args, event_name, Arg};
+use super::args::{event_name, shown_args, Arg};
 use super::engine::{Item, Kind, Sink};
 use super::timeline::{Thread, Timeline, Track};
 use std::io::{self, Write};
+use typhon_recorder::codec::TraceEventKind as K;
 
 /// The tid of overlap track `t` is `OVERLAP_TID + t`.
 pub const OVERLAP_TID: i64 = 0x7E00_0000;
-
-/// Largest integer a JavaScript number holds exactly.
-const JS_SAFE: u64 = (1 << 53) - 1;
 
 /// Writes `t` as Chrome trace-event JSON.
 ///
@@ -113,12 +119,17 @@ impl<W: Write> Sink for Writer<'_, W> {
         let out = &mut *self.out;
         match (it.kind, it.rec) {
             (Kind::Lost(n), _) => {
-                let count = n.map_or_else(|| "\"not counted\"".to_string(), int_u);
+                // "count" is always a number: a loss without one says so in its own argument.
+                let count = n.map_or_else(
+                    || "\"not_counted\":true".to_string(),
+                    |n| format!("\"count\":{n}"),
+                );
                 write!(
                     out,
-                    ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"events lost\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{\"count\":{count}}}}}"
+                    ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"events lost\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{{count}}}}}"
                 )
             }
+            (Kind::End, _) => Ok(()),
             (kind, rec) => {
                 let ph = if kind == Kind::Slice {
                     format!("\"X\",\"dur\":{}", micros(it.end.saturating_sub(it.ts)))
@@ -131,18 +142,37 @@ impl<W: Write> Sink for Writer<'_, W> {
                     ",\n{{\"ph\":{ph},\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{",
                     json_str(&name)
                 )?;
-                let args = rec.map(|r| event_args(r.0)).unwrap_or_default();
-                for (k, (name, v)) in args.into_iter().enumerate() {
+                let args = rec.map(|r| shown_args(r.0)).unwrap_or_default();
+                for (k, (name, v, id)) in args.into_iter().enumerate() {
+                    // One JSON type per argument: ids are hex strings, other integers numbers
+                    // (at most 32 bits wide, so JavaScript reads them exactly).
                     let v = match v {
-                        Arg::U(u) => int_u(u),
-                        Arg::I(i) if i.unsigned_abs() <= JS_SAFE => i.to_string(),
-                        Arg::I(i) => format!("\"{i}\""),
+                        Arg::U(u) if id => format!("\"0x{u:016x}\""),
+                        Arg::I(i) if id => format!("\"0x{:016x}\"", i as u64),
+                        Arg::U(u) => u.to_string(),
+                        Arg::I(i) => i.to_string(),
                         Arg::S(s) => json_str(&s),
                     };
                     let sep = if k == 0 { "" } else { "," };
                     write!(out, "{sep}{}:{v}", json_str(name))?;
                 }
-                out.write_all(b"}}")
+                out.write_all(b"}}")?;
+                // A `follows_from` link: a flow from the TracingFollows instant to the entry of
+                // the span that follows, bound to the slice it starts ("bp":"e": the enclosing
+                // slice at that time, the entry itself).
+                let follows = match rec.and_then(|r| r.0.get(2)).copied().map(K) {
+                    Some(K::TRACING_FOLLOWS) => Some("\"s\""),
+                    Some(K::TRACING_SPAN) => Some("\"f\",\"bp\":\"e\""),
+                    _ => None,
+                };
+                match follows {
+                    Some(ph) if it.flow != 0 => write!(
+                        out,
+                        ",\n{{\"ph\":{ph},\"id\":{},\"name\":\"follows_from\",\"cat\":\"follows_from\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts}}}",
+                        it.flow
+                    ),
+                    _ => Ok(()),
+                }
             }
         }
     }
@@ -151,14 +181,6 @@ impl<W: Write> Sink for Writer<'_, W> {
 /// Nanoseconds as microseconds with three decimals, exactly.
 fn micros(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
-}
-
-fn int_u(u: u64) -> String {
-    if u <= JS_SAFE {
-        u.to_string()
-    } else {
-        format!("\"{u}\"")
-    }
 }
 
 fn json_str(s: &str) -> String {

@@ -1,16 +1,19 @@
 //! The streaming export: records in, final events out. Each record read (in page-time order)
 //! becomes, on its thread, a slice (placed in a lane by `lanes` when it arrives, at its end), an
-//! instant, a loss mark or (ThreadInfo) the thread's name, and goes to the [`Sink`] as soon as
-//! it is final, except the events that can join a command's flow, which `flows` links at the
-//! end in each command's time order. The engine holds the open work only: per thread its
-//! lanes' roots, its open tick and phases; and the flow events.
+//! instant, a loss mark or (ThreadInfo) the thread's name. Final events wait in `reorder` for
+//! the stream to pass their time, leave it in time order through `flows` (which links
+//! correlated ones as they pass) and go to the [`Sink`]. The engine holds the open work only:
+//! per thread its lanes' roots, its open tick and phases; the events of the watermark's window;
+//! the flows in flight; all of them bounded.
 
 use super::error::ExportError;
 use super::flows::Flows;
 use super::fnv::FnvMap;
 use super::lanes::Lanes;
+use super::reorder::Reorder;
 use super::timeline::{Thread, TimelineStats, Track, MAX_TIME, SYNTHETIC_TID};
 use crate::tracedat::{OwnedRecord, TraceDatError, TraceFile};
+use std::collections::VecDeque;
 use std::io;
 use typhon_recorder::codec::records::{self, Record as Body};
 
@@ -23,6 +26,9 @@ pub(super) enum Kind {
     Instant,
     /// A loss mark: `Some(n)` counted, `None` not.
     Lost(Option<u64>),
+    /// A slice's end, at `ts`, on `track` (after its [`Kind::Slice`], which carries `end`
+    /// too, for writers that write a slice whole).
+    End,
 }
 
 /// One final event for a [`Sink`].
@@ -86,6 +92,9 @@ pub(super) trait Sink {
     fn item(&mut self, it: &Item<'_>) -> io::Result<()>;
 }
 
+/// Open starts kept per phase number and thread.
+const OPEN_PHASES: usize = 256;
+
 /// A thread's state while reading.
 struct ThreadState {
     thread: Thread,
@@ -96,7 +105,7 @@ struct ThreadState {
     described: (i64, String),
     open_tick: Option<Held>,
     /// Per phase number, its open starts (order of arrival, start), innermost last.
-    open_phases: FnvMap<u8, Vec<(u64, Held)>>,
+    open_phases: FnvMap<u8, VecDeque<(u64, Held)>>,
     phase_starts: u64,
     last: u64,
 }
@@ -122,10 +131,16 @@ pub(super) fn run(file: &TraceFile, sink: &mut impl Sink) -> Result<TimelineStat
         first_page: None,
         stats: TimelineStats::default(),
         flows: Flows::default(),
+        reorder: Reorder::default(),
+        now: 0,
     };
     for r in file.stream_records() {
         match r {
-            Ok(r) => e.record(sink, &r)?,
+            Ok(r) => {
+                e.record(sink, &r)?;
+                e.now = e.now.max(r.ts.min(MAX_TIME));
+                e.drain(sink, e.now)?;
+            }
             Err(TraceDatError::DamagedPage { cpu, .. }) => {
                 e.stats.damaged_pages += 1;
                 *e.damage.entry(cpu).or_default() += 1;
@@ -151,6 +166,9 @@ struct Engine<'f> {
     first_page: Option<u64>,
     stats: TimelineStats,
     flows: Flows,
+    reorder: Reorder,
+    /// The stream's time: the latest page time read.
+    now: u64,
 }
 
 impl Engine<'_> {
@@ -203,17 +221,37 @@ impl Engine<'_> {
         }
     }
 
-    /// Sends a final item (through the flows, which may hold it).
-    fn emit(&mut self, sink: &mut impl Sink, it: Item<'_>) -> io::Result<()> {
+    /// Takes a final item: it waits in the watermark's window (a slice as its start and its
+    /// end).
+    fn emit(&mut self, it: Item<'_>) {
         match it.kind {
-            Kind::Slice => self.stats.slices += 1,
+            Kind::Slice => {
+                self.stats.slices += 1;
+                self.reorder.push(Held {
+                    ts: it.end,
+                    end: it.end,
+                    track: it.track,
+                    kind: Kind::End,
+                    rec: None,
+                });
+            }
             Kind::Instant => self.stats.instants += 1,
             Kind::Lost(n) => {
                 self.stats.loss_marks += 1;
                 self.stats.lost_events += n.unwrap_or(0);
             }
+            Kind::End => {}
         }
-        self.flows.step(sink, it)
+        self.reorder.push(Held::of(&it));
+    }
+
+    /// Hands the events whose window the stream (at `now`) has passed, in time order, to the
+    /// flows and on to `sink`.
+    fn drain(&mut self, sink: &mut impl Sink, now: u64) -> io::Result<()> {
+        while let Some(h) = self.reorder.pop(now) {
+            self.flows.step(sink, h.item(0), &mut self.stats)?;
+        }
+        Ok(())
     }
 
     /// A slice of thread `th`, placed in a lane.
@@ -251,17 +289,11 @@ impl Engine<'_> {
             rec: Some(rec),
             flow: 0,
         };
-        self.emit(sink, it)
+        self.emit(it);
+        Ok(())
     }
 
-    fn point(
-        &mut self,
-        sink: &mut impl Sink,
-        th: usize,
-        ts: u64,
-        kind: Kind,
-        rec: Option<(&[u8], u64)>,
-    ) -> io::Result<()> {
+    fn point(&mut self, th: usize, ts: u64, kind: Kind, rec: Option<(&[u8], u64)>) {
         let it = Item {
             ts,
             end: ts,
@@ -270,7 +302,7 @@ impl Engine<'_> {
             rec,
             flow: 0,
         };
-        self.emit(sink, it)
+        self.emit(it);
     }
 
     fn record(&mut self, sink: &mut impl Sink, r: &OwnedRecord) -> Result<(), ExportError> {
@@ -346,11 +378,11 @@ impl Engine<'_> {
         };
         self.threads[th].last = page;
         for _ in 0..self.damage.remove(&r.cpu).unwrap_or(0) {
-            self.point(sink, th, page, Kind::Lost(None), None)?;
+            self.point(th, page, Kind::Lost(None), None);
         }
         if let Some(m) = r.missed_before {
             let n = u64::try_from(m).ok().filter(|&n| n > 0);
-            self.point(sink, th, page, Kind::Lost(n), None)?;
+            self.point(th, page, Kind::Lost(n), None);
         }
         let instant = |ts| Held {
             ts,
@@ -378,35 +410,41 @@ impl Engine<'_> {
                 if let Some(h) = self.threads[th].open_tick.replace(instant(ts)) {
                     // Two starts in a row: the first stays a mark.
                     let (d, at) = h.rec.unwrap_or_default();
-                    self.point(sink, th, h.ts, Kind::Instant, Some((&d, at)))?;
+                    self.point(th, h.ts, Kind::Instant, Some((&d, at)));
                 }
             }
             Some((_, Body::TickEnd { .. })) => match self.threads[th].open_tick.take() {
                 Some(h) => self.slice(sink, th, h.ts, ts.max(h.ts), rec)?,
-                None => self.point(sink, th, ts, Kind::Instant, Some(rec))?,
+                None => self.point(th, ts, Kind::Instant, Some(rec)),
             },
             Some((_, Body::PhaseStart { phase } | Body::NamedPhaseStart { phase, .. })) => {
                 let s = &mut self.threads[th];
                 let n = s.phase_starts;
                 s.phase_starts += 1;
-                s.open_phases
-                    .entry(phase)
-                    .or_default()
-                    .push((n, instant(ts)));
+                let open = s.open_phases.entry(phase).or_default();
+                open.push_back((n, instant(ts)));
+                // Starts that never end are bounded too: the oldest beyond the cap stays a
+                // mark, as it would at the end.
+                if open.len() > OPEN_PHASES {
+                    if let Some((_, h)) = open.pop_front() {
+                        let (d, at) = h.rec.unwrap_or_default();
+                        self.point(th, h.ts, Kind::Instant, Some((&d, at)));
+                    }
+                }
             }
             Some((_, Body::PhaseEnd { phase } | Body::NamedPhaseEnd { phase, .. })) => {
                 let open = self.threads[th]
                     .open_phases
                     .get_mut(&phase)
-                    .and_then(Vec::pop);
+                    .and_then(VecDeque::pop_back);
                 match open {
                     Some((_, h)) => self.slice(sink, th, h.ts, ts.max(h.ts), rec)?,
-                    None => self.point(sink, th, ts, Kind::Instant, Some(rec))?,
+                    None => self.point(th, ts, Kind::Instant, Some(rec)),
                 }
             }
             // Instants, correlation instants, CeLog events, and records this version cannot
             // decode (shown by kind, with their bytes).
-            _ => self.point(sink, th, ts, Kind::Instant, Some(rec))?,
+            _ => self.point(th, ts, Kind::Instant, Some(rec)),
         }
         Ok(())
     }
@@ -428,7 +466,7 @@ impl Engine<'_> {
             };
             for _ in 0..n {
                 let last = self.threads[th].last;
-                self.point(sink, th, last, Kind::Lost(None), None)?;
+                self.point(th, last, Kind::Lost(None), None);
             }
         }
         // Ticks and phases still open at the end stay marks (phases in the order they started).
@@ -442,10 +480,12 @@ impl Engine<'_> {
             let tick = s.open_tick.take();
             for h in tick.into_iter().chain(phases.into_iter().map(|p| p.1)) {
                 let (d, at) = h.rec.unwrap_or_default();
-                self.point(sink, th, h.ts, Kind::Instant, Some((&d, at)))?;
+                self.point(th, h.ts, Kind::Instant, Some((&d, at)));
             }
         }
-        self.flows.finish(sink, &mut self.stats.flows)?;
+        self.drain(sink, u64::MAX)?;
+        self.stats.out_of_order = self.reorder.late;
+        self.flows.finish(&mut self.stats);
         // Tracks whose thread was renamed since they were described get their final name.
         for s in &self.threads {
             if s.described != (s.thread.tid, s.thread.name.clone()) {

@@ -3,8 +3,8 @@
 //! ([`chrome`]: chrome://tracing, Perfetto, Speedscope).
 //!
 //! The export streams ([`export`], `engine`): records are read a page at a time
-//! ([`TraceFile::stream_records`]) and each event is written as soon as it is final, so memory is
-//! the open work and the distinct names, not the records:
+//! ([`TraceFile::stream_records`]) and each event is written soon after it is final, so memory
+//! is the open work, a bounded window and the distinct names, not the records:
 //!
 //! ```text
 //!  trace.dat pages ── pread, one page per CPU ──► records merged in page-time order
@@ -14,19 +14,24 @@
 //!               TickStart…TickEnd, PhaseStart…PhaseEnd        ─┤ lanes: placed on arrival;
 //!                 (held: the open tick, open phases)          ─┘ a lane keeps only its roots
 //!               instants, CeLog, loss marks ("events lost")   ── final at once
-//!     │ flows: a command's first correlated event is held until its second arrives
+//!     │ reorder: final events wait until the stream is 50 ms past them (at most 16 384),
+//!     ▼          then leave in time order (a slice as its start, then its end)
+//!  flows: each correlated event joins its command's flow as it passes (flows in flight kept
+//!     │   250 ms, at most 32 768); a follows_from link joins the span entry that follows
 //!     ▼
 //!  writer (Perfetto packets / Chrome JSON events), written as they come; a track is
 //!  described when first used and again at the end if its thread was renamed
 //! ```
 //!
-//! Order: the output is not in one global time order. Perfetto needs none: timestamps are
-//! absolute (no delta or incremental timestamps), and trace_processor (and the UI) sort the
-//! TrackEvents themselves, stably, so at equal times the file's order counts. For that the
-//! lanes never let a slice take as a child a non-empty slice written before it that starts at
-//! the same time. Chrome JSON readers sort events by time too; slices are "X" events, written
-//! when they end. [`Timeline::build`] collects the same engine's events in memory, sorted by
-//! time, for tools and tests.
+//! Order: the output is in time order but for what the window does not cover (a span longer
+//! than 50 ms comes after what it holds; counted as `out_of_order`). Readers need no order:
+//! trace_processor (and the UI) sort the TrackEvents themselves, stably, so at equal times the
+//! file's order counts; for that the lanes never let a slice take as a child a non-empty slice
+//! written before it that starts at the same time, and the window keeps arrivals' order at
+//! equal times. The Perfetto writer's incremental timestamps follow the order; a late event
+//! carries its absolute time. Chrome JSON readers sort events by time too; slices are "X"
+//! events. [`Timeline::build`] collects the same engine's events in memory, sorted by time,
+//! for tools and tests.
 //!
 //! Nothing is left out silently: every record becomes a slice end, an instant or (ThreadInfo)
 //! a thread's name, and every page's missed count becomes a loss mark carrying the count.
@@ -38,8 +43,8 @@
 //! ```
 //!
 //! The model is in `timeline`; `build` fills it from the records, `lanes` lays out each
-//! thread's slices and `flows` links correlated events; `args` names and describes a record
-//! for the writers, [`perfetto`] and [`chrome`].
+//! thread's slices, `reorder` puts final events in time order and `flows` links correlated
+//! events; `args` names and describes a record for the writers, [`perfetto`] and [`chrome`].
 
 mod args;
 mod build;
@@ -51,6 +56,7 @@ mod fnv;
 mod lanes;
 pub mod otlp;
 pub mod perfetto;
+mod reorder;
 mod timeline;
 
 pub use args::{event_args, event_name, Arg};
@@ -161,9 +167,11 @@ pub fn export(
 }
 
 /// Writes `file` to `out` in `format` with the process named `process_name`, streaming: each
-/// event is written as soon as it is final, so memory is the open work (per thread its lanes
-/// and open ticks and phases, per command in flight its flow) and the distinct names, not the
-/// records. Events are not in one global time order (viewers sort them; see the module docs).
+/// event is written soon after it is final, so memory is the open work (per thread its lanes
+/// and open ticks and phases, per command in flight its flow), a bounded window of events and
+/// the distinct names, not the records. Events are in time order but for spans longer than
+/// the window (see the module docs). The Perfetto file carries the file's wall-clock anchor
+/// in its clock snapshot.
 ///
 /// # Errors
 /// [`ExportError::Read`] if the record data cannot be read, and [`ExportError::Io`].
@@ -187,8 +195,10 @@ pub fn export_named(
     let pid = engine::find_pid(file);
     let s = match format {
         Format::Perfetto => {
-            let mut w = perfetto::Writer::new(out, pid, process_name)?;
-            engine::run(file, &mut w)?
+            let mut w = perfetto::Writer::new(out, pid, process_name, anchor(file))?;
+            let s = engine::run(file, &mut w)?;
+            w.finish()?;
+            s
         }
         Format::Chrome => {
             let mut w = chrome::Writer::new(out, pid, process_name)?;
@@ -212,4 +222,13 @@ pub fn export_named(
     };
     out.flush()?;
     Ok(s)
+}
+
+/// The file's clock anchor, if it has one (both anchors set).
+fn anchor(file: &TraceFile) -> Option<perfetto::Anchor> {
+    let m = file.typhon_meta()?.ok()?;
+    (m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0).then_some(perfetto::Anchor {
+        mono_ns: m.mono_anchor_ns as u64,
+        wall_ns: m.wall_anchor_ns,
+    })
 }

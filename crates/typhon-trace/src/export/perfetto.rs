@@ -3,41 +3,53 @@
 //! `trace_processor`.
 //!
 //! ```text
-//!  Trace.packet (1), one per:
-//!    process   TracePacket{ sequence_flags(13)=INCREMENTAL_STATE_CLEARED on the first,
-//!                           trusted_packet_sequence_id(10)=1,
-//!                           track_descriptor(60){ uuid(1)=1, process(3){ pid(1), process_name(6) } } }
+//!  Trace.packet (1), bundled: TracePacket{ compressed_packets(50) = zlib(Trace{ packet… }) }
+//!  inside, on the one sequence (trusted_packet_sequence_id(10) = 1):
+//!    clocks    TracePacket{ sequence_flags(13) = INCREMENTAL_STATE_CLEARED,
+//!                           trace_packet_defaults(59){ timestamp_clock_id(58) = 64 },
+//!                           clock_snapshot(6){ clocks(1){ clock_id(1), timestamp(2),
+//!                                                         is_incremental(3) }…,
+//!                                              primary_trace_clock(2) } }
+//!    process   track_descriptor(60){ uuid(1)=1, process(3){ pid(1), process_name(6) } }
 //!    thread    track_descriptor{ uuid=2+track, thread(4){ pid(1), tid(2), thread_name(5) } }
 //!    overlap   track_descriptor{ uuid=2+track, parent_uuid(5)=the thread's, name(2) }
-//!    event     TracePacket{ timestamp(8), trusted_packet_sequence_id(10)=1,
-//!                           sequence_flags(13)=NEEDS_INCREMENTAL_STATE,
+//!    event     TracePacket{ timestamp(8) [, timestamp_clock_id(58) = 65],
+//!                           sequence_flags = NEEDS_INCREMENTAL_STATE,
 //!                           interned_data(12){ event_names(2){ iid(1), name(2) },
 //!                                              debug_annotation_names(3){ iid(1), name(2) } }
 //!                                              (the names this packet uses first),
 //!                           track_event(11){ type(9): 1 begin, 2 end, 3 instant; track_uuid(11);
 //!                                            name_iid(10); debug_annotations(4){ name_iid(1),
-//!                                            uint_value(3) | int_value(4) | string_value(6) };
-//!                                            flow_ids(47): fixed64 } }
+//!                                            bool_value(2) | uint_value(3) | int_value(4) |
+//!                                            string_value(6) }; flow_ids(47): fixed64 } }
 //! ```
 //!
-//! Event names and argument names are interned, as Perfetto's own SDK does: each is written
-//! once, in the first packet that uses it, and referred to by its iid afterwards. That halves
-//! the size of a typical recording's export.
+//! What makes it small (smaller than the trace.dat it comes from):
+//! - Names are interned, as Perfetto's own SDK does: event names and argument names are each
+//!   written once, in the first packet that uses them, and referred to by iid afterwards.
+//! - Timestamps are incremental: clock 64, the sequence's default (TracePacketDefaults), is an
+//!   incremental clock, so each event carries the nanoseconds since the previous one (one to
+//!   three bytes; the engine hands events out in time order). An event earlier than the one
+//!   before it (a span longer than the engine's window) carries its absolute time on clock
+//!   65, the same time base but absolute.
+//! - No argument repeats what the event says (see `args::shown_args`).
+//! - Packets travel in zlib-compressed bundles, which trace_processor unpacks in place, as it
+//!   does for traces the Perfetto service compresses.
 //!
-//! Timestamps are the file's CLOCK_MONOTONIC nanoseconds, written without a clock id:
-//! trace_processor takes them as its default clock, BOOTTIME, which runs ahead of MONOTONIC by
-//! the time the machine spent suspended. On their own they read the same; merged with a system
-//! trace they would be offset by that.
+//! The clock snapshot ties clocks 64 and 65 (the file's CLOCK_MONOTONIC ns) to REALTIME
+//! through the file's wall-clock anchor (UNIX ns at the session's start), and makes REALTIME
+//! the trace's clock: trace_processor lays several recordings, from one machine or several,
+//! on one wall-clock timeline. A file without an anchor maps them to MONOTONIC instead.
 //!
 //! ```
 //! use typhon_trace::export::{perfetto, Timeline};
 //! let mut out = Vec::new();
 //! perfetto::write(&Timeline::default(), &mut out).unwrap();
-//! // One packet (field 1, length-delimited): the process track.
+//! // One packet (field 1, length-delimited): the bundle.
 //! assert_eq!(out[0], 0x0a);
 //! ```
 
-use super::args::{event_args, event_name, Arg};
+use super::args::{event_name, shown_args, Arg};
 use super::engine::{Item, Kind, Sink};
 use super::fnv::FnvMap;
 use super::timeline::{Thread, Timeline, Track};
@@ -51,6 +63,16 @@ const PACKET_TRACK_EVENT: u32 = 11;
 const PACKET_INTERNED_DATA: u32 = 12;
 const PACKET_SEQUENCE_FLAGS: u32 = 13;
 const PACKET_TRACK_DESCRIPTOR: u32 = 60;
+const PACKET_CLOCK_SNAPSHOT: u32 = 6;
+const PACKET_COMPRESSED: u32 = 50;
+const PACKET_TIMESTAMP_CLOCK_ID: u32 = 58;
+const PACKET_DEFAULTS: u32 = 59;
+const DEFAULTS_TIMESTAMP_CLOCK_ID: u32 = 58;
+const SNAPSHOT_CLOCKS: u32 = 1;
+const SNAPSHOT_PRIMARY_CLOCK: u32 = 2;
+const CLOCK_ID: u32 = 1;
+const CLOCK_TIMESTAMP: u32 = 2;
+const CLOCK_INCREMENTAL: u32 = 3;
 const TRACK_UUID: u32 = 1;
 const TRACK_NAME: u32 = 2;
 const TRACK_PROCESS: u32 = 3;
@@ -71,6 +93,7 @@ const INTERNED_EVENT_NAMES: u32 = 2;
 const INTERNED_ANNOTATION_NAMES: u32 = 3;
 const INTERNED_IID: u32 = 1;
 const INTERNED_NAME: u32 = 2;
+const ANNOTATION_BOOL: u32 = 2;
 const ANNOTATION_UINT: u32 = 3;
 const ANNOTATION_INT: u32 = 4;
 const ANNOTATION_STRING: u32 = 6;
@@ -83,6 +106,14 @@ const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 /// The one packet sequence this writer uses.
 const SEQUENCE: u64 = 1;
 const PROCESS_UUID: u64 = 1;
+/// BuiltinClock values.
+const CLOCK_REALTIME: u64 = 1;
+const CLOCK_MONOTONIC: u64 = 3;
+/// The sequence's incremental clock (sequence-scoped ids are 64..128) and its absolute twin.
+const CLOCK_DELTA: u64 = 64;
+const CLOCK_ABSOLUTE: u64 = 65;
+/// Uncompressed bytes per bundle.
+const BUNDLE: usize = 1 << 18;
 
 /// A protobuf message under construction.
 #[derive(Default)]
@@ -144,24 +175,38 @@ impl Interner {
     }
 }
 
-/// Writes `t` as a Perfetto trace.
+/// Writes `t` as a Perfetto trace (without a wall-clock anchor: its times map to MONOTONIC).
 ///
 /// # Errors
 /// Those of `out`.
 pub fn write(t: &Timeline<'_>, out: &mut impl Write) -> io::Result<()> {
-    let mut w = Writer::new(out, t.pid, &t.process_name)?;
-    t.replay(&mut w)
+    let mut w = Writer::new(out, t.pid, &t.process_name, None)?;
+    t.replay(&mut w)?;
+    w.finish()
 }
 
-/// The streaming Perfetto writer: each packet is written as it comes.
+/// The recording's clock anchor: CLOCK_MONOTONIC ns and UNIX ns at the same moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Anchor {
+    /// CLOCK_MONOTONIC ns (the file's time base).
+    pub mono_ns: u64,
+    /// UNIX ns at `mono_ns`.
+    pub wall_ns: i64,
+}
+
+/// The streaming Perfetto writer: each packet is written as it comes, into the current
+/// bundle.
 pub(super) struct Writer<'o, W: Write> {
     out: &'o mut W,
     pid: i64,
-    first: bool,
-    head: Msg,
+    /// The clock-64 time of the previous event (the incremental clock's state).
+    last: u64,
+    /// Encoded `Trace.packet` entries not yet compressed.
+    bundle: Vec<u8>,
     names: Interner,
     arg_names: Interner,
     // Reused for every event: one allocation each for the whole export.
+    head: Msg,
     ev: Msg,
     interned: Msg,
     packet: Msg,
@@ -169,20 +214,60 @@ pub(super) struct Writer<'o, W: Write> {
 }
 
 impl<'o, W: Write> Writer<'o, W> {
-    /// Starts the trace with the process's track.
-    pub(super) fn new(out: &'o mut W, pid: i64, process_name: &str) -> io::Result<Self> {
+    /// Starts the trace: the sequence's clocks, then the process's track.
+    pub(super) fn new(
+        out: &'o mut W,
+        pid: i64,
+        process_name: &str,
+        anchor: Option<Anchor>,
+    ) -> io::Result<Self> {
+        // The incremental clock starts at the anchor (a record before it is written absolute).
+        let start = anchor.map_or(0, |a| a.mono_ns);
         let mut w = Writer {
             out,
             pid,
-            first: true,
-            head: Msg::default(),
+            last: start,
+            bundle: Vec::with_capacity(BUNDLE + 4096),
             names: Interner::default(),
             arg_names: Interner::default(),
+            head: Msg::default(),
             ev: Msg::default(),
             interned: Msg::default(),
             packet: Msg::default(),
             a: Msg::default(),
         };
+        let mut snapshot = Msg::default();
+        let mut clock = |id: u64, ts: u64, incremental: bool| {
+            let mut c = Msg::default();
+            c.uint(CLOCK_ID, id);
+            c.uint(CLOCK_TIMESTAMP, ts);
+            if incremental {
+                c.uint(CLOCK_INCREMENTAL, 1);
+            }
+            snapshot.msg(SNAPSHOT_CLOCKS, &c);
+        };
+        clock(CLOCK_DELTA, start, true);
+        clock(CLOCK_ABSOLUTE, start, false);
+        let primary = match anchor {
+            // REALTIME only, not MONOTONIC too: recordings of several machines share the
+            // first, never the second.
+            Some(a) => {
+                clock(CLOCK_REALTIME, a.wall_ns as u64, false);
+                CLOCK_REALTIME
+            }
+            None => {
+                clock(CLOCK_MONOTONIC, 0, false);
+                CLOCK_MONOTONIC
+            }
+        };
+        snapshot.uint(SNAPSHOT_PRIMARY_CLOCK, primary);
+        let mut defaults = Msg::default();
+        defaults.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, CLOCK_DELTA);
+        let mut packet = Msg::default();
+        packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+        packet.msg(PACKET_DEFAULTS, &defaults);
+        packet.msg(PACKET_CLOCK_SNAPSHOT, &snapshot);
+        w.emit(packet)?;
         let mut process = Msg::default();
         process.int(PROCESS_PID, pid);
         process.bytes(PROCESS_NAME, process_name.as_bytes());
@@ -195,19 +280,47 @@ impl<'o, W: Write> Writer<'o, W> {
         Ok(w)
     }
 
-    /// Writes `packet` as one `Trace.packet` (its tag and length, then its bytes).
+    /// Adds `packet` to the bundle as one `Trace.packet` (its tag and length, then its bytes)
+    /// on the sequence, and hands it back for reuse.
     fn emit(&mut self, mut packet: Msg) -> io::Result<Msg> {
         packet.uint(PACKET_SEQUENCE_ID, SEQUENCE);
-        if self.first {
-            packet.uint(PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-            self.first = false;
-        }
         self.head.0.clear();
         self.head.tag(TRACE_PACKET, 2);
         self.head.varint(packet.0.len() as u64);
-        self.out.write_all(&self.head.0)?;
-        self.out.write_all(&packet.0)?;
+        self.bundle.extend_from_slice(&self.head.0);
+        self.bundle.extend_from_slice(&packet.0);
+        if self.bundle.len() >= BUNDLE {
+            self.flush_bundle()?;
+        }
         Ok(packet)
+    }
+
+    /// Writes the bundle, compressed, as one `TracePacket{ compressed_packets }`.
+    fn flush_bundle(&mut self) -> io::Result<()> {
+        if self.bundle.is_empty() {
+            return Ok(());
+        }
+        let mut z = flate2::write::ZlibEncoder::new(
+            Vec::with_capacity(self.bundle.len() / 4),
+            flate2::Compression::fast(),
+        );
+        z.write_all(&self.bundle)?;
+        let z = z.finish()?;
+        self.bundle.clear();
+        let mut head = Msg::default();
+        let mut inner = Msg::default();
+        inner.tag(PACKET_COMPRESSED, 2);
+        inner.varint(z.len() as u64);
+        head.tag(TRACE_PACKET, 2);
+        head.varint((inner.0.len() + z.len()) as u64);
+        self.out.write_all(&head.0)?;
+        self.out.write_all(&inner.0)?;
+        self.out.write_all(&z)
+    }
+
+    /// Writes what is left of the bundle.
+    pub(super) fn finish(mut self) -> io::Result<()> {
+        self.flush_bundle()
     }
 
     /// One TrackEvent packet of type `ty` at `ts`.
@@ -220,14 +333,16 @@ impl<'o, W: Write> Writer<'o, W> {
         ev.uint(EVENT_TYPE, ty);
         ev.uint(EVENT_TRACK_UUID, track_uuid(it.track as usize));
         let (arg_names, a) = (&mut self.arg_names, &mut self.a);
-        let mut arg = |ev: &mut Msg, interned: &mut Msg, name: &str, v: Arg<'_>| {
+        // An argument's value, or (None) the boolean true.
+        let mut arg = |ev: &mut Msg, interned: &mut Msg, name: &str, v: Option<Arg<'_>>| {
             a.0.clear();
             let iid = arg_names.iid(name, interned, INTERNED_ANNOTATION_NAMES);
             a.uint(ANNOTATION_NAME_IID, iid);
             match v {
-                Arg::U(u) => a.uint(ANNOTATION_UINT, u),
-                Arg::I(i) => a.int(ANNOTATION_INT, i),
-                Arg::S(s) => a.bytes(ANNOTATION_STRING, s.as_bytes()),
+                Some(Arg::U(u)) => a.uint(ANNOTATION_UINT, u),
+                Some(Arg::I(i)) => a.int(ANNOTATION_INT, i),
+                Some(Arg::S(s)) => a.bytes(ANNOTATION_STRING, s.as_bytes()),
+                None => a.uint(ANNOTATION_BOOL, 1),
             }
             ev.msg(EVENT_DEBUG_ANNOTATIONS, a);
         };
@@ -237,16 +352,19 @@ impl<'o, W: Write> Writer<'o, W> {
                     .names
                     .iid("events lost", &mut interned, INTERNED_EVENT_NAMES);
                 ev.uint(EVENT_NAME_IID, iid);
-                let count = n.map_or(Arg::S("not counted".into()), Arg::U);
-                arg(&mut ev, &mut interned, "count", count);
+                // "count" is always a number: a loss without one says so apart.
+                match n {
+                    Some(n) => arg(&mut ev, &mut interned, "count", Some(Arg::U(n))),
+                    None => arg(&mut ev, &mut interned, "not_counted", None),
+                }
             }
             if let Some((rec, _)) = it.rec {
                 let iid = self
                     .names
                     .iid(&event_name(rec), &mut interned, INTERNED_EVENT_NAMES);
                 ev.uint(EVENT_NAME_IID, iid);
-                for (name, v) in event_args(rec) {
-                    arg(&mut ev, &mut interned, name, v);
+                for (name, v, _) in shown_args(rec) {
+                    arg(&mut ev, &mut interned, name, Some(v));
                 }
             }
             if it.flow != 0 {
@@ -254,7 +372,13 @@ impl<'o, W: Write> Writer<'o, W> {
             }
         }
         packet.0.clear();
-        packet.uint(PACKET_TIMESTAMP, ts);
+        if ts >= self.last {
+            packet.uint(PACKET_TIMESTAMP, ts - self.last);
+            self.last = ts;
+        } else {
+            packet.uint(PACKET_TIMESTAMP, ts);
+            packet.uint(PACKET_TIMESTAMP_CLOCK_ID, CLOCK_ABSOLUTE);
+        }
         if !interned.0.is_empty() {
             packet.msg(PACKET_INTERNED_DATA, &interned);
         }
@@ -295,10 +419,8 @@ impl<W: Write> Sink for Writer<'_, W> {
 
     fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
         match it.kind {
-            Kind::Slice => {
-                self.event(it, TYPE_SLICE_BEGIN, it.ts, true)?;
-                self.event(it, TYPE_SLICE_END, it.end, false)
-            }
+            Kind::Slice => self.event(it, TYPE_SLICE_BEGIN, it.ts, true),
+            Kind::End => self.event(it, TYPE_SLICE_END, it.ts, false),
             Kind::Instant | Kind::Lost(_) => self.event(it, TYPE_INSTANT, it.ts, true),
         }
     }

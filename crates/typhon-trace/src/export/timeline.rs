@@ -83,8 +83,17 @@ pub struct TimelineStats {
     pub threads: u64,
     /// Tracks (threads plus overlap lanes).
     pub tracks: u64,
-    /// Flows (written in the Perfetto format only).
+    /// Flows of two events or more (command flows in the Perfetto format only; `follows_from`
+    /// links in both).
     pub flows: u64,
+    /// Command flows of two events or more that ended before their CommandConsumed or
+    /// IngressDropped: their command's other records are lost or lie more than 250 ms of
+    /// events later (or beyond the 32 768 flows kept), or the recording ended first.
+    pub unfinished_flows: u64,
+    /// Events written after later ones: those the export's window of time order (50 ms of the
+    /// stream, 16 384 events) did not cover, such as spans longer than it. Nothing is lost;
+    /// readers sort by time (Perfetto's get an absolute timestamp).
+    pub out_of_order: u64,
     /// Records whose own time was before zero, placed at their page time instead.
     pub negative_times: u64,
     /// Damaged pages the reader skipped (each an uncounted loss mark on its thread).
@@ -131,7 +140,8 @@ impl<'a> Timeline<'a> {
             tracks: self.tracks.len() as u64,
             ..TimelineStats::default()
         };
-        let mut flows = std::collections::HashSet::new();
+        // A flow is an id that two events or more carry.
+        let mut flows = std::collections::HashMap::<u64, u32>::new();
         for e in &self.events {
             match e.phase {
                 Phase::Begin => s.slices += 1,
@@ -143,10 +153,10 @@ impl<'a> Timeline<'a> {
                 }
             }
             if e.flow != 0 {
-                flows.insert(e.flow);
+                *flows.entry(e.flow).or_default() += 1;
             }
         }
-        s.flows = flows.len() as u64;
+        s.flows = flows.values().filter(|&&n| n >= 2).count() as u64;
         s
     }
 
