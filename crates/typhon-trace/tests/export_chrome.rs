@@ -27,7 +27,7 @@ fn chrome_arguments_keep_one_type_and_follows_from_is_a_flow() {
     {
         let _frame = typhon_recorder::span("frame");
         bridge::span_info(b, 2, 3, "b", "app", "").unwrap();
-        assert!(bridge::enter("b", b, 2));
+        assert!(bridge::enter(&bridge::SpanName::new("b"), b, 2));
         bridge::exit(2);
         bridge::span_info(a, 1, 3, "a", "app", "x=1").unwrap();
         // Inside "frame", so the flow's start has a slice to bind to.
@@ -50,7 +50,7 @@ fn chrome_arguments_keep_one_type_and_follows_from_is_a_flow() {
     }
     typhon_recorder::phase_end(1);
     typhon_recorder::tick_end(1, 1);
-    assert!(bridge::enter("a", a, 1));
+    assert!(bridge::enter(&bridge::SpanName::new("a"), a, 1));
     bridge::event(a, 3, "app", "hello", "n=3").unwrap();
     bridge::exit(1);
     assert_eq!(rec.finish().unwrap().total_missed(), 0);
