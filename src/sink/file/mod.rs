@@ -33,6 +33,7 @@
 //! sink itself is here.
 
 mod assemble;
+mod chunks;
 mod counters;
 mod paths;
 mod recover;
@@ -41,9 +42,12 @@ pub use paths::{output_path, parts_dir};
 pub use recover::{recover, Recovered};
 
 use crate::flush::page::PageRecords;
-use crate::sink::tracedat::{FileMeta, SlotMeta};
+use crate::sink::tracedat::{
+    ChunkCompressor, Compression, FileMeta, SlotMeta, DEFAULT_CHUNK_PAGES,
+};
 use crate::sink::{SessionSummary, Sink, Unstored};
 use assemble::{assemble, cleanup, names, Source};
+use chunks::ChunkFile;
 use counters::CountersFile;
 use paths::*;
 use std::collections::{BTreeSet, VecDeque};
@@ -81,6 +85,12 @@ pub struct FileSink {
     unstored: Vec<Unstored>,
     /// `counters`: what no page carries, for `recover` after a kill.
     counters: CountersFile,
+    compression: Compression,
+    /// A compressed recording's part files (then `files` is unused), its compressor and pages
+    /// per chunk.
+    cfiles: Vec<Option<ChunkFile>>,
+    z: Option<ChunkCompressor>,
+    chunk_pages: u64,
 }
 
 /// Bytes buffered per slot file before they go to the OS.
@@ -203,6 +213,43 @@ impl FileSink {
     /// assert!(e.to_string().contains("is a directory"));
     /// ```
     pub fn create(out: impl AsRef<Path>, page_size: usize) -> io::Result<Self> {
+        Self::create_with(out, page_size, Compression::None, 0)
+    }
+
+    /// [`Self::create`] for a recording written as `compression` says: compressed, each
+    /// slot's part file holds chunks of `chunk_pages` pages (0: [`DEFAULT_CHUNK_PAGES`]),
+    /// compressed by the flusher as they fill and at the end of every flush cycle, and
+    /// finishing assembles a trace.dat version 7.
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{FileSink, Sink, SessionSummary};
+    /// use typhon_recorder::tracedat::Compression;
+    /// let dir = std::env::temp_dir().join(format!("fs-z-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let out = dir.join("t.dat");
+    /// let mut s = FileSink::create_with(&out, 4096, Compression::Zstd { level: 1 }, 0).unwrap();
+    /// s.finish(&SessionSummary { page_size: 4096, ..Default::default() }).unwrap();
+    /// assert_eq!(&std::fs::read(&out).unwrap()[..12], b"\x17\x08\x44tracing7\0");
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn create_with(
+        out: impl AsRef<Path>,
+        page_size: usize,
+        compression: Compression,
+        chunk_pages: usize,
+    ) -> io::Result<Self> {
+        compression
+            .check()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let z = match compression {
+            Compression::Zstd { level } => Some(ChunkCompressor::new(level)?),
+            Compression::None => None,
+        };
+        let chunk_pages = if chunk_pages == 0 {
+            DEFAULT_CHUNK_PAGES
+        } else {
+            chunk_pages
+        };
         let out = output_path(out.as_ref())?;
         let dir = parts_dir(&out);
         match fs::create_dir(&dir) {
@@ -219,7 +266,7 @@ impl FileSink {
             let mut f = create_new(&session)?;
             made.push(SESSION);
             f.write_all(
-                serde_json::json!({ "page_size": page_size })
+                serde_json::json!({ "page_size": page_size, "compression": compression.to_string() })
                     .to_string()
                     .as_bytes(),
             )
@@ -259,6 +306,10 @@ impl FileSink {
             first_error: None,
             unstored: Vec::new(),
             counters,
+            compression,
+            cfiles: (0..256).map(|_| None).collect(),
+            z,
+            chunk_pages: chunk_pages as u64,
         })
     }
 
@@ -286,6 +337,38 @@ impl FileSink {
                 entry.insert(SlotFile::new(path, file, self.page_size))
             }
         })
+    }
+
+    fn open_chunks(&mut self, slot: u8) -> io::Result<&mut ChunkFile> {
+        let entry = &mut self.cfiles[slot as usize];
+        Ok(match entry {
+            Some(f) => f,
+            None => {
+                let path = slot_file(&self.dir, slot);
+                let file = create_new_with(&path, true)?;
+                let bytes = self.page_size * self.chunk_pages as usize;
+                entry.insert(ChunkFile::new(path, file, bytes))
+            }
+        })
+    }
+
+    /// A failed chunk: the error counted, and the pages it lost besides the one the flusher
+    /// counts itself handed back through [`Sink::take_unstored`].
+    fn chunk_lost(
+        &mut self,
+        slot: u8,
+        e: &io::Error,
+        this_page: u64,
+        (pages, records): (u64, u64),
+    ) {
+        self.note_error(this_page + pages, e);
+        if pages > 0 {
+            self.unstored.push(Unstored {
+                slot,
+                pages,
+                records,
+            });
+        }
     }
 
     fn assemble_all(&mut self, summary: &SessionSummary) -> io::Result<()> {
@@ -323,6 +406,19 @@ impl FileSink {
                 offset: 0,
                 len: f.accepted / page * page,
                 remove: true,
+                chunks: None,
+            });
+        }
+        for (slot, f) in self.cfiles.iter_mut().enumerate() {
+            let Some(f) = f.take() else { continue };
+            sources.push(Source {
+                slot: slot as u8,
+                path: f.path,
+                file: f.file,
+                offset: 0,
+                len: f.len,
+                remove: true,
+                chunks: Some(f.chunks),
             });
         }
         let mut meta = FileMeta::new(self.page_size as u32);
@@ -359,7 +455,7 @@ impl FileSink {
                 "sink_lost": s.sink_lost, "clamped": s.clamped, "unclosed": s.unclosed, "thread_ids": s.thread_ids, "threads": s.threads,
             })).collect::<Vec<_>>(),
         });
-        let a = assemble(&self.dir, &self.out, &meta, sources, true)?;
+        let a = assemble(&self.dir, &self.out, &meta, self.compression, sources, true)?;
         // Unlocked and removed last: until here the directory is this recording's.
         let left = cleanup(&self.dir, &a.journal, &BTreeSet::new(), &mut self.lock);
         if !left.is_empty() {
@@ -393,6 +489,7 @@ impl Sink for FileSink {
             "wall_anchor_ns": start.wall_anchor_ns,
             "monotonic_anchor_ns": start.monotonic_anchor_ns,
             "version": start.version,
+            "compression": self.compression.to_string(),
         });
         let path = self.dir.join(SESSION);
         let f = open_regular(&path, true)?;
@@ -402,6 +499,23 @@ impl Sink for FileSink {
     }
 
     fn write_page(&mut self, slot: u8, page: &[u8]) -> io::Result<()> {
+        if self.z.is_some() {
+            let chunk_pages = self.chunk_pages;
+            let r = match self.open_chunks(slot) {
+                Err(e) => Err((e, (0, 0))),
+                Ok(_) => {
+                    let (Some(f), Some(z)) = (self.cfiles[slot as usize].as_mut(), self.z.as_mut())
+                    else {
+                        unreachable!("opened above")
+                    };
+                    f.write_page(page, z, chunk_pages)
+                }
+            };
+            return r.map_err(|(e, lost)| {
+                self.chunk_lost(slot, &e, 1, lost);
+                e
+            });
+        }
         let r = self.open_slot(slot).and_then(|f| f.write_page(page));
         if let Err(e) = &r {
             self.note_error(1, e);
@@ -414,6 +528,21 @@ impl Sink for FileSink {
         // cycle and a kill loses none of them; the first error is returned. A failed flush
         // keeps its unwritten bytes buffered, to go out with the next one.
         let mut first = Ok(());
+        if let Some(z) = self.z.as_mut() {
+            let mut failed = Vec::new();
+            for (slot, f) in self.cfiles.iter_mut().enumerate() {
+                let Some(f) = f else { continue };
+                if let Err((e, lost)) = f.flush(z) {
+                    failed.push((slot as u8, e, lost));
+                }
+            }
+            for (slot, e, lost) in failed {
+                self.chunk_lost(slot, &e, 0, lost);
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
         for f in self.files.iter_mut().flatten() {
             if let Err(e) = f.flush() {
                 if first.is_ok() {
