@@ -1,6 +1,7 @@
 //! `typhon-rec`: record a demo workload, and read, summarise, export, split and recover trace.dat
 //! files.
 
+mod convert;
 mod demo;
 mod durations;
 mod inspect;
@@ -67,6 +68,22 @@ enum Cmd {
         #[arg(short = 'o', long)]
         out: Option<PathBuf>,
     },
+    /// Rewrite a recording as trace.dat version 6, or version 7 uncompressed or zstd-compressed.
+    Convert {
+        /// The recording to read.
+        input: PathBuf,
+        /// The file to write (must not exist).
+        output: PathBuf,
+        /// `zstd` (level 1), `zstd:LEVEL` (1..=19) or `none`.
+        #[arg(long, default_value = "none", value_parser = typhon_recorder::tracedat::Compression::parse)]
+        compress: typhon_recorder::tracedat::Compression,
+        /// File version: 6 or 7 (default: 7 when compressed, else 6).
+        #[arg(long)]
+        version: Option<u32>,
+        /// Pages per compressed chunk (default 32; trace-cmd writes 10).
+        #[arg(long, default_value_t = 0, hide = true)]
+        chunk_pages: usize,
+    },
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
     Recover {
         /// The output path the recording was writing to.
@@ -112,6 +129,13 @@ fn main() -> ExitCode {
         Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
         Cmd::Export { file, format, out } => inspect::export(&file, format, out),
         Cmd::Recover { out } => inspect::recover(&out),
+        Cmd::Convert {
+            input,
+            output,
+            compress,
+            version,
+            chunk_pages,
+        } => convert::convert(&input, &output, compress, version, chunk_pages),
         Cmd::Bench { quick, json } => inspect::bench(quick, json),
     };
     match r {
