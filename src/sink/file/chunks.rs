@@ -1,22 +1,60 @@
-//! A compressed recording's part file: the slot's pages gathered into chunks, each compressed
-//! as it fills (or at the flush that ends a cycle) and appended, so the disk only ever sees
-//! compressed bytes and a kill loses at most the pages of a chunk not yet written.
+//! A compressed recording's part files: each slot's pages gathered into chunks on the
+//! flusher's side ([`Gather`]), compressed and appended by a compressor thread
+//! ([`Compressor`]), so the disk only ever sees compressed bytes and the flusher goes back to
+//! draining the rings while a chunk is compressed.
 //!
 //! The part file is the chunks back to back (`u32 compressed size, u32 uncompressed size,
 //! frame` each, [`crate::tracedat::compress`]): finishing copies them as they are after the
 //! chunk count into the v7 file; `recover` reads them one by one and stops at a torn one.
+//!
+//! A chunk goes to the thread when it is full and at the end of every flush cycle (so a kill
+//! loses at most the chunks queued, [`QUEUE`], beyond what an uncompressed recording loses).
+//! The queue is bounded: when the compressor falls behind, the flusher waits for it, the rings
+//! fill and producers drop records (counted), as with a slow disk; producers never wait.
+//! A chunk the disk refuses is cut back off its file and its pages and records are reported as
+//! lost ([`Compressor::failures`]), so they are counted.
 
-use super::paths::at;
+use super::paths::{at, create_new_with, slot_file};
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::ChunkCompressor;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 
-/// One slot's chunk file. Invariant: the file holds `len` bytes of whole chunks; the pages of
-/// the chunk being filled are in `pending` only. A chunk that fails to be written is cut back
-/// off the file and its pages are lost (and reported, so they are counted).
+/// Chunks queued for the compressor thread at most.
+pub(super) const QUEUE: usize = 8;
+
+/// Pages and records of a chunk.
+pub(super) type Lost = (u64, u64);
+
+/// A slot's pages waiting to become a chunk (on the flusher's side).
+#[derive(Default)]
+pub(super) struct Gather {
+    data: Vec<u8>,
+    pages: u64,
+    records: u64,
+}
+
+impl Gather {
+    /// Adds a page; true when the chunk is full.
+    pub(super) fn push(&mut self, page: &[u8], chunk_pages: u64) -> bool {
+        // Counted here, so that a chunk lost later is counted by its records.
+        self.records += PageRecords::new(page).map_or(0, |r| r.count() as u64);
+        self.data.extend_from_slice(page);
+        self.pages += 1;
+        self.pages >= chunk_pages
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pages == 0
+    }
+}
+
+/// One slot's chunk file. Invariant: the file holds `len` bytes of whole chunks. A chunk that
+/// fails to be written is cut back off the file.
 pub(super) struct ChunkFile {
     pub(super) path: PathBuf,
     pub(super) file: File,
@@ -25,79 +63,17 @@ pub(super) struct ChunkFile {
     /// The length the file must be cut back to, while cutting it failed: until it is done,
     /// chunks are refused (they would land after a partial one).
     cut_to: Option<u64>,
-    pending: Vec<u8>,
-    pending_pages: u64,
-    pending_records: u64,
-    /// The compressed chunk, reused.
-    out: Vec<u8>,
 }
 
-/// Pages and records a failed chunk write lost.
-pub(super) type Lost = (u64, u64);
-
 impl ChunkFile {
-    pub(super) fn new(path: PathBuf, file: File, chunk_bytes: usize) -> Self {
-        Self {
-            path,
-            file,
-            len: 0,
-            chunks: 0,
-            cut_to: None,
-            pending: Vec::with_capacity(chunk_bytes),
-            pending_pages: 0,
-            pending_records: 0,
-            out: Vec::new(),
-        }
-    }
-
-    /// Takes a page; once `chunk_pages` are gathered they are compressed and written. On an
-    /// error the chunk's pages are lost: the error, and the pages and records lost before
-    /// this one (the caller counts this page itself).
-    pub(super) fn write_page(
-        &mut self,
-        page: &[u8],
-        z: &mut ChunkCompressor,
-        chunk_pages: u64,
-    ) -> Result<(), (io::Error, Lost)> {
-        let records = PageRecords::new(page).map_or(0, |r| r.count() as u64);
-        self.pending.extend_from_slice(page);
-        self.pending_pages += 1;
-        self.pending_records += records;
-        if self.pending_pages < chunk_pages {
-            return Ok(());
-        }
-        self.emit(z)
-            .map_err(|(e, (p, r))| (e, (p - 1, r - records)))
-    }
-
-    /// Compresses and writes the pending pages, if any, as one chunk.
-    pub(super) fn flush(&mut self, z: &mut ChunkCompressor) -> Result<(), (io::Error, Lost)> {
-        if self.pending_pages == 0 {
-            return Ok(());
-        }
-        self.emit(z)
-    }
-
-    fn emit(&mut self, z: &mut ChunkCompressor) -> Result<(), (io::Error, Lost)> {
-        let lost = (self.pending_pages, self.pending_records);
-        self.pending_pages = 0;
-        self.pending_records = 0;
-        self.out.clear();
-        let r = z
-            .chunk(&self.pending, &mut self.out)
-            .and_then(|()| self.append());
-        self.pending.clear();
-        r.map_err(|e| (at(&self.path, "writing", e), lost))
-    }
-
-    fn append(&mut self) -> io::Result<()> {
+    fn append(&mut self, chunk: &[u8]) -> io::Result<()> {
         if let Some(keep) = self.cut_to {
             self.file.set_len(keep)?;
             self.cut_to = None;
         }
-        match self.file.write_all_at(&self.out, self.len) {
+        match self.file.write_all_at(chunk, self.len) {
             Ok(()) => {
-                self.len += self.out.len() as u64;
+                self.len += chunk.len() as u64;
                 self.chunks += 1;
                 Ok(())
             }
@@ -108,6 +84,194 @@ impl ChunkFile {
                 }
                 Err(e)
             }
+        }
+    }
+}
+
+/// What compresses and writes chunks: the files, the compressor, and the failures to report.
+struct Writer {
+    dir: PathBuf,
+    files: Vec<Option<ChunkFile>>,
+    z: ChunkCompressor,
+    out: Vec<u8>,
+    failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>,
+}
+
+impl Writer {
+    fn chunk(&mut self, slot: u8, g: &Gather) {
+        let r = self.try_chunk(slot, g);
+        if let Err(e) = r {
+            let e = at(&slot_file(&self.dir, slot), "writing", e);
+            // A poisoned lock: a panic elsewhere; the failure is still recorded.
+            let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+            f.push((slot, e, (g.pages, g.records)));
+        }
+    }
+
+    fn try_chunk(&mut self, slot: u8, g: &Gather) -> io::Result<()> {
+        let entry = &mut self.files[slot as usize];
+        let f = match entry {
+            Some(f) => f,
+            None => {
+                let path = slot_file(&self.dir, slot);
+                let file = create_new_with(&path, true)?;
+                entry.insert(ChunkFile {
+                    path,
+                    file,
+                    len: 0,
+                    chunks: 0,
+                    cut_to: None,
+                })
+            }
+        };
+        self.out.clear();
+        self.z.chunk(&g.data, &mut self.out)?;
+        f.append(&self.out)
+    }
+}
+
+enum Job {
+    Chunk(u8, Gather),
+}
+
+/// Compresses chunks on its own thread (or inline, where the thread could not be started or
+/// `TYPHON_COMPRESS_INLINE=1` asks for it, to measure the difference).
+pub(super) struct Compressor {
+    tx: Option<SyncSender<Job>>,
+    /// Emptied buffers coming back, reused for the next chunks.
+    spare: Option<Receiver<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<Writer>>,
+    inline: Option<Writer>,
+    failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>,
+}
+
+impl Compressor {
+    pub(super) fn new(dir: &Path, z: ChunkCompressor) -> Self {
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let mut w = Writer {
+            dir: dir.to_path_buf(),
+            files: (0..256).map(|_| None).collect(),
+            z,
+            out: Vec::new(),
+            failures: failures.clone(),
+        };
+        if std::env::var_os("TYPHON_COMPRESS_INLINE").is_some_and(|v| v == "1") {
+            return Self::inline(w, failures);
+        }
+        let (tx, rx) = sync_channel::<Job>(QUEUE);
+        let (stx, srx) = sync_channel::<Vec<u8>>(QUEUE + 2);
+        let (wtx, wrx) = std::sync::mpsc::channel::<Writer>();
+        let spawned = std::thread::Builder::new()
+            .name("typhon-compress".into())
+            .spawn(move || {
+                let Ok(mut w) = wrx.recv() else {
+                    unreachable!("the writer is sent right after the spawn")
+                };
+                for Job::Chunk(slot, mut g) in rx {
+                    w.chunk(slot, &g);
+                    g.data.clear();
+                    // The buffer goes back for reuse, unless enough are waiting already.
+                    let _ = stx.try_send(g.data);
+                }
+                w
+            });
+        match spawned {
+            Ok(thread) => {
+                if let Err(back) = wtx.send(w) {
+                    w = back.0;
+                    return Self::inline(w, failures);
+                }
+                Self {
+                    tx: Some(tx),
+                    spare: Some(srx),
+                    thread: Some(thread),
+                    inline: None,
+                    failures,
+                }
+            }
+            Err(_) => Self::inline(w, failures),
+        }
+    }
+
+    fn inline(w: Writer, failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>) -> Self {
+        Self {
+            tx: None,
+            spare: None,
+            thread: None,
+            inline: Some(w),
+            failures,
+        }
+    }
+
+    /// Hands a slot's gathered pages over as one chunk, and leaves `g` empty.
+    pub(super) fn send(&mut self, slot: u8, g: &mut Gather, chunk_bytes: usize) {
+        if let Some(w) = self.inline.as_mut() {
+            w.chunk(slot, g);
+            g.data.clear();
+            g.pages = 0;
+            g.records = 0;
+            return;
+        }
+        let mut data = self
+            .spare
+            .as_ref()
+            .and_then(|s| s.try_recv().ok())
+            .unwrap_or_default();
+        data.reserve(chunk_bytes);
+        let full = std::mem::replace(
+            g,
+            Gather {
+                data,
+                pages: 0,
+                records: 0,
+            },
+        );
+        if let Some(tx) = &self.tx {
+            if let Err(back) = tx.send(Job::Chunk(slot, full)) {
+                // The thread is gone (it panicked): compress here from now on.
+                let Job::Chunk(slot, g) = back.0;
+                let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+                f.push((
+                    slot,
+                    io::Error::other("the compressor thread stopped"),
+                    (g.pages, g.records),
+                ));
+            }
+        }
+    }
+
+    /// The chunks that could not be written since the last call.
+    pub(super) fn failures(&mut self) -> Vec<(u8, io::Error, Lost)> {
+        std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Waits for every chunk handed over to be written, and returns the part files.
+    pub(super) fn finish(&mut self) -> Vec<Option<ChunkFile>> {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            match t.join() {
+                Ok(w) => return w.files,
+                Err(_) => {
+                    let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+                    f.push((
+                        0,
+                        io::Error::other("the compressor thread panicked"),
+                        (0, 0),
+                    ));
+                    return Vec::new();
+                }
+            }
+        }
+        self.inline.take().map(|w| w.files).unwrap_or_default()
+    }
+}
+
+impl Drop for Compressor {
+    fn drop(&mut self) {
+        // The thread ends when its queue closes; what it holds is written first.
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }

@@ -47,7 +47,7 @@ use crate::sink::tracedat::{
 };
 use crate::sink::{SessionSummary, Sink, Unstored};
 use assemble::{assemble, cleanup, names, Source};
-use chunks::ChunkFile;
+use chunks::{Compressor, Gather};
 use counters::CountersFile;
 use paths::*;
 use std::collections::{BTreeSet, VecDeque};
@@ -86,10 +86,10 @@ pub struct FileSink {
     /// `counters`: what no page carries, for `recover` after a kill.
     counters: CountersFile,
     compression: Compression,
-    /// A compressed recording's part files (then `files` is unused), its compressor and pages
-    /// per chunk.
-    cfiles: Vec<Option<ChunkFile>>,
-    z: Option<ChunkCompressor>,
+    /// A compressed recording's pages gathered per slot (then `files` is unused), the
+    /// compressor that writes them as chunks to the part files, and pages per chunk.
+    gathers: Vec<Gather>,
+    compressor: Option<Compressor>,
     chunk_pages: u64,
 }
 
@@ -294,6 +294,7 @@ impl FileSink {
                 return Err(e);
             }
         };
+        let compressor = z.map(|z| Compressor::new(&dir, z));
         Ok(Self {
             out,
             dir,
@@ -307,8 +308,8 @@ impl FileSink {
             unstored: Vec::new(),
             counters,
             compression,
-            cfiles: (0..256).map(|_| None).collect(),
-            z,
+            gathers: (0..256).map(|_| Gather::default()).collect(),
+            compressor,
             chunk_pages: chunk_pages as u64,
         })
     }
@@ -339,17 +340,29 @@ impl FileSink {
         })
     }
 
-    fn open_chunks(&mut self, slot: u8) -> io::Result<&mut ChunkFile> {
-        let entry = &mut self.cfiles[slot as usize];
-        Ok(match entry {
-            Some(f) => f,
-            None => {
-                let path = slot_file(&self.dir, slot);
-                let file = create_new_with(&path, true)?;
-                let bytes = self.page_size * self.chunk_pages as usize;
-                entry.insert(ChunkFile::new(path, file, bytes))
+    /// Hands slot `slot`'s gathered pages to the compressor.
+    fn send_chunk(&mut self, slot: u8) {
+        let bytes = self.page_size * self.chunk_pages as usize;
+        if let Some(c) = self.compressor.as_mut() {
+            c.send(slot, &mut self.gathers[slot as usize], bytes);
+        }
+    }
+
+    /// Counts the chunks the compressor could not write; the first error.
+    fn chunk_failures(&mut self) -> io::Result<()> {
+        let failed = self
+            .compressor
+            .as_mut()
+            .map(|c| c.failures())
+            .unwrap_or_default();
+        let mut first = Ok(());
+        for (slot, e, lost) in failed {
+            self.chunk_lost(slot, &e, 0, lost);
+            if first.is_ok() {
+                first = Err(e);
             }
-        })
+        }
+        first
     }
 
     /// A failed chunk: the error counted, and the pages it lost besides the one the flusher
@@ -409,8 +422,21 @@ impl FileSink {
                 chunks: None,
             });
         }
-        for (slot, f) in self.cfiles.iter_mut().enumerate() {
-            let Some(f) = f.take() else { continue };
+        let cfiles = self
+            .compressor
+            .as_mut()
+            .map(|c| c.finish())
+            .unwrap_or_default();
+        if let Err(e) = self.chunk_failures() {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "writing the last chunks: {e} (their pages could not be written and are lost)"
+                ),
+            ));
+        }
+        for (slot, f) in cfiles.into_iter().enumerate() {
+            let Some(f) = f else { continue };
             sources.push(Source {
                 slot: slot as u8,
                 path: f.path,
@@ -499,22 +525,13 @@ impl Sink for FileSink {
     }
 
     fn write_page(&mut self, slot: u8, page: &[u8]) -> io::Result<()> {
-        if self.z.is_some() {
-            let chunk_pages = self.chunk_pages;
-            let r = match self.open_chunks(slot) {
-                Err(e) => Err((e, (0, 0))),
-                Ok(_) => {
-                    let (Some(f), Some(z)) = (self.cfiles[slot as usize].as_mut(), self.z.as_mut())
-                    else {
-                        unreachable!("opened above")
-                    };
-                    f.write_page(page, z, chunk_pages)
-                }
-            };
-            return r.map_err(|(e, lost)| {
-                self.chunk_lost(slot, &e, 1, lost);
-                e
-            });
+        if self.compressor.is_some() {
+            if self.gathers[slot as usize].push(page, self.chunk_pages) {
+                self.send_chunk(slot);
+            }
+            // A chunk that failed is counted as it is learnt (the page just taken is not in it).
+            let _ = self.chunk_failures();
+            return Ok(());
         }
         let r = self.open_slot(slot).and_then(|f| f.write_page(page));
         if let Err(e) = &r {
@@ -528,20 +545,13 @@ impl Sink for FileSink {
         // cycle and a kill loses none of them; the first error is returned. A failed flush
         // keeps its unwritten bytes buffered, to go out with the next one.
         let mut first = Ok(());
-        if let Some(z) = self.z.as_mut() {
-            let mut failed = Vec::new();
-            for (slot, f) in self.cfiles.iter_mut().enumerate() {
-                let Some(f) = f else { continue };
-                if let Err((e, lost)) = f.flush(z) {
-                    failed.push((slot as u8, e, lost));
+        if self.compressor.is_some() {
+            for slot in 0..=255u8 {
+                if !self.gathers[slot as usize].is_empty() {
+                    self.send_chunk(slot);
                 }
             }
-            for (slot, e, lost) in failed {
-                self.chunk_lost(slot, &e, 0, lost);
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
+            first = self.chunk_failures();
         }
         for f in self.files.iter_mut().flatten() {
             if let Err(e) = f.flush() {
