@@ -316,3 +316,43 @@ fn a_torn_last_chunk_costs_only_that_chunk_and_is_counted() {
     assert_eq!(trace_cmd_records(&out).len(), b.iter().sum::<usize>());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The C ABI's `zstd_level`: 0 writes version 6, 1..=19 a zstd version 7 that trace-cmd reads
+/// with every record; anything else is a configuration error.
+#[test]
+fn the_c_abi_records_compressed_when_asked() {
+    use typhon_ffi::*;
+    let _g = doc_lock();
+    let dir = tmp("z-ffi");
+    let out = dir.join("c.dat");
+    let path = std::ffi::CString::new(out.as_os_str().as_encoded_bytes()).unwrap();
+    let mut cfg = TyphonConfig {
+        output_path: path.as_ptr(),
+        page_size: 0,
+        ring_bytes: 0,
+        flush_interval_us: 0,
+        zstd_level: 20,
+    };
+    // SAFETY: a valid config whose path outlives the calls.
+    assert_eq!(unsafe { typhon_start(&cfg) }, TYPHON_ERR_CONFIG);
+    cfg.zstd_level = 3;
+    // SAFETY: as above.
+    assert_eq!(unsafe { typhon_start(&cfg) }, TYPHON_OK);
+    for i in 0..5000 {
+        assert_eq!(typhon_instant(i, -i), TYPHON_OK);
+    }
+    let mut st = TyphonStats::default();
+    // SAFETY: a writable stats struct.
+    assert_eq!(unsafe { typhon_finish(&mut st) }, TYPHON_OK);
+    assert_eq!(
+        &std::fs::read(&out).unwrap()[..12],
+        b"\x17\x08\x44tracing7\0"
+    );
+    let ours = our_records(&out);
+    assert_eq!(ours.len() as u64, st.written);
+    assert_eq!(ours.iter().filter(|r| r.2 == "Instant").count(), 5000);
+    if have_trace_cmd("the_c_abi_records_compressed_when_asked") {
+        assert_eq!(trace_cmd_records(&out).len(), ours.len());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
