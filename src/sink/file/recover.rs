@@ -6,7 +6,7 @@ use super::counters::{self, Counts, HALF};
 use super::paths::*;
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{
-    decompress_chunk, Compression, FileMeta, SlotMeta, CHUNK_HEADER, MAX_CHUNK_BYTES,
+    decompress_chunk, plausible_size, Compression, FileMeta, SlotMeta, CHUNK_HEADER,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -261,7 +261,11 @@ fn chunk_extent(file: &File, offset: u64, len: u64, page: u64) -> io::Result<(u3
         let mut h = [0u8; CHUNK_HEADER];
         file.read_exact_at(&mut h, offset + pos)?;
         let (c, u) = chunk_sizes(&h);
-        if u == 0 || u64::from(u) % page != 0 || u > MAX_CHUNK_BYTES || pos + 8 + c > len {
+        if u == 0
+            || u64::from(u) % page != 0
+            || !plausible_size(c, u64::from(u))
+            || pos + 8 + c > len
+        {
             break;
         }
         z.resize(c as usize, 0);

@@ -49,6 +49,26 @@ pub const DEFAULT_CHUNK_PAGES: usize = 32;
 /// what trace-cmd writes.
 pub const MAX_CHUNK_BYTES: u32 = 16 << 20;
 
+/// The largest ratio of uncompressed to compressed size a reader accepts (beyond 64 KiB):
+/// zstd can expand a few bytes into megabytes, so without it a small hostile file could make
+/// a reader hold gigabytes (one chunk per CPU). Recorder pages hold at least one record with
+/// its own header and time, so a chunk of them compresses at most ~200:1 (one record per page).
+pub const MAX_RATIO: u64 = 1024;
+
+/// Whether a chunk or section of `csize` compressed bytes may decompress to `usize_` bytes:
+/// at most [`MAX_CHUNK_BYTES`], and at most [`MAX_RATIO`] times `csize` (or 64 KiB).
+///
+/// ```
+/// use typhon_recorder::tracedat::plausible_size;
+/// assert!(plausible_size(4000, 131072));
+/// assert!(plausible_size(10, 65536));
+/// assert!(!plausible_size(100, 16 << 20));
+/// ```
+pub fn plausible_size(csize: u64, usize_: u64) -> bool {
+    usize_ <= u64::from(MAX_CHUNK_BYTES)
+        && usize_ <= (csize.saturating_mul(MAX_RATIO)).max(64 << 10)
+}
+
 /// Bytes of a chunk's header.
 pub const CHUNK_HEADER: usize = 8;
 
@@ -170,8 +190,9 @@ impl ChunkCompressor {
     }
 }
 
-/// Decompresses one chunk's frame into `out` (cleared first), which must come out exactly
-/// `size` bytes: no more is ever allocated, whatever the frame says.
+/// Decompresses one chunk's (or compressed section's) frame into `out` (cleared first), which
+/// must come out exactly `size` bytes (at most 64 MiB): no more is ever allocated, whatever
+/// the frame says.
 ///
 /// ```
 /// use typhon_recorder::tracedat::{decompress_chunk, ChunkCompressor};
@@ -185,10 +206,13 @@ impl ChunkCompressor {
 /// assert!(decompress_chunk(&z[8..z.len() - 1], 4096, &mut page).is_err());
 /// ```
 pub fn decompress_chunk(frame: &[u8], size: u32, out: &mut Vec<u8>) -> io::Result<()> {
-    if size > MAX_CHUNK_BYTES {
+    // The callers check their own caps (16 MiB a chunk, 64 MiB a metadata section); this one
+    // bounds what any caller can make it allocate.
+    const CAP: u32 = 64 << 20;
+    if size > CAP {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("chunk of {size} bytes uncompressed, over the {MAX_CHUNK_BYTES}-byte cap"),
+            format!("{size} bytes uncompressed, over the {CAP}-byte cap"),
         ));
     }
     out.clear();

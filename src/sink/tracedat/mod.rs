@@ -23,8 +23,8 @@ pub mod v7;
 pub mod writer;
 
 pub use compress::{
-    decompress_chunk, zstd_version, ChunkCompressor, Compression, CHUNK_HEADER,
-    DEFAULT_CHUNK_PAGES, DEFAULT_ZSTD_LEVEL, MAX_CHUNK_BYTES,
+    decompress_chunk, plausible_size, zstd_version, ChunkCompressor, Compression, CHUNK_HEADER,
+    DEFAULT_CHUNK_PAGES, DEFAULT_ZSTD_LEVEL, MAX_CHUNK_BYTES, MAX_RATIO,
 };
 pub use v7::{write_tracedat_v7, write_tracedat_v7_with};
 

@@ -156,11 +156,16 @@ impl<'f> CpuStream<'f> {
         let csize = read_uint(&h[..4], be);
         let usize_ = read_uint(&h[4..], be) as u32;
         let ps = self.file.layout.page_size;
-        if usize_ == 0 || usize_ % ps != 0 || usize_ > MAX_CHUNK_BYTES {
+        if usize_ == 0
+            || usize_ % ps != 0
+            || !typhon_recorder::tracedat::plausible_size(csize, u64::from(usize_))
+        {
             return Err(TraceDatError::Corrupt {
                 what: format!(
-                    "chunk of {usize_} bytes uncompressed (a multiple of the page size {ps}, \
-                     at most {MAX_CHUNK_BYTES})"
+                    "chunk of {csize} bytes compressed, {usize_} uncompressed (a multiple of \
+                     the page size {ps}, at most {MAX_CHUNK_BYTES} and {} times the compressed \
+                     size)",
+                    typhon_recorder::tracedat::MAX_RATIO
                 ),
                 at,
             });

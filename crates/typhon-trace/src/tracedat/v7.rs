@@ -66,9 +66,16 @@ pub(super) fn inflate(b: &[u8], big_endian: bool, at: u64) -> Result<Vec<u8>> {
     let csize = c.u32("compressed size")?;
     let usize_ = c.u32("uncompressed size")?;
     let frame = c.bytes_u64(u64::from(csize), "compressed data")?;
-    if usize_ > MAX_SECTION {
+    if usize_ > MAX_SECTION
+        || u64::from(usize_)
+            > (u64::from(csize) * typhon_recorder::tracedat::MAX_RATIO).max(64 << 10)
+    {
         return corrupt(
-            format!("section of {usize_} bytes uncompressed (at most {MAX_SECTION})"),
+            format!(
+                "section of {csize} bytes compressed, {usize_} uncompressed (at most \
+                 {MAX_SECTION}, and {} times the compressed size)",
+                typhon_recorder::tracedat::MAX_RATIO
+            ),
             at,
         );
     }
