@@ -687,7 +687,12 @@ pub fn recover(out: &Path) -> Res {
                 r.unreadable_pages
             );
         }
-        if r.torn_bytes > 0 {
+        if r.torn_chunks > 0 {
+            println!(
+                "  left out: {} compressed chunks the kill cut short ({} bytes; their pages are lost)",
+                r.torn_chunks, r.torn_bytes
+            );
+        } else if r.torn_bytes > 0 {
             println!(
                 "  left out: {} bytes of pages the kill cut short",
                 r.torn_bytes

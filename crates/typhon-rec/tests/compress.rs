@@ -289,6 +289,10 @@ fn a_torn_last_chunk_costs_only_that_chunk_and_is_counted() {
     drop(f);
     let (ok, o, e) = cli_recover(&out);
     assert!(ok, "{o}{e}");
+    assert!(
+        o.contains("left out: 1 compressed chunks the kill cut short"),
+        "{o}"
+    );
     let r = typhon_recorder::sink::recover(&whole); // already done: nothing to do
     assert!(r.is_err() || r.unwrap().already_complete);
     let per_slot = |p: &Path| {

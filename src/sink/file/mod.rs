@@ -28,9 +28,16 @@
 //! written through), and [`recover`] reads only regular files, opened without following links
 //! or blocking on FIFOs, a page at a time.
 //!
+//! A compressed recording ([`FileSink::create_with`], SPEC §11) keeps the same directory, but
+//! each part file holds zstd chunks of whole pages, compressed by a compressor thread as a
+//! slot's pages fill a chunk and at the end of every flush cycle (`chunks`); finishing copies
+//! the chunks as they are into a trace.dat version 7, and `recover` stops a slot at a torn
+//! last chunk (counted in `torn_chunks` and `torn_bytes`). `session.json` names the
+//! compression, so `recover` knows which form the parts are in.
+//!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
-//! lock), `counters` (the counters file), `assemble` (finishing and clean-up), `recover`; the
-//! sink itself is here.
+//! lock), `counters` (the counters file), `chunks` (compressed part files), `assemble`
+//! (finishing and clean-up), `recover`; the sink itself is here.
 
 mod assemble;
 mod chunks;
