@@ -35,17 +35,23 @@ pub(super) type Lost = (u64, u64);
 pub(super) struct Gather {
     data: Vec<u8>,
     pages: u64,
-    records: u64,
 }
 
 impl Gather {
     /// Adds a page; true when the chunk is full.
     pub(super) fn push(&mut self, page: &[u8], chunk_pages: u64) -> bool {
-        // Counted here, so that a chunk lost later is counted by its records.
-        self.records += PageRecords::new(page).map_or(0, |r| r.count() as u64);
         self.data.extend_from_slice(page);
         self.pages += 1;
         self.pages >= chunk_pages
+    }
+
+    /// The records of the gathered pages: counted only when a chunk is lost, so the flusher
+    /// does not walk every record of every page it hands over.
+    fn records(&self, page_size: usize) -> u64 {
+        self.data
+            .chunks_exact(page_size.max(1))
+            .map(|p| PageRecords::new(p).map_or(0, |r| r.count() as u64))
+            .sum()
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -103,8 +109,9 @@ impl Writer {
         if let Err(e) = r {
             let e = at(&slot_file(&self.dir, slot), "writing", e);
             // A poisoned lock: a panic elsewhere; the failure is still recorded.
+            let records = g.records(g.data.len() / g.pages.max(1) as usize);
             let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-            f.push((slot, e, (g.pages, g.records)));
+            f.push((slot, e, (g.pages, records)));
         }
     }
 
@@ -209,7 +216,6 @@ impl Compressor {
             w.chunk(slot, g);
             g.data.clear();
             g.pages = 0;
-            g.records = 0;
             return;
         }
         let mut data = self
@@ -218,23 +224,17 @@ impl Compressor {
             .and_then(|s| s.try_recv().ok())
             .unwrap_or_default();
         data.reserve(chunk_bytes);
-        let full = std::mem::replace(
-            g,
-            Gather {
-                data,
-                pages: 0,
-                records: 0,
-            },
-        );
+        let full = std::mem::replace(g, Gather { data, pages: 0 });
         if let Some(tx) = &self.tx {
             if let Err(back) = tx.send(Job::Chunk(slot, full)) {
                 // The thread is gone (it panicked): compress here from now on.
                 let Job::Chunk(slot, g) = back.0;
+                let records = g.records(g.data.len() / g.pages.max(1) as usize);
                 let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
                 f.push((
                     slot,
                     io::Error::other("the compressor thread stopped"),
-                    (g.pages, g.records),
+                    (g.pages, records),
                 ));
             }
         }
