@@ -462,3 +462,67 @@ fn a_kill_at_any_step_of_a_compressed_finish_loses_nothing() {
     assert!(finished && recovered >= 8, "{recovered} recoveries");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A disk that fills while a compressed recording runs: the chunks it refuses are counted
+/// (their records as `sink_lost`), so per slot attempted = written + missed + sink_lost, and
+/// the file (finished, or recovered once there is space) holds exactly the written records.
+#[test]
+fn a_full_disk_while_recording_compressed_counts_every_lost_chunk() {
+    let _g = doc_lock();
+    let Some(fs) = tmpfs("z-full", 8) else {
+        return;
+    };
+    let out = fs.0.join("z.dat");
+    let rec = RecorderBuilder::new()
+        .output(&out)
+        .compression(Compression::Zstd { level: 1 })
+        .flush_interval(std::time::Duration::from_millis(5))
+        .max_page_age(std::time::Duration::from_millis(5))
+        .start()
+        .unwrap();
+    let burst = |base: i32| {
+        let hs: Vec<_> = (0..3)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..30_000 {
+                        typhon_recorder::instant(base + t, i);
+                        if i % 5_000 == 0 {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+    };
+    burst(0);
+    rec.drain();
+    let filler = fill(&fs.0, 0);
+    burst(10);
+    rec.drain();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    rec.drain();
+    let stats = match rec.finish() {
+        Ok(s) => s,
+        Err(e) => e
+            .stats()
+            .expect("the final counters are in the error")
+            .clone(),
+    };
+    let lost: u64 = stats.slots.iter().map(|s| s.sink_lost).sum();
+    assert!(lost > 0, "the full disk refused some chunks: {stats:?}");
+    for s in &stats.slots {
+        assert_eq!(
+            s.attempted,
+            s.written + s.missed + s.sink_lost,
+            "slot {}",
+            s.slot
+        );
+    }
+    std::fs::remove_file(filler).unwrap();
+    if typhon_recorder::sink::parts_dir(&out).exists() {
+        let (ok, o, e) = cli_recover(&out);
+        assert!(ok, "{o}{e}");
+    }
+    assert_eq!(records(&out).len() as u64, stats.total_written());
+}
