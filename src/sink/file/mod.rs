@@ -394,6 +394,17 @@ impl FileSink {
     fn assemble_all(&mut self, summary: &SessionSummary) -> io::Result<()> {
         let page = self.page_size as u64;
         if let Err(e) = self.flush() {
+            if let Some(c) = self.compressor.as_mut() {
+                // The chunks the disk refused are counted and handed back (`chunk_failures`),
+                // those still queued too once written or refused; what reached the disk stays
+                // for `recover`.
+                drop(c.finish());
+                let _ = self.chunk_failures();
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("writing the last chunks: {e} (their pages are lost, and counted)"),
+                ));
+            }
             // What the disk would not take is lost: noted for `recover`, and handed to the
             // flusher (`take_unstored`), which counts its records as `sink_lost`.
             let mut unwritten = 0;
