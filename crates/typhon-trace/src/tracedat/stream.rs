@@ -79,10 +79,22 @@ pub struct CpuStream<'f> {
 impl<'f> CpuStream<'f> {
     pub(super) fn new(file: &'f TraceFile, cpu: u32) -> Self {
         let (off, size) = file.cpu_data(cpu).unwrap_or((0, 0));
-        // Chunks are bounded by their count and the file (trace-cmd 3.1.6 leaves the count's
-        // 4 bytes out of the size, 3.2 counts them).
+        // Chunks are bounded by their count and by the CPU's region: its size and the 4
+        // bytes of the count (trace-cmd 3.1.6 leaves those out of the size, 3.2 counts them),
+        // never past the next CPU's data or the file's end, so no byte is read for two CPUs.
         let end = if file.layout.chunked {
-            file.layout.file_len
+            let next = file
+                .layout
+                .cpu_data
+                .iter()
+                .map(|e| e.1)
+                .filter(|&o| o > off)
+                .min()
+                .unwrap_or(u64::MAX);
+            off.saturating_add(size)
+                .saturating_add(4)
+                .min(next)
+                .min(file.layout.file_len)
         } else {
             off.saturating_add(size)
         };
