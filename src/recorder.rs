@@ -129,6 +129,7 @@ pub struct RecorderBuilder {
     max_page_age: Duration,
     spare_rings: usize,
     disabled: Vec<TraceEventKind>,
+    compression: crate::tracedat::Compression,
 }
 
 impl Default for RecorderBuilder {
@@ -169,7 +170,28 @@ impl RecorderBuilder {
             max_page_age: Duration::from_secs(1),
             spare_rings: DEFAULT_SPARE_RINGS,
             disabled: Vec::new(),
+            compression: crate::tracedat::Compression::None,
         }
+    }
+
+    /// How the output file is written (SPEC §11): [`Compression::None`] (the default: a
+    /// trace.dat version 6) or [`Compression::Zstd`], a version 7 file whose pages the flusher
+    /// compresses into zstd chunks while recording, so the disk sees only compressed bytes.
+    /// Applies to [`Self::output`]; a [`Self::sink`] of your own gets pages as they are.
+    ///
+    /// [`Compression::None`]: crate::tracedat::Compression::None
+    /// [`Compression::Zstd`]: crate::tracedat::Compression::Zstd
+    ///
+    /// ```
+    /// use typhon_recorder::{tracedat::Compression, RecorderBuilder};
+    /// let b = RecorderBuilder::new().compression(Compression::Zstd { level: 1 });
+    /// assert!(b.validate().is_ok());
+    /// let b = RecorderBuilder::new().compression(Compression::Zstd { level: 42 });
+    /// assert!(b.validate().is_err());
+    /// ```
+    pub fn compression(mut self, c: crate::tracedat::Compression) -> Self {
+        self.compression = c;
+        self
     }
 
     /// Pages go to this sink.
@@ -309,6 +331,7 @@ impl RecorderBuilder {
                 crate::write::ring::MAX_CAPACITY
             )));
         }
+        self.compression.check().map_err(RecorderError::Config)?;
         if self.flush_interval.is_zero() {
             return Err(RecorderError::Config("flush interval must be > 0".into()));
         }
@@ -353,7 +376,12 @@ impl RecorderBuilder {
             (None, Some(path)) => {
                 let path = crate::sink::output_path(path)
                     .map_err(|e| RecorderError::Config(e.to_string()))?;
-                Box::new(crate::sink::FileSink::create(path, self.page_size)?)
+                Box::new(crate::sink::FileSink::create_with(
+                    path,
+                    self.page_size,
+                    self.compression,
+                    0,
+                )?)
             }
             (None, None) => {
                 return Err(RecorderError::Config(

@@ -25,6 +25,7 @@ namespace Typhon.Recorder
         public UIntPtr PageSize;       // size_t page_size
         public UIntPtr RingBytes;      // size_t ring_bytes
         public ulong FlushIntervalUs;  // uint64_t flush_interval_us
+        public uint ZstdLevel;         // uint32_t zstd_level: 0 = uncompressed, 1..19 = zstd
     }
 
     /// <summary>Session counters (TyphonStats); finished: Attempted == Written + Missed + SinkLost.</summary>
@@ -206,7 +207,7 @@ namespace Typhon.Recorder
         public static byte[] Utf8(string s) => Encoding.UTF8.GetBytes(s);
 
         /// <summary>Starts the process-wide recorder writing to <paramref name="outputPath"/>.</summary>
-        public static void Start(string outputPath, ulong pageSize = 0, ulong ringBytes = 0, ulong flushIntervalUs = 0)
+        public static void Start(string outputPath, ulong pageSize = 0, ulong ringBytes = 0, ulong flushIntervalUs = 0, uint zstdLevel = 0)
         {
             if (outputPath == null) throw new ArgumentNullException(nameof(outputPath));
             byte[] path = new byte[Encoding.UTF8.GetByteCount(outputPath) + 1]; // + the NUL
@@ -219,6 +220,7 @@ namespace Typhon.Recorder
                     PageSize = new UIntPtr(pageSize),
                     RingBytes = new UIntPtr(ringBytes),
                     FlushIntervalUs = flushIntervalUs,
+                    ZstdLevel = zstdLevel,
                 };
                 Check(Native.typhon_start(&cfg));
             }

@@ -137,6 +137,10 @@ typedef struct TyphonConfig {
   size_t ring_bytes;
   // How often the flusher drains the rings, in microseconds (0 = 10 000).
   uint64_t flush_interval_us;
+  // 0: an uncompressed trace.dat version 6. 1..=19: a trace.dat version 7 whose pages are
+  // compressed with zstd at this level while recording (1 is the fastest and, on Typhon
+  // records, about as small as 3: BENCHMARKS.md). Other values: `TYPHON_ERR_CONFIG`.
+  uint32_t zstd_level;
 } TyphonConfig;
 
 // Counters of a session, summed over every slot (slot 0, the recorder's own stream,

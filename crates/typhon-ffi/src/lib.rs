@@ -31,7 +31,7 @@
 //! std::fs::create_dir_all(&dir).unwrap();
 //! let path = std::ffi::CString::new(dir.join("t.dat").to_str().unwrap()).unwrap();
 //! let cfg = TyphonConfig { output_path: path.as_ptr(), page_size: 0, ring_bytes: 0,
-//!     flush_interval_us: 0 };
+//!     flush_interval_us: 0, zstd_level: 0 };
 //! unsafe {
 //!     assert_eq!(typhon_start(&cfg), TYPHON_OK);
 //!     assert_eq!(typhon_tick_start(), TYPHON_OK);

@@ -30,6 +30,10 @@ pub struct TyphonConfig {
     pub ring_bytes: usize,
     /// How often the flusher drains the rings, in microseconds (0 = 10 000).
     pub flush_interval_us: u64,
+    /// 0: an uncompressed trace.dat version 6. 1..=19: a trace.dat version 7 whose pages are
+    /// compressed with zstd at this level while recording (1 is the fastest and, on Typhon
+    /// records, about as small as 3: BENCHMARKS.md). Other values: `TYPHON_ERR_CONFIG`.
+    pub zstd_level: u32,
 }
 
 /// Counters of a session, summed over every slot (slot 0, the recorder's own stream,
@@ -105,7 +109,7 @@ pub(crate) static RECORDER: Mutex<Option<Arc<Recorder>>> = Mutex::new(None);
 /// use typhon_ffi::*;
 /// assert_eq!(unsafe { typhon_start(std::ptr::null()) }, TYPHON_ERR_NULL);
 /// let cfg = TyphonConfig { output_path: std::ptr::null(), page_size: 0, ring_bytes: 0,
-///     flush_interval_us: 0 };
+///     flush_interval_us: 0, zstd_level: 0 };
 /// assert_eq!(unsafe { typhon_start(&cfg) }, TYPHON_ERR_NULL);
 /// ```
 #[no_mangle]
@@ -143,6 +147,11 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
         }
         if cfg.flush_interval_us != 0 {
             b = b.flush_interval(Duration::from_micros(cfg.flush_interval_us));
+        }
+        if cfg.zstd_level != 0 {
+            // Out of 1..=19 (a huge u32 included) is refused by `validate` below.
+            let level = i32::try_from(cfg.zstd_level).unwrap_or(i32::MAX);
+            b = b.compression(typhon_recorder::tracedat::Compression::Zstd { level });
         }
         let mut slot = RECORDER.lock();
         if slot.is_some() {

@@ -424,8 +424,8 @@ fn differences_are_caught() {
             "TyphonConfig",
             edit(
                 &h,
-                "  uint64_t flush_interval_us;\n} TyphonConfig;",
-                "  uint64_t flush_interval_us;\n  uint32_t zones;\n} TyphonConfig;",
+                "  uint32_t zstd_level;\n} TyphonConfig;",
+                "  uint32_t zstd_level;\n  uint32_t zones;\n} TyphonConfig;",
             ),
             cs.clone(),
         ),

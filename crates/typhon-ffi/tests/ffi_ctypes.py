@@ -18,7 +18,8 @@ THREAD_WORKER = 1
 
 class TyphonConfig(C.Structure):
     _fields_ = [("output_path", C.c_char_p), ("page_size", C.c_size_t),
-                ("ring_bytes", C.c_size_t), ("flush_interval_us", C.c_uint64)]
+                ("ring_bytes", C.c_size_t), ("flush_interval_us", C.c_uint64),
+                ("zstd_level", C.c_uint32)]
 
 
 STATS_FIELDS = ["attempted", "written", "missed", "filtered", "refused", "no_slot", "pages",

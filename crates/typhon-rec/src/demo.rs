@@ -46,6 +46,10 @@ pub struct DemoArgs {
     /// Print only the summary, as JSON, on stdout.
     #[arg(long)]
     json: bool,
+    /// Write a compressed trace.dat version 7: `zstd` (level 1), `zstd:LEVEL` (1..=19), or
+    /// `none` (version 6, the default).
+    #[arg(long, default_value = "none", value_parser = typhon_recorder::tracedat::Compression::parse)]
+    compress: typhon_recorder::tracedat::Compression,
 }
 
 /// Samples write latency: every 32nd write is bracketed by clock reads.
@@ -260,6 +264,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         .output(&a.out)
         .page_size(a.page_size)
         .ring_bytes(a.ring_size)
+        .compression(a.compress)
         .start()
         .map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -312,11 +317,11 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     let stats = rec.finish().map_err(|e| e.to_string())?;
 
     // Read the file back: the summary describes what is in it.
-    let f = TraceFile::open(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let f = TraceFile::open_streaming(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     let mut in_file = 0u64;
     let mut missed_in_file = 0u64;
-    for r in f.records() {
+    for r in f.stream_records() {
         let r = r.map_err(|e| e.to_string())?;
         in_file += 1;
         if let Some(m) = r.missed_before.filter(|&m| m > 0) {
@@ -351,6 +356,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             "longest_drain_gap_ms": drain_gap_ms,
             "bytes": bytes,
             "page_size": a.page_size,
+            "compression": a.compress.to_string(),
             "kinds": kinds,
             "latency_ns": { "p50": q(0.5), "p99": q(0.99), "p999": q(0.999), "p9999": q(0.9999),
                             "max": hist.max(), "samples": hist.len() },

@@ -11,10 +11,6 @@ use typhon_trace::tracedat::{TraceFile, OPTION_TYPHON_META};
 
 pub type Res = Result<(), String>;
 
-fn open(file: &Path) -> Result<TraceFile, String> {
-    TraceFile::open(file).map_err(|e| format!("{}: {e}", file.display()))
-}
-
 /// The slot's thread name from the file, escaped for the terminal.
 pub(crate) fn comm(f: &TraceFile, cpu: u32) -> String {
     printable(f.cmdline(cpu as i64).unwrap_or("<...>")).to_string()
@@ -564,7 +560,8 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
 
 /// The raw pages of one slot, one file per page.
 pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
-    let f = open(file)?;
+    // Streaming: a page (or, compressed, a chunk) at a time, whatever the file's size.
+    let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
     if slot >= f.cpus() {
         return Err(format!(
             "{}: no slot {slot} (the file has slots 0..{})",
@@ -574,7 +571,14 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
     }
     out_dir(out)?;
     let mut n = 0;
-    for (i, page) in f.pages(slot).enumerate() {
+    let mut s = f.stream_cpu(slot);
+    let mut i = 0;
+    while let Some(page) = s.next_page() {
+        let (_, page) = page.map_err(|e| format!("{}: slot {slot}: {e}", file.display()))?;
+        // A trailing partial page is not a sub-buffer (the reader reports it elsewhere).
+        if page.len() != f.page_size() as usize {
+            continue;
+        }
         let p = out.join(format!("slot-{slot:03}-page-{i:06}.raw"));
         // create_new (O_CREAT | O_EXCL): nothing is written through a link planted under the
         // page's name, and no file already there is overwritten.
@@ -593,6 +597,7 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
         o.write_all(page)
             .map_err(|e| format!("{}: {e}", p.display()))?;
         n += 1;
+        i += 1;
     }
     println!(
         "wrote {n} pages of {} bytes to {} (read one with: cargo run --example kbuffer_dump -- FILE)",
@@ -697,7 +702,12 @@ pub fn recover(out: &Path) -> Res {
                 r.unreadable_pages
             );
         }
-        if r.torn_bytes > 0 {
+        if r.torn_chunks > 0 {
+            println!(
+                "  left out: {} compressed chunks the kill cut short ({} bytes; their pages are lost)",
+                r.torn_chunks, r.torn_bytes
+            );
+        } else if r.torn_bytes > 0 {
             println!(
                 "  left out: {} bytes of pages the kill cut short",
                 r.torn_bytes

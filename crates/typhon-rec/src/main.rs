@@ -1,6 +1,7 @@
 //! `typhon-rec`: record a demo workload, and read, summarise, export, split and recover trace.dat
 //! files.
 
+mod convert;
 mod demo;
 mod durations;
 mod inspect;
@@ -75,6 +76,22 @@ enum Cmd {
     },
     /// Send a recording to an OpenTelemetry Collector (OTLP/HTTP protobuf, POST URL/v1/traces).
     Push(push::PushArgs),
+    /// Rewrite a recording as trace.dat version 6, or version 7 uncompressed or zstd-compressed.
+    Convert {
+        /// The recording to read.
+        input: PathBuf,
+        /// The file to write (must not exist).
+        output: PathBuf,
+        /// `zstd` (level 1), `zstd:LEVEL` (1..=19) or `none`.
+        #[arg(long, default_value = "none", value_parser = typhon_recorder::tracedat::Compression::parse)]
+        compress: typhon_recorder::tracedat::Compression,
+        /// File version: 6 or 7 (default: 7 when compressed, else 6).
+        #[arg(long)]
+        version: Option<u32>,
+        /// Pages per compressed chunk (default 32; trace-cmd writes 10).
+        #[arg(long, default_value_t = 0, hide = true)]
+        chunk_pages: usize,
+    },
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
     Recover {
         /// The output path the recording was writing to.
@@ -144,6 +161,13 @@ fn main() -> ExitCode {
         Cmd::Push(a) => push::push(&a),
         Cmd::Recover { out } => inspect::recover(&out),
         Cmd::Bench { quick, json, plot } => inspect::bench(quick, json, plot.as_deref()),
+        Cmd::Convert {
+            input,
+            output,
+            compress,
+            version,
+            chunk_pages,
+        } => convert::convert(&input, &output, compress, version, chunk_pages),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -239,6 +239,7 @@ fn outputs_that_are_not_regular_files_are_refused() {
             page_size: 0,
             ring_bytes: 0,
             flush_interval_us: 0,
+            zstd_level: 0,
         };
         // SAFETY: a valid config whose path outlives the call; it is refused, so nothing
         // is left to finish.
@@ -769,6 +770,7 @@ fn typhon_finish_fills_its_stats_on_a_full_disk() {
         page_size: 0,
         ring_bytes: 0,
         flush_interval_us: 5000,
+        zstd_level: 0,
     };
     // SAFETY: a valid config whose path outlives the call.
     assert_eq!(unsafe { typhon_start(&cfg) }, TYPHON_OK);

@@ -129,6 +129,25 @@ pub fn tracedat(data: Vec<u8>) -> Option<usize> {
         assert!(m <= bound, "records() does not end");
         let _ = r;
     }
+    if tf.compression().is_some() {
+        // Compressed page data is read only by the streaming readers, a chunk at a time: each
+        // chunk is at most MAX_RATIO times its compressed bytes, so the records are bounded.
+        let bound = tf_len.saturating_mul(typhon_recorder::tracedat::MAX_RATIO as usize) / 4 + 2;
+        for cpu in 0..tf.cpus().min(1024) {
+            let mut s = tf.stream_cpu(cpu);
+            while let Some(p) = s.next_page() {
+                let _ = p.map(|p| p.1.len());
+            }
+        }
+        for r in tf.stream_records() {
+            n += 1;
+            assert!(n <= bound, "stream_records() does not end");
+            if let Ok(r) = r {
+                let _ = tf.event_of(&r.data);
+                record(&r.data);
+            }
+        }
+    }
     Some(n)
 }
 
@@ -138,6 +157,17 @@ pub fn tracedat(data: Vec<u8>) -> Option<usize> {
 pub fn export(data: Vec<u8>) -> Option<usize> {
     use crate::export::{Format, Phase, Timeline};
     let tf = TraceFile::parse(data).ok()?;
+    if tf.compression().is_some() {
+        // A compressed file's records are not in its bytes (`Timeline::build` borrows them):
+        // the streaming exporter, which `typhon-rec export` runs, reads it chunk by chunk.
+        let s = crate::export::export(&tf, Format::Perfetto, &mut std::io::sink()).ok()?;
+        let mut json = Vec::new();
+        crate::export::export(&tf, Format::Chrome, &mut json).ok()?;
+        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&json) {
+            panic!("the Chrome export is not JSON: {e}");
+        }
+        return Some((s.slices * 2 + s.instants) as usize);
+    }
     let t = Timeline::build(&tf).ok()?;
     let mut open = vec![0usize; t.tracks.len()];
     for e in &t.events {
@@ -313,4 +343,41 @@ pub fn v6_to_v7(v6: &[u8]) -> Option<Vec<u8>> {
     option(&mut o, 0, &0u64.to_le_bytes()); // DONE: no next options section
     section(&mut out, 0, &o);
     Some(out)
+}
+
+/// A zstd-compressed version 7 copy of a Typhon version 6 file (two pages to a chunk, so a
+/// small file has several chunks): the compressed seed of the fuzz corpus. `None` for a file
+/// that does not parse or has no Typhon metadata.
+///
+/// ```
+/// use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotPages, TraceFile};
+/// let pages = vec![0u8; 4096];
+/// let mut out = std::io::Cursor::new(Vec::new());
+/// write_tracedat(&mut out, &FileMeta::new(4096), &mut [SlotPages::from_bytes(1, &pages)]).unwrap();
+/// let z = typhon_trace::fuzzing::v6_to_zstd(&out.into_inner()).unwrap();
+/// let f = TraceFile::parse(z).unwrap();
+/// assert_eq!((f.version(), f.compression()), (7, Some("zstd")));
+/// ```
+pub fn v6_to_zstd(v6: &[u8]) -> Option<Vec<u8>> {
+    use typhon_recorder::tracedat::{write_tracedat_v7, Compression, SlotPages};
+    let tf = TraceFile::parse(v6.to_vec()).ok()?;
+    let meta = tf.typhon_meta()?.ok()?;
+    let bytes: Vec<(u8, Vec<u8>)> = (0..tf.cpus().min(256))
+        .map(|c| (c as u8, tf.pages(c).flatten().copied().collect::<Vec<u8>>()))
+        .filter(|(_, b)| !b.is_empty())
+        .collect();
+    let mut slots: Vec<SlotPages<'_>> = bytes
+        .iter()
+        .map(|(c, b)| SlotPages::from_bytes(*c, b))
+        .collect();
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat_v7(
+        &mut out,
+        &meta,
+        Compression::Zstd { level: 1 },
+        2,
+        &mut slots,
+    )
+    .ok()?;
+    Some(out.into_inner())
 }

@@ -94,12 +94,16 @@ fn iters() -> usize {
 /// (the trace.dat bytes, its pages, its records)
 type Corpus = (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
 
-/// Version 7 copies of the corpus file: ours, and trace-cmd's own when it is installed.
+/// Version 7 copies of the corpus file: ours (uncompressed and zstd), and trace-cmd's own when
+/// it is installed.
 fn v7_corpus() -> &'static Vec<Vec<u8>> {
     static C: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     C.get_or_init(|| {
         let (file, _, _) = corpus();
-        let mut v = vec![fuzzing::v6_to_v7(file).expect("a v7 copy")];
+        let mut v = vec![
+            fuzzing::v6_to_v7(file).expect("a v7 copy"),
+            fuzzing::v6_to_zstd(file).expect("a zstd v7 copy"),
+        ];
         let dir = std::env::temp_dir().join(format!("typhon-fuzz-v7-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let (i, o) = (dir.join("v6.dat"), dir.join("v7.dat"));

@@ -5,7 +5,9 @@ use super::paths::{
     assembly_files, at, create_new, journal_renamed, journal_slot, known, looks_ours, DirLock,
     Known, LOCK,
 };
-use crate::sink::tracedat::{write_tracedat_with, FileMeta, SlotPages};
+use crate::sink::tracedat::{
+    write_tracedat_v7_with, write_tracedat_with, Compression, FileMeta, SlotPages,
+};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -47,6 +49,8 @@ pub(super) struct Source {
     pub(super) len: u64,
     /// Delete `path` once its pages are durable in the new assembly (a part file).
     pub(super) remove: bool,
+    /// `Some(n)`: the bytes are `n` compressed chunks, not pages.
+    pub(super) chunks: Option<u32>,
 }
 
 /// A page that could not be read: (slot, page index in the slot, error).
@@ -131,6 +135,7 @@ pub(super) fn assemble(
     dir: &Path,
     out: &Path,
     meta: &FileMeta,
+    compression: Compression,
     sources: Vec<Source>,
     strict: bool,
 ) -> io::Result<Assembled> {
@@ -160,6 +165,7 @@ pub(super) fn assemble(
             paths.insert(s.slot, (s.path.clone(), s.remove));
             let len = s.len;
             let slot = s.slot;
+            let chunks = s.chunks;
             let src = PageSource {
                 file: Some(s.file),
                 path: s.path,
@@ -171,12 +177,15 @@ pub(super) fn assemble(
                 strict,
                 bad: bad.clone(),
             };
-            SlotPages::new(slot, len, src)
+            match chunks {
+                Some(n) => SlotPages::chunked(slot, len, n, src),
+                None => SlotPages::new(slot, len, src),
+            }
         })
         .collect();
     let mut kept = BTreeSet::new();
     let mut w = BufWriter::new(file);
-    write_tracedat_with(&mut w, meta, &mut slots, |w, slot, offset, len| {
+    let copied = |w: &mut &mut BufWriter<File>, slot: u8, offset: u64, len: u64| {
         w.flush()?;
         w.get_ref()
             .sync_data()
@@ -195,7 +204,12 @@ pub(super) fn assemble(
             }
         }
         Ok(())
-    })
+    };
+    if compression.is_compressed() {
+        write_tracedat_v7_with(&mut w, meta, compression, 0, &mut slots, copied)
+    } else {
+        write_tracedat_with(&mut w, meta, &mut slots, copied)
+    }
     .map_err(|e| {
         if e.to_string().contains(&dir.display().to_string()) {
             e

@@ -28,11 +28,19 @@
 //! written through), and [`recover`] reads only regular files, opened without following links
 //! or blocking on FIFOs, a page at a time.
 //!
+//! A compressed recording ([`FileSink::create_with`], SPEC §11) keeps the same directory, but
+//! each part file holds zstd chunks of whole pages, compressed by a compressor thread as a
+//! slot's pages fill a chunk and at the end of every flush cycle (`chunks`); finishing copies
+//! the chunks as they are into a trace.dat version 7, and `recover` stops a slot at a torn
+//! last chunk (counted in `torn_chunks` and `torn_bytes`). `session.json` names the
+//! compression, so `recover` knows which form the parts are in.
+//!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
-//! lock), `counters` (the counters file), `assemble` (finishing and clean-up), `recover`; the
-//! sink itself is here.
+//! lock), `counters` (the counters file), `chunks` (compressed part files), `assemble`
+//! (finishing and clean-up), `recover`; the sink itself is here.
 
 mod assemble;
+mod chunks;
 mod counters;
 mod paths;
 mod recover;
@@ -41,9 +49,12 @@ pub use paths::{output_path, parts_dir};
 pub use recover::{recover, Recovered};
 
 use crate::flush::page::PageRecords;
-use crate::sink::tracedat::{FileMeta, SlotMeta};
+use crate::sink::tracedat::{
+    ChunkCompressor, Compression, FileMeta, SlotMeta, DEFAULT_CHUNK_PAGES,
+};
 use crate::sink::{SessionSummary, Sink, Unstored};
 use assemble::{assemble, cleanup, names, Source};
+use chunks::{Compressor, Gather};
 use counters::CountersFile;
 use paths::*;
 use std::collections::{BTreeSet, VecDeque};
@@ -81,6 +92,12 @@ pub struct FileSink {
     unstored: Vec<Unstored>,
     /// `counters`: what no page carries, for `recover` after a kill.
     counters: CountersFile,
+    compression: Compression,
+    /// A compressed recording's pages gathered per slot (then `files` is unused), the
+    /// compressor that writes them as chunks to the part files, and pages per chunk.
+    gathers: Vec<Gather>,
+    compressor: Option<Compressor>,
+    chunk_pages: u64,
 }
 
 /// Bytes buffered per slot file before they go to the OS.
@@ -203,6 +220,43 @@ impl FileSink {
     /// assert!(e.to_string().contains("is a directory"));
     /// ```
     pub fn create(out: impl AsRef<Path>, page_size: usize) -> io::Result<Self> {
+        Self::create_with(out, page_size, Compression::None, 0)
+    }
+
+    /// [`Self::create`] for a recording written as `compression` says: compressed, each
+    /// slot's part file holds chunks of `chunk_pages` pages (0: [`DEFAULT_CHUNK_PAGES`]),
+    /// compressed by the flusher as they fill and at the end of every flush cycle, and
+    /// finishing assembles a trace.dat version 7.
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{FileSink, Sink, SessionSummary};
+    /// use typhon_recorder::tracedat::Compression;
+    /// let dir = std::env::temp_dir().join(format!("fs-z-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let out = dir.join("t.dat");
+    /// let mut s = FileSink::create_with(&out, 4096, Compression::Zstd { level: 1 }, 0).unwrap();
+    /// s.finish(&SessionSummary { page_size: 4096, ..Default::default() }).unwrap();
+    /// assert_eq!(&std::fs::read(&out).unwrap()[..12], b"\x17\x08\x44tracing7\0");
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn create_with(
+        out: impl AsRef<Path>,
+        page_size: usize,
+        compression: Compression,
+        chunk_pages: usize,
+    ) -> io::Result<Self> {
+        compression
+            .check()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let z = match compression {
+            Compression::Zstd { level } => Some(ChunkCompressor::new(level)?),
+            Compression::None => None,
+        };
+        let chunk_pages = if chunk_pages == 0 {
+            DEFAULT_CHUNK_PAGES
+        } else {
+            chunk_pages
+        };
         let out = output_path(out.as_ref())?;
         let dir = parts_dir(&out);
         match fs::create_dir(&dir) {
@@ -219,7 +273,7 @@ impl FileSink {
             let mut f = create_new(&session)?;
             made.push(SESSION);
             f.write_all(
-                serde_json::json!({ "page_size": page_size })
+                serde_json::json!({ "page_size": page_size, "compression": compression.to_string() })
                     .to_string()
                     .as_bytes(),
             )
@@ -247,6 +301,7 @@ impl FileSink {
                 return Err(e);
             }
         };
+        let compressor = z.map(|z| Compressor::new(&dir, z));
         Ok(Self {
             out,
             dir,
@@ -259,6 +314,10 @@ impl FileSink {
             first_error: None,
             unstored: Vec::new(),
             counters,
+            compression,
+            gathers: (0..256).map(|_| Gather::default()).collect(),
+            compressor,
+            chunk_pages: chunk_pages as u64,
         })
     }
 
@@ -288,9 +347,64 @@ impl FileSink {
         })
     }
 
+    /// Hands slot `slot`'s gathered pages to the compressor.
+    fn send_chunk(&mut self, slot: u8) {
+        let bytes = self.page_size * self.chunk_pages as usize;
+        if let Some(c) = self.compressor.as_mut() {
+            c.send(slot, &mut self.gathers[slot as usize], bytes);
+        }
+    }
+
+    /// Counts the chunks the compressor could not write; the first error.
+    fn chunk_failures(&mut self) -> io::Result<()> {
+        let failed = self
+            .compressor
+            .as_mut()
+            .map(|c| c.failures())
+            .unwrap_or_default();
+        let mut first = Ok(());
+        for (slot, e, lost) in failed {
+            self.chunk_lost(slot, &e, 0, lost);
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
+        first
+    }
+
+    /// A failed chunk: the error counted, and the pages it lost besides the one the flusher
+    /// counts itself handed back through [`Sink::take_unstored`].
+    fn chunk_lost(
+        &mut self,
+        slot: u8,
+        e: &io::Error,
+        this_page: u64,
+        (pages, records): (u64, u64),
+    ) {
+        self.note_error(this_page + pages, e);
+        if pages > 0 {
+            self.unstored.push(Unstored {
+                slot,
+                pages,
+                records,
+            });
+        }
+    }
+
     fn assemble_all(&mut self, summary: &SessionSummary) -> io::Result<()> {
         let page = self.page_size as u64;
         if let Err(e) = self.flush() {
+            if let Some(c) = self.compressor.as_mut() {
+                // The chunks the disk refused are counted and handed back (`chunk_failures`),
+                // those still queued too once written or refused; what reached the disk stays
+                // for `recover`.
+                drop(c.finish());
+                let _ = self.chunk_failures();
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("writing the last chunks: {e} (their pages are lost, and counted)"),
+                ));
+            }
             // What the disk would not take is lost: noted for `recover`, and handed to the
             // flusher (`take_unstored`), which counts its records as `sink_lost`.
             let mut unwritten = 0;
@@ -323,6 +437,32 @@ impl FileSink {
                 offset: 0,
                 len: f.accepted / page * page,
                 remove: true,
+                chunks: None,
+            });
+        }
+        let cfiles = self
+            .compressor
+            .as_mut()
+            .map(|c| c.finish())
+            .unwrap_or_default();
+        if let Err(e) = self.chunk_failures() {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "writing the last chunks: {e} (their pages could not be written and are lost)"
+                ),
+            ));
+        }
+        for (slot, f) in cfiles.into_iter().enumerate() {
+            let Some(f) = f else { continue };
+            sources.push(Source {
+                slot: slot as u8,
+                path: f.path,
+                file: f.file,
+                offset: 0,
+                len: f.len,
+                remove: true,
+                chunks: Some(f.chunks),
             });
         }
         let mut meta = FileMeta::new(self.page_size as u32);
@@ -359,7 +499,7 @@ impl FileSink {
                 "sink_lost": s.sink_lost, "clamped": s.clamped, "unclosed": s.unclosed, "thread_ids": s.thread_ids, "threads": s.threads,
             })).collect::<Vec<_>>(),
         });
-        let a = assemble(&self.dir, &self.out, &meta, sources, true)?;
+        let a = assemble(&self.dir, &self.out, &meta, self.compression, sources, true)?;
         // Unlocked and removed last: until here the directory is this recording's.
         let left = cleanup(&self.dir, &a.journal, &BTreeSet::new(), &mut self.lock);
         if !left.is_empty() {
@@ -393,6 +533,7 @@ impl Sink for FileSink {
             "wall_anchor_ns": start.wall_anchor_ns,
             "monotonic_anchor_ns": start.monotonic_anchor_ns,
             "version": start.version,
+            "compression": self.compression.to_string(),
         });
         let path = self.dir.join(SESSION);
         let f = open_regular(&path, true)?;
@@ -402,6 +543,14 @@ impl Sink for FileSink {
     }
 
     fn write_page(&mut self, slot: u8, page: &[u8]) -> io::Result<()> {
+        if self.compressor.is_some() {
+            if self.gathers[slot as usize].push(page, self.chunk_pages) {
+                self.send_chunk(slot);
+            }
+            // A chunk that failed is counted as it is learnt (the page just taken is not in it).
+            let _ = self.chunk_failures();
+            return Ok(());
+        }
         let r = self.open_slot(slot).and_then(|f| f.write_page(page));
         if let Err(e) = &r {
             self.note_error(1, e);
@@ -414,6 +563,14 @@ impl Sink for FileSink {
         // cycle and a kill loses none of them; the first error is returned. A failed flush
         // keeps its unwritten bytes buffered, to go out with the next one.
         let mut first = Ok(());
+        if self.compressor.is_some() {
+            for slot in 0..=255u8 {
+                if !self.gathers[slot as usize].is_empty() {
+                    self.send_chunk(slot);
+                }
+            }
+            first = self.chunk_failures();
+        }
         for f in self.files.iter_mut().flatten() {
             if let Err(e) = f.flush() {
                 if first.is_ok() {

@@ -5,7 +5,9 @@ use super::assemble::{assemble, cleanup, Source, Unreadable};
 use super::counters::{self, Counts, HALF};
 use super::paths::*;
 use crate::flush::page::PageRecords;
-use crate::sink::tracedat::{FileMeta, SlotMeta};
+use crate::sink::tracedat::{
+    decompress_chunk, plausible_size, Compression, FileMeta, SlotMeta, CHUNK_HEADER,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io;
@@ -27,9 +29,14 @@ pub struct Recovered {
     /// Of `damaged_pages`, those that are all zero (a sparse or zeroed part file): no page
     /// the recorder writes is.
     pub zero_pages: u64,
-    /// Bytes of a last page the kill cut short (per slot, at most a page less one byte). Left
-    /// out of the file: a partial page is not a sub-buffer.
+    /// Bytes of a last page the kill cut short (per slot, at most a page less one byte), or of
+    /// a compressed recording's last chunk that the kill cut short (or that does not
+    /// decompress, and what follows it). Left out of the file: a partial page is not a
+    /// sub-buffer.
     pub torn_bytes: u64,
+    /// Compressed recordings: chunks left out as torn (at most one per slot after a kill).
+    /// Their pages are unknown, so in no other count.
+    pub torn_chunks: u64,
     /// Pages that could not be read (an I/O error): written to the file as empty pages, their
     /// records lost; the part file is kept for another try. Each is in `errors`.
     pub unreadable_pages: u64,
@@ -152,60 +159,136 @@ pub(super) struct Scan {
 }
 
 pub(super) fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
-    let mut sm = SlotMeta {
-        slot: src.slot,
-        ..Default::default()
+    let mut sc = Scan {
+        meta: SlotMeta {
+            slot: src.slot,
+            ..Default::default()
+        },
+        pages: 0,
+        damaged: 0,
+        zero: 0,
     };
     let mut buf = vec![0u8; page as usize];
-    let (mut pages, mut damaged, mut zero) = (0, 0, 0);
-    for i in 0..src.len / page {
-        pages += 1;
-        if let Err(e) = src.file.read_exact_at(&mut buf, src.offset + i * page) {
-            bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
-            continue;
+    if src.chunks.is_some() {
+        // The chunks were checked (they decompress) by `chunk_extent`.
+        let mut z = Vec::new();
+        let mut data = Vec::new();
+        let mut pos = 0;
+        let mut i = 0;
+        while pos + CHUNK_HEADER as u64 <= src.len {
+            let mut h = [0u8; CHUNK_HEADER];
+            let r = src
+                .file
+                .read_exact_at(&mut h, src.offset + pos)
+                .and_then(|()| {
+                    let (c, u) = chunk_sizes(&h);
+                    z.resize(c as usize, 0);
+                    src.file.read_exact_at(&mut z, src.offset + pos + 8)?;
+                    decompress_chunk(&z, u, &mut data)?;
+                    pos += 8 + c;
+                    Ok(())
+                });
+            if let Err(e) = r {
+                bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
+                break;
+            }
+            for p in data.chunks_exact(page as usize) {
+                scan_page(p, &mut sc);
+                i += 1;
+            }
         }
-        match page_fault(&buf) {
-            // Its records up to the page's end are read; the reader counts the damage.
-            Some("data past the page's end") | None => {}
-            Some(why) => {
-                damaged += 1;
-                zero += u64::from(why == "all zero");
+    } else {
+        for i in 0..src.len / page {
+            if let Err(e) = src.file.read_exact_at(&mut buf, src.offset + i * page) {
+                sc.pages += 1;
+                bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
                 continue;
             }
+            scan_page(&buf, &mut sc);
         }
-        let Ok(mut records) = PageRecords::new(&buf) else {
-            damaged += 1;
-            continue;
+    }
+    sc.meta.attempted = sc.meta.written + sc.meta.missed;
+    sc
+}
+
+fn scan_page(buf: &[u8], sc: &mut Scan) {
+    let sm = &mut sc.meta;
+    sc.pages += 1;
+    match page_fault(buf) {
+        // Its records up to the page's end are read; the reader counts the damage.
+        Some("data past the page's end") | None => {}
+        Some(why) => {
+            sc.damaged += 1;
+            sc.zero += u64::from(why == "all zero");
+            return;
+        }
+    }
+    let Ok(mut records) = PageRecords::new(buf) else {
+        sc.damaged += 1;
+        return;
+    };
+    sm.missed += records.missed();
+    for r in records.by_ref() {
+        let Ok((_, data)) = r else {
+            sc.damaged += 1;
+            break;
         };
-        sm.missed += records.missed();
-        for r in records.by_ref() {
-            let Ok((_, data)) = r else {
-                damaged += 1;
-                break;
-            };
-            sm.written += 1;
-            if let Some((tid, name, _)) = crate::codec::records::thread_info(data) {
-                if sm.name.is_empty() {
-                    sm.name = name.to_owned();
-                }
-                sm.thread_id = Some(tid as i64);
+        sm.written += 1;
+        if let Some((tid, name, _)) = crate::codec::records::thread_info(data) {
+            if sm.name.is_empty() {
+                sm.name = name.to_owned();
             }
+            sm.thread_id = Some(tid as i64);
         }
     }
-    sm.attempted = sm.written + sm.missed;
-    Scan {
-        meta: sm,
-        pages,
-        damaged,
-        zero,
+}
+
+fn chunk_sizes(h: &[u8; CHUNK_HEADER]) -> (u64, u32) {
+    (
+        u64::from(u32::from_le_bytes(h[..4].try_into().unwrap())),
+        u32::from_le_bytes(h[4..].try_into().unwrap()),
+    )
+}
+
+/// The whole chunks at the start of `len` bytes at `offset` in `file`: (count, bytes). Reading
+/// stops at the first chunk that is cut short, whose sizes are impossible, or that does not
+/// decompress to its size: after a kill, only the last chunk can be any of these.
+fn chunk_extent(file: &File, offset: u64, len: u64, page: u64) -> io::Result<(u32, u64)> {
+    let (mut n, mut pos) = (0u32, 0u64);
+    let mut z = Vec::new();
+    let mut data = Vec::new();
+    while pos + CHUNK_HEADER as u64 <= len {
+        let mut h = [0u8; CHUNK_HEADER];
+        file.read_exact_at(&mut h, offset + pos)?;
+        let (c, u) = chunk_sizes(&h);
+        if u == 0
+            || u64::from(u) % page != 0
+            || !plausible_size(c, u64::from(u))
+            || pos + 8 + c > len
+        {
+            break;
+        }
+        z.resize(c as usize, 0);
+        file.read_exact_at(&mut z, offset + pos + 8)?;
+        if decompress_chunk(&z, u, &mut data).is_err() {
+            break;
+        }
+        n += 1;
+        pos += 8 + c;
     }
+    Ok((n, pos))
 }
 
 /// The slots an assembly's journal says it holds, checked against the assembly's length.
 /// (slot, offset, len) of the pages an assembly holds.
 pub(super) type Journaled = Vec<(u8, u64, u64)>;
 
-pub(super) fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(File, Journaled)> {
+pub(super) fn journaled(
+    dat: &Path,
+    journal: &Path,
+    page: u64,
+    chunked: bool,
+) -> io::Result<(File, Journaled)> {
     let text = read_small(journal, 64 * 1024)?;
     let j = parse_journal(&text).ok_or_else(|| {
         io::Error::new(
@@ -219,7 +302,13 @@ pub(super) fn journaled(dat: &Path, journal: &Path, page: u64) -> io::Result<(Fi
         .slots
         .into_iter()
         .filter(|&(_, o, l)| {
-            o % page == 0 && l % page == 0 && o.checked_add(l).is_some_and(|e| e <= size)
+            // Compressed: the chunks come after the page-aligned chunk count.
+            let aligned = if chunked {
+                o >= 4 && (o - 4) % page == 0
+            } else {
+                o % page == 0 && l % page == 0
+            };
+            aligned && o.checked_add(l).is_some_and(|e| e <= size)
         })
         .collect();
     Ok((f, v))
@@ -388,6 +477,16 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         )
     })?;
     let page = page_size;
+    let compression = match session["compression"].as_str() {
+        None => Compression::None,
+        Some(c) => Compression::parse(c).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", session_path.display()),
+            )
+        })?,
+    };
+    let chunked = compression.is_compressed();
     if let Some(p) = entries.get(&Known::Losses) {
         match read_small(p, LOSSES_LEN as u64) {
             Ok(b) => {
@@ -410,7 +509,20 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             Ok((f, len))
         }) {
             Ok((file, len)) => {
-                rec.torn_bytes += len % page;
+                let (good, chunks) = if chunked {
+                    match chunk_extent(&file, 0, len, page) {
+                        Ok((n, good)) => (good, Some(n)),
+                        Err(e) => {
+                            rec.errors.push(at(path, "reading", e).to_string());
+                            rec.left.push(path.clone());
+                            continue;
+                        }
+                    }
+                } else {
+                    (len / page * page, None)
+                };
+                rec.torn_bytes += len - good;
+                rec.torn_chunks += u64::from(chunked && good < len);
                 sources.insert(
                     slot,
                     Source {
@@ -418,8 +530,9 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                         path: path.clone(),
                         file,
                         offset: 0,
-                        len: len / page * page,
+                        len: good,
                         remove: true,
+                        chunks,
                     },
                 );
             }
@@ -434,13 +547,20 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         if !entries.contains_key(&Known::AssemblyDat(n)) {
             continue;
         }
-        match journaled(&dat, &journal, page) {
+        match journaled(&dat, &journal, page, chunked) {
             Ok((f, slots)) => {
                 for (slot, offset, len) in slots {
                     if sources.get(&slot).is_some_and(|s| s.len > 0) {
                         continue;
                     }
                     let file = f.try_clone().map_err(|e| at(&dat, "opening", e))?;
+                    let (len, chunks) = if chunked {
+                        let (n, good) = chunk_extent(&file, offset, len, page)
+                            .map_err(|e| at(&dat, "reading", e))?;
+                        (good, Some(n))
+                    } else {
+                        (len, None)
+                    };
                     sources.insert(
                         slot,
                         Source {
@@ -450,6 +570,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                             offset,
                             len,
                             remove: false,
+                            chunks,
                         },
                     );
                 }
@@ -485,7 +606,9 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     let mut meta = FileMeta::new(page_size as u32);
     meta.wall_anchor_ns = session["wall_anchor_ns"].as_i64().unwrap_or(0);
     meta.mono_anchor_ns = session["monotonic_anchor_ns"].as_i64().unwrap_or(0);
-    check_page_size(&sources, page, &session_path)?;
+    if !chunked {
+        check_page_size(&sources, page, &session_path)?;
+    }
     let mut bad = Vec::new();
     // Slots none of whose pages the recorder can have made (a sparse or zeroed file): counted
     // as damaged, not copied into the file, and their source left in place for a look.
@@ -534,6 +657,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         "recovered": true,
         "damaged_pages": rec.damaged_pages,
         "torn_bytes": rec.torn_bytes,
+        "torn_chunks": rec.torn_chunks,
         "unreadable_pages": unreadable_before,
         "pages_lost": rec.pages_lost,
         "sink_errors": rec.sink_errors,
@@ -545,7 +669,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             "sink_lost": c.sink_lost, "clamped": c.clamped,
         })).collect::<Vec<_>>(),
     });
-    let a = assemble(&dir, &out, &meta, srcs, false)?;
+    let a = assemble(&dir, &out, &meta, compression, srcs, false)?;
     for (slot, i, msg) in &bad {
         rec.errors.push(format!("slot {slot}, page {i}: {msg}"));
     }

@@ -1,5 +1,5 @@
-//! trace-cmd `trace.dat` files: the event formats generated from the kind table and the
-//! version 6 writer. The reader is `typhon_trace::tracedat`.
+//! trace-cmd `trace.dat` files: the event formats generated from the kind table, the
+//! version 6 writer and the version 7 one (zstd-compressed or not, `compress`, `v7`). The reader is `typhon_trace::tracedat`.
 //!
 //! A recording is one trace.dat file in which every thread slot is a "CPU" (CPU n = slot n), each
 //! record kind is an event of system `typhon` whose ID is the kind byte, and the cmdlines map a
@@ -17,8 +17,16 @@
 //! assert_eq!(f.cmdline(2), Some("worker"));
 //! ```
 
+pub mod compress;
 pub mod format;
+pub mod v7;
 pub mod writer;
+
+pub use compress::{
+    decompress_chunk, plausible_size, zstd_version, ChunkCompressor, Compression, CHUNK_HEADER,
+    DEFAULT_CHUNK_PAGES, DEFAULT_ZSTD_LEVEL, MAX_CHUNK_BYTES, MAX_RATIO,
+};
+pub use v7::{write_tracedat_v7, write_tracedat_v7_with};
 
 pub use writer::{
     write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, MAGIC, META_FORMAT,

@@ -250,6 +250,9 @@ pub struct SlotPages<'a> {
     pub len: u64,
     /// Where the pages come from (a per-slot page file, a buffer, ...).
     pub source: Box<dyn Read + 'a>,
+    /// `Some(n)`: the source is not pages but `n` compressed chunks (see
+    /// [`super::compress`]), `len` bytes of them, for a version 7 file to hold as they are.
+    pub chunks: Option<u32>,
 }
 
 impl<'a> SlotPages<'a> {
@@ -265,6 +268,22 @@ impl<'a> SlotPages<'a> {
             slot,
             len,
             source: Box::new(source),
+            chunks: None,
+        }
+    }
+
+    /// `chunks` compressed chunks (`len` bytes of them) read from `source`, for
+    /// [`super::write_tracedat_v7_with`] to copy as they are.
+    ///
+    /// ```
+    /// use typhon_recorder::tracedat::SlotPages;
+    /// let sp = SlotPages::chunked(1, 0, 0, std::io::empty());
+    /// assert_eq!(sp.chunks, Some(0));
+    /// ```
+    pub fn chunked(slot: u8, len: u64, chunks: u32, source: impl Read + 'a) -> Self {
+        Self {
+            chunks: Some(chunks),
+            ..Self::new(slot, len, source)
         }
     }
 
@@ -279,7 +298,7 @@ impl<'a> SlotPages<'a> {
     }
 }
 
-fn invalid(msg: String) -> io::Error {
+pub(super) fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
@@ -291,9 +310,8 @@ fn cmdline_name(name: &str) -> String {
         .collect()
 }
 
-/// The metadata part of the file: everything before the padding and the page data, with the
-/// flyrecord table filled in.
-fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<u8>> {
+/// The checks every writer makes of its inputs; the CPU count (highest slot + 1).
+pub(super) fn check_inputs(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<u32> {
     let page = meta.page_size;
     check_page_size(page).map_err(|e| invalid(e.to_string()))?;
     let mut seen = [false; 256];
@@ -301,7 +319,7 @@ fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<
         if std::mem::replace(&mut seen[sp.slot as usize], true) {
             return Err(invalid(format!("slot {} has page data twice", sp.slot)));
         }
-        if sp.len % u64::from(page) != 0 {
+        if sp.chunks.is_none() && sp.len % u64::from(page) != 0 {
             return Err(invalid(format!(
                 "slot {} has {} bytes of pages, not a multiple of the page size {page}",
                 sp.slot, sp.len
@@ -317,40 +335,50 @@ fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<
     if meta.clock.is_empty() || meta.clock.contains(['[', ']', '\n', '\0']) {
         return Err(invalid(format!("bad trace clock name {:?}", meta.clock)));
     }
-    let cpus = slot_data
+    Ok(slot_data
         .iter()
         .map(|s| s.slot)
         .chain(meta.slots.iter().map(|s| s.slot))
         .max()
-        .map_or(1u32, |m| u32::from(m) + 1);
+        .map_or(1u32, |m| u32::from(m) + 1))
+}
 
-    let mut h = Vec::with_capacity(16 * 1024);
-    h.extend_from_slice(MAGIC);
-    h.extend_from_slice(b"6\0");
-    h.push(0); // little-endian
-    h.push(8); // sizeof(long)
-    h.extend_from_slice(&page.to_le_bytes());
+/// The metadata both versions store, each part as its bytes (a version 7 section body is the
+/// same bytes as the version 6 part).
+pub(super) struct Parts {
+    pub(super) header_info: Vec<u8>,
+    pub(super) ftrace: Vec<u8>,
+    pub(super) events: Vec<u8>,
+    pub(super) kallsyms: Vec<u8>,
+    pub(super) printk: Vec<u8>,
+    pub(super) cmdlines: Vec<u8>,
+    /// (id, data) of the options: trace clock, writer version, Typhon metadata.
+    pub(super) options: Vec<(u16, Vec<u8>)>,
+    /// `[clock]\n`.
+    pub(super) clock_text: String,
+}
 
+pub(super) fn parts(meta: &FileMeta) -> io::Result<Parts> {
+    let page = meta.page_size;
+    let mut header_info = Vec::new();
     let hp = header_page(page);
-    h.extend_from_slice(b"header_page\0");
-    h.extend_from_slice(&(hp.len() as u64).to_le_bytes());
-    h.extend_from_slice(hp.as_bytes());
-    h.extend_from_slice(b"header_event\0");
-    h.extend_from_slice(&(HEADER_EVENT.len() as u64).to_le_bytes());
-    h.extend_from_slice(HEADER_EVENT.as_bytes());
+    header_info.extend_from_slice(b"header_page\0");
+    header_info.extend_from_slice(&(hp.len() as u64).to_le_bytes());
+    header_info.extend_from_slice(hp.as_bytes());
+    header_info.extend_from_slice(b"header_event\0");
+    header_info.extend_from_slice(&(HEADER_EVENT.len() as u64).to_le_bytes());
+    header_info.extend_from_slice(HEADER_EVENT.as_bytes());
 
-    h.extend_from_slice(&0u32.to_le_bytes()); // ftrace formats
     let formats = format::all_event_formats().map_err(|e| invalid(e.to_string()))?;
-    h.extend_from_slice(&1u32.to_le_bytes());
-    h.extend_from_slice(SYSTEM.as_bytes());
-    h.push(0);
-    h.extend_from_slice(&(formats.len() as u32).to_le_bytes());
+    let mut events = Vec::with_capacity(16 * 1024);
+    events.extend_from_slice(&1u32.to_le_bytes());
+    events.extend_from_slice(SYSTEM.as_bytes());
+    events.push(0);
+    events.extend_from_slice(&(formats.len() as u32).to_le_bytes());
     for (_, text) in &formats {
-        h.extend_from_slice(&(text.len() as u64).to_le_bytes());
-        h.extend_from_slice(text.as_bytes());
+        events.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        events.extend_from_slice(text.as_bytes());
     }
-    h.extend_from_slice(&0u32.to_le_bytes()); // kallsyms
-    h.extend_from_slice(&0u32.to_le_bytes()); // printk
 
     let mut cmd = String::new();
     let mut named: Vec<&SlotMeta> = meta.slots.iter().filter(|s| !s.name.is_empty()).collect();
@@ -358,35 +386,77 @@ fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<
     for s in named {
         cmd.push_str(&format!("{} {}\n", s.slot, cmdline_name(&s.name)));
     }
-    h.extend_from_slice(&(cmd.len() as u64).to_le_bytes());
-    h.extend_from_slice(cmd.as_bytes());
-
-    h.extend_from_slice(&cpus.to_le_bytes());
+    let mut cmdlines = (cmd.len() as u64).to_le_bytes().to_vec();
+    cmdlines.extend_from_slice(cmd.as_bytes());
 
     let clock_text = format!("[{}]\n", meta.clock);
-    h.extend_from_slice(b"options  \0");
-    let mut option = |id: u16, data: &[u8]| -> io::Result<()> {
-        let n = u32::try_from(data.len()).map_err(|_| invalid("option too large".into()))?;
-        h.extend_from_slice(&id.to_le_bytes());
-        h.extend_from_slice(&n.to_le_bytes());
-        h.extend_from_slice(data);
-        Ok(())
-    };
     let mut clock_opt = clock_text.clone().into_bytes();
     clock_opt.push(0);
-    option(OPTION_TRACECLOCK, &clock_opt)?;
     let version = format!("typhon-recorder {}\0", meta.recorder_version);
-    option(OPTION_VERSION, version.as_bytes())?;
     let mut json = meta.to_json().to_string().into_bytes();
     json.push(0);
-    option(OPTION_TYPHON_META, &json)?;
+    for (_, d) in [(0, &clock_opt), (0, &json)] {
+        u32::try_from(d.len()).map_err(|_| invalid("option too large".into()))?;
+    }
+    Ok(Parts {
+        header_info,
+        ftrace: 0u32.to_le_bytes().to_vec(),
+        events,
+        kallsyms: 0u32.to_le_bytes().to_vec(),
+        printk: 0u32.to_le_bytes().to_vec(),
+        cmdlines,
+        options: vec![
+            (OPTION_TRACECLOCK, clock_opt),
+            (OPTION_VERSION, version.into_bytes()),
+            (OPTION_TYPHON_META, json),
+        ],
+        clock_text,
+    })
+}
+
+/// The metadata part of the file: everything before the padding and the page data, with the
+/// flyrecord table filled in.
+fn build_header(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<Vec<u8>> {
+    let page = meta.page_size;
+    let cpus = check_inputs(meta, slot_data)?;
+    if let Some(sp) = slot_data.iter().find(|s| s.chunks.is_some()) {
+        return Err(invalid(format!(
+            "slot {} holds compressed chunks: version 6 cannot store them",
+            sp.slot
+        )));
+    }
+    let p = parts(meta)?;
+    let mut h = Vec::with_capacity(16 * 1024);
+    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(b"6\0");
+    h.push(0); // little-endian
+    h.push(8); // sizeof(long)
+    h.extend_from_slice(&page.to_le_bytes());
+    for part in [
+        &p.header_info,
+        &p.ftrace,
+        &p.events,
+        &p.kallsyms,
+        &p.printk,
+        &p.cmdlines,
+    ] {
+        h.extend_from_slice(part);
+    }
+    h.extend_from_slice(&cpus.to_le_bytes());
+
+    h.extend_from_slice(b"options  \0");
+    for (id, data) in &p.options {
+        h.extend_from_slice(&id.to_le_bytes());
+        h.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        h.extend_from_slice(data);
+    }
     h.extend_from_slice(&0u16.to_le_bytes());
 
     h.extend_from_slice(b"flyrecord\0");
     let table_at = h.len();
     h.resize(table_at + 16 * cpus as usize, 0);
-    h.extend_from_slice(&(clock_text.len() as u64).to_le_bytes());
-    h.extend_from_slice(clock_text.as_bytes());
+    h.extend_from_slice(&(p.clock_text.len() as u64).to_le_bytes());
+    h.extend_from_slice(p.clock_text.as_bytes());
 
     // Page-aligned data start, then slots in slot order, back to back.
     let page64 = u64::from(page);
@@ -476,31 +546,42 @@ pub fn write_tracedat_with<W: Write + Seek>(
     let mut buf = vec![0u8; 64 * 1024];
     let mut offset = out.stream_position()?;
     for sp in slot_data.iter_mut() {
-        let mut left = sp.len;
-        while left > 0 {
-            let want = left.min(buf.len() as u64) as usize;
-            let got = sp.source.read(&mut buf[..want])?;
-            if got == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "slot {}: source ended {left} bytes before its length {}",
-                        sp.slot, sp.len
-                    ),
-                ));
-            }
-            out.write_all(&buf[..got])?;
-            left -= got as u64;
-        }
-        let mut probe = [0u8; 1];
-        if sp.source.read(&mut probe)? != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("slot {}: source has more than {} bytes", sp.slot, sp.len),
-            ));
-        }
+        copy_exact(&mut out, sp, &mut buf)?;
         copied(&mut out, sp.slot, offset, sp.len)?;
         offset += sp.len;
     }
     out.flush()
+}
+
+/// Copies exactly `sp.len` bytes from its source to `out`: `UnexpectedEof` if the source ends
+/// before, `InvalidData` if it has more.
+pub(super) fn copy_exact<W: Write>(
+    out: &mut W,
+    sp: &mut SlotPages<'_>,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    let mut left = sp.len;
+    while left > 0 {
+        let want = left.min(buf.len() as u64) as usize;
+        let got = sp.source.read(&mut buf[..want])?;
+        if got == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "slot {}: source ended {left} bytes before its length {}",
+                    sp.slot, sp.len
+                ),
+            ));
+        }
+        out.write_all(&buf[..got])?;
+        left -= got as u64;
+    }
+    let mut probe = [0u8; 1];
+    if sp.source.read(&mut probe)? != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("slot {}: source has more than {} bytes", sp.slot, sp.len),
+        ));
+    }
+    Ok(())
 }

@@ -18,8 +18,9 @@ pub fn tmp(name: &str) -> PathBuf {
 
 /// Every record of a trace.dat, checked (an error fails the test).
 pub fn records(file: &Path) -> Vec<(u32, u64, u8)> {
-    let tf = TraceFile::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    tf.records()
+    // Streaming: it reads compressed (v7 zstd) files too.
+    let tf = TraceFile::open_streaming(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    tf.stream_records()
         .map(|r| {
             let r = r.unwrap();
             (r.cpu, r.ts, r.data[2])

@@ -26,7 +26,7 @@ pub enum TraceDatError {
     BadMagic,
     /// A file version this reader does not handle (not 6 or 7).
     UnsupportedVersion(String),
-    /// A version 7 file whose sections are compressed (the algorithm's name).
+    /// A version 7 file compressed with an algorithm other than zstd (its name).
     Compressed(String),
     /// The file ends inside a structure.
     Truncated {
@@ -75,8 +75,8 @@ impl fmt::Display for TraceDatError {
             }
             TraceDatError::Compressed(c) => write!(
                 f,
-                "trace.dat is compressed with {c:?}; only uncompressed files are supported \
-                 (convert with `trace-cmd convert --compression none`)"
+                "trace.dat is compressed with {c:?}; only zstd and uncompressed files are \
+                 supported (convert with `trace-cmd convert --compression zstd`)"
             ),
             TraceDatError::Truncated { what, at } => {
                 write!(f, "trace.dat truncated: {what} at offset {at}")

@@ -82,6 +82,13 @@ pub(super) struct Layout {
     /// file's table lists with a non-zero entry: a file may declare up to [`MAX_CPUS`] CPUs in
     /// a few bytes (v7's CPUCOUNT option), so nothing is held per declared CPU.
     pub(super) cpu_data: Vec<(u32, u64, u64)>,
+    /// The compression of a version 7 file ("zstd"), `None` for an uncompressed one.
+    pub(super) compression: Option<String>,
+    /// The page data is in compressed chunks (`u32 count`, then `u32 compressed size, u32
+    /// uncompressed size, frame` each) rather than pages.
+    pub(super) chunked: bool,
+    /// The file's length.
+    pub(super) file_len: u64,
 }
 
 impl Default for Layout {
@@ -103,6 +110,9 @@ impl Default for Layout {
             options: Vec::new(),
             clock: None,
             cpu_data: Vec::new(),
+            compression: None,
+            chunked: false,
+            file_len: 0,
         }
     }
 }

@@ -1,5 +1,7 @@
 //! A trace.dat reader: version 6, and version 7 (the sectioned format trace-cmd ≥ 3.0 writes by
-//! default) when uncompressed; a compressed file gives [`TraceDatError::Compressed`]. It reads
+//! default), uncompressed or zstd-compressed (SPEC §11; another compression gives
+//! [`TraceDatError::Compressed`]). Compressed page data is decompressed a chunk at a time by
+//! the streaming readers (`stream`), each chunk's sizes checked against the file and a cap. It reads
 //! files from any writer (kernel events included) far enough to list event formats, cmdlines,
 //! options and per-CPU page data, and to iterate records per CPU or merged across CPUs in time
 //! order.
@@ -31,8 +33,9 @@ pub use layout::TraceOption;
 pub use records::{CpuRecords, Merge, MergedRecords, Record, Timed};
 pub use stream::{CpuStream, OwnedRecord};
 pub use typhon_recorder::tracedat::{
-    format, write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, META_FORMAT,
-    OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION,
+    format, write_tracedat, write_tracedat_v7, write_tracedat_v7_with, write_tracedat_with,
+    Compression, FileMeta, SlotMeta, SlotPages, META_FORMAT, OPTION_TRACECLOCK, OPTION_TYPHON_META,
+    OPTION_VERSION,
 };
 
 use cursor::Cur;
@@ -91,7 +94,7 @@ impl TraceFile {
     /// assert!(matches!(TraceFile::parse(v), Err(TraceDatError::UnsupportedVersion(_))));
     /// ```
     pub fn parse(data: Vec<u8>) -> Result<Self> {
-        let (layout, by_id, common_type) = Self::parse_layout(&data, data.len() as u64)?;
+        let (layout, by_id, common_type) = Self::parse_layout(&data, v7::Src::Mem(&data))?;
         Ok(TraceFile {
             source: stream::Source::Memory(data),
             layout,
@@ -100,15 +103,17 @@ impl TraceFile {
         })
     }
 
-    /// The layout of a file of `len` bytes from its first bytes `data` (all of them, or a
-    /// prefix holding the metadata), with the format index and the `common_type` field.
+    /// The layout of the file `src` from its first bytes `data` (all of them, or a prefix
+    /// holding the version 6 metadata; version 7 sections are read from `src`), with the format
+    /// index and the `common_type` field.
     #[allow(clippy::type_complexity)]
     fn parse_layout(
         data: &[u8],
-        len: u64,
+        src: v7::Src<'_>,
     ) -> Result<(Layout, HashMap<u32, usize>, Option<FieldFormat>)> {
-        let layout = read_layout(data)?;
-        layout.check_cpu_data(len)?;
+        let mut layout = read_layout(data, src)?;
+        layout.file_len = src.len();
+        layout.check_cpu_data(src.len())?;
         let mut by_id = HashMap::new();
         for (i, e) in layout.formats.iter().enumerate() {
             by_id.entry(e.id).or_insert(i);
@@ -200,7 +205,7 @@ fn open_regular(path: &std::path::Path) -> Result<std::fs::File> {
 
 /// The file header (magic, version, byte order, long and page sizes), then the rest by the
 /// version's parser.
-fn read_layout(d: &[u8]) -> Result<Layout> {
+fn read_layout(d: &[u8], src: v7::Src<'_>) -> Result<Layout> {
     let mut l = Layout::default();
     let mut c = Cur::at(d, 0, false);
     if c.bytes(MAGIC.len(), "magic")? != MAGIC {
@@ -229,7 +234,7 @@ fn read_layout(d: &[u8]) -> Result<Layout> {
     if l.version == 6 {
         l.parse_v6(c)?;
     } else {
-        l.parse_v7(c)?;
+        l.parse_v7(c, src)?;
     }
     Ok(l)
 }
@@ -245,6 +250,22 @@ impl TraceFile {
     /// ```
     pub fn version(&self) -> u32 {
         self.layout.version
+    }
+
+    /// The compression of a version 7 file (`Some("zstd")`), `None` when it is uncompressed.
+    /// The records of a compressed file are read with [`Self::stream_records`],
+    /// [`Self::stream_cpu`] and [`CpuStream::next_page`], which decompress one chunk at a
+    /// time; the borrowed accessors ([`Self::pages`], [`Self::cpu_records`],
+    /// [`Self::records`], [`Self::bytes_at`]) see no page data in it.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// assert_eq!(TraceFile::parse(out.into_inner()).unwrap().compression(), None);
+    /// ```
+    pub fn compression(&self) -> Option<&str> {
+        self.layout.compression.as_deref()
     }
 
     /// Whether the file's numbers are big-endian.
@@ -491,6 +512,10 @@ impl TraceFile {
     }
 
     fn cpu_bytes(&self, cpu: u32) -> &[u8] {
+        if self.layout.chunked {
+            // Compressed chunks are not pages: only the streaming readers decompress them.
+            return &[];
+        }
         match self.cpu_data(cpu) {
             // Bounds were checked at parse time; `get` keeps this panic-free regardless.
             Some((off, size)) if size > 0 => usize::try_from(off)
@@ -561,6 +586,10 @@ impl TraceFile {
     /// assert_eq!(f.bytes_at(0, 3), Some(&b"\x17\x08\x44"[..]));
     /// ```
     pub fn bytes_at(&self, at: u64, len: usize) -> Option<&[u8]> {
+        if self.layout.chunked {
+            // Record offsets in compressed data are virtual, not the file's.
+            return None;
+        }
         match &self.source {
             stream::Source::Memory(d) => {
                 let a = usize::try_from(at).ok()?;

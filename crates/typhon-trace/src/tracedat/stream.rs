@@ -14,12 +14,14 @@
 //! The same iterator walks an in-memory file ([`TraceFile::parse`]), so one consumer serves
 //! both.
 
+use super::cursor::read_uint;
 use super::error::{Result, TraceDatError};
 use super::records::CpuRecords;
 use super::TraceFile;
 use crate::kbuffer::{Endian, LongSize};
 use std::collections::VecDeque;
 use std::os::unix::fs::FileExt;
+use typhon_recorder::tracedat::MAX_CHUNK_BYTES;
 
 /// Where a [`TraceFile`]'s bytes are: all in memory, or in an open file read page by page.
 #[derive(Debug)]
@@ -60,6 +62,15 @@ pub struct CpuStream<'f> {
     next: u64,
     end: u64,
     page: Vec<u8>,
+    /// Compressed data: the chunks not yet read (`None` before the count is read), the
+    /// current chunk decompressed, the next page's place in it, the chunk's virtual offset
+    /// (the CPU's data offset + the uncompressed bytes before it, as trace-cmd numbers them),
+    /// and the compressed bytes read.
+    chunks_left: Option<u32>,
+    chunk: Vec<u8>,
+    chunk_pos: usize,
+    chunk_at: u64,
+    zbuf: Vec<u8>,
     /// The loaded page's records not yet handed out.
     queue: VecDeque<Result<OwnedRecord>>,
     done: bool,
@@ -68,20 +79,170 @@ pub struct CpuStream<'f> {
 impl<'f> CpuStream<'f> {
     pub(super) fn new(file: &'f TraceFile, cpu: u32) -> Self {
         let (off, size) = file.cpu_data(cpu).unwrap_or((0, 0));
+        // Chunks are bounded by their count and by the CPU's region: its size and the 4
+        // bytes of the count (trace-cmd 3.1.6 leaves those out of the size, 3.2 counts them),
+        // never past the next CPU's data or the file's end, so no byte is read for two CPUs.
+        let end = if file.layout.chunked {
+            let next = file
+                .layout
+                .cpu_data
+                .iter()
+                .map(|e| e.1)
+                .filter(|&o| o > off)
+                .min()
+                .unwrap_or(u64::MAX);
+            off.saturating_add(size)
+                .saturating_add(4)
+                .min(next)
+                .min(file.layout.file_len)
+        } else {
+            off.saturating_add(size)
+        };
         CpuStream {
             file,
             cpu,
             next: off,
-            end: off.saturating_add(size),
+            end,
+            chunks_left: None,
+            chunk: Vec::new(),
+            chunk_pos: 0,
+            chunk_at: off,
+            zbuf: Vec::new(),
             page: Vec::new(),
             queue: VecDeque::new(),
             done: size == 0,
         }
     }
 
-    /// Reads the next page (the last may be partial) and queues its records.
+    /// Reads `buf.len()` bytes at `at` of the file.
+    fn read_at(&self, buf: &mut [u8], at: u64, what: &'static str) -> Result<()> {
+        match &self.file.source {
+            Source::Memory(d) => {
+                let s = usize::try_from(at)
+                    .ok()
+                    .and_then(|a| d.get(a..a.checked_add(buf.len())?));
+                match s {
+                    Some(s) => buf.copy_from_slice(s),
+                    None => return Err(TraceDatError::Truncated { what, at }),
+                }
+            }
+            Source::File(f, path) => f.read_exact_at(buf, at).map_err(|e| {
+                TraceDatError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{}: reading cpu {} {what} at offset {at}: {e}",
+                        path.display(),
+                        self.cpu
+                    ),
+                ))
+            })?,
+        }
+        Ok(())
+    }
+
+    /// Whether there is more to read.
+    fn more(&self) -> bool {
+        if self.file.layout.chunked {
+            self.chunk_pos < self.chunk.len() || self.chunks_left != Some(0)
+        } else {
+            self.next < self.end
+        }
+    }
+
+    /// Reads the next chunk: `Ok(false)` when it is damaged (counted as one damaged page, the
+    /// next chunk is read after it), an error when its header is impossible (the CPU ends).
+    fn next_chunk(&mut self) -> Result<bool> {
+        if self.chunks_left.is_none() {
+            let mut n = [0u8; 4];
+            self.read_at(&mut n, self.next, "chunk count")?;
+            self.chunks_left = Some(read_uint(&n, self.file.layout.big_endian) as u32);
+            self.next += 4;
+            if self.chunks_left == Some(0) {
+                return Ok(true);
+            }
+        }
+        let at = self.next;
+        let mut h = [0u8; 8];
+        self.read_at(&mut h, at, "chunk header")?;
+        let be = self.file.layout.big_endian;
+        let csize = read_uint(&h[..4], be);
+        let usize_ = read_uint(&h[4..], be) as u32;
+        let ps = self.file.layout.page_size;
+        if usize_ == 0
+            || usize_ % ps != 0
+            || !typhon_recorder::tracedat::plausible_size(csize, u64::from(usize_))
+        {
+            return Err(TraceDatError::Corrupt {
+                what: format!(
+                    "chunk of {csize} bytes compressed, {usize_} uncompressed (a multiple of \
+                     the page size {ps}, at most {MAX_CHUNK_BYTES} and {} times the compressed \
+                     size)",
+                    typhon_recorder::tracedat::MAX_RATIO
+                ),
+                at,
+            });
+        }
+        if at + 8 + csize > self.end {
+            return Err(TraceDatError::Truncated {
+                what: "compressed chunk",
+                at,
+            });
+        }
+        self.chunks_left = self.chunks_left.map(|n| n - 1);
+        self.next = at + 8 + csize;
+        self.chunk_at += self.chunk.len() as u64;
+        let mut z = std::mem::take(&mut self.zbuf);
+        z.resize(csize as usize, 0);
+        let r = self.read_at(&mut z, at + 8, "compressed chunk");
+        self.zbuf = z;
+        r?;
+        match typhon_recorder::tracedat::decompress_chunk(&self.zbuf, usize_, &mut self.chunk) {
+            Ok(()) => {
+                self.chunk_pos = 0;
+                Ok(true)
+            }
+            Err(e) => {
+                self.chunk.clear();
+                self.chunk_pos = 0;
+                self.chunk_at += u64::from(usize_);
+                self.queue.push_back(Err(TraceDatError::DamagedPage {
+                    cpu: self.cpu,
+                    page_at: at,
+                    at,
+                    records_before: 0,
+                    what: format!("chunk of {} pages: {e}", usize_ / ps),
+                }));
+                Ok(false)
+            }
+        }
+    }
+
+    /// Reads the next page and queues its records.
     fn load(&mut self) -> Result<()> {
+        if let Some(at) = self.fetch()? {
+            self.queue_page(at);
+        }
+        Ok(())
+    }
+
+    /// Reads the next page (the last may be partial) into `self.page`, and returns its offset
+    /// (virtual for compressed data); `None` when there was none to read (a damaged chunk,
+    /// queued as an error, or no chunks).
+    fn fetch(&mut self) -> Result<Option<u64>> {
         let ps = u64::from(self.file.layout.page_size);
+        if self.file.layout.chunked {
+            if self.chunk_pos >= self.chunk.len() && (!self.next_chunk()? || self.chunk.is_empty())
+            {
+                return Ok(None);
+            }
+            let at = self.chunk_at + self.chunk_pos as u64;
+            let p = ps as usize;
+            self.page.clear();
+            self.page
+                .extend_from_slice(&self.chunk[self.chunk_pos..self.chunk_pos + p]);
+            self.chunk_pos += p;
+            return Ok(Some(at));
+        }
         let at = self.next;
         let n = ps.min(self.end - at) as usize;
         self.next = at + n as u64;
@@ -113,6 +274,35 @@ impl<'f> CpuStream<'f> {
                 ))
             })?,
         }
+        Ok(Some(at))
+    }
+
+    /// The next page of the CPU as (offset, bytes): offsets are the file's for pages, virtual
+    /// ones (the data's offset + the uncompressed bytes before) for compressed chunks. A
+    /// damaged chunk is one error, then the pages after it; a read error ends the CPU.
+    pub fn next_page(&mut self) -> Option<Result<(u64, &[u8])>> {
+        loop {
+            if let Some(Err(e)) = self.queue.pop_front() {
+                return Some(Err(e));
+            }
+            if self.done || !self.more() {
+                self.done = true;
+                return None;
+            }
+            match self.fetch() {
+                Ok(Some(at)) => return Some(Ok((at, &self.page))),
+                Ok(None) => continue,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+
+    /// Queues the records of the page in `self.page`, which is at `at`.
+    fn queue_page(&mut self, at: u64) {
+        let ps = u64::from(self.file.layout.page_size);
         let (long, endian) = self.file.page_format();
         let page = &self.page;
         let base = page.as_ptr() as usize;
@@ -126,7 +316,6 @@ impl<'f> CpuStream<'f> {
                 missed_before: r.missed_before,
             }));
         }
-        Ok(())
     }
 }
 
@@ -138,7 +327,7 @@ impl Iterator for CpuStream<'_> {
             if let Some(r) = self.queue.pop_front() {
                 return Some(r);
             }
-            if self.done || self.next >= self.end {
+            if self.done || !self.more() {
                 self.done = true;
                 return None;
             }
@@ -185,7 +374,7 @@ impl TraceFile {
                     format!("{}: {e}", path.display()),
                 ))
             })?;
-            match Self::parse_layout(&buf, len) {
+            match Self::parse_layout(&buf, super::v7::Src::File(&f, len)) {
                 Err(TraceDatError::Truncated { .. }) if prefix < len => {
                     prefix = prefix.saturating_mul(2).min(len);
                 }

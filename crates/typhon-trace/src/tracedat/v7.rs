@@ -5,27 +5,97 @@
 //! The chain and the sections come from the file, so they are bounded here: sections may not
 //! share a byte, and each options section must start past the end of the one before (a chain
 //! that nests, repeats or points back is refused), so what parsing copies out adds up to at
-//! most the file's size. Compressed sections are refused with [`TraceDatError::Compressed`].
+//! most the file's size. Sections are read through [`Src`]: from the bytes in memory, or with
+//! `pread` from the open file (trace-cmd puts the BUFFER option after the page data, so a
+//! streaming reader cannot parse a prefix).
+//!
+//! A zstd-compressed section (flag 1: `u32 compressed, u32 uncompressed, frame`) is
+//! decompressed to exactly its declared size, at most [`MAX_SECTION`]; a file compressed with
+//! anything but zstd (or "none") is refused with [`TraceDatError::Compressed`].
 
 use super::cursor::{read_uint, Cur};
 use super::error::{corrupt, Result, TraceDatError};
 use super::layout::{text, Layout, TraceOption, MAX_CPUS};
 use std::collections::BTreeMap;
+use std::os::unix::fs::FileExt;
 
 /// trace-cmd option id of the CPU count (version 7).
 const OPTION_CPUCOUNT: u16 = 8;
 
+/// The largest metadata section accepted once decompressed (a fixed cap, SPEC §10): a kernel's
+/// kallsyms is a few MiB.
+pub(super) const MAX_SECTION: u32 = 64 << 20;
+
+/// Where a file's bytes are read from while parsing.
+#[derive(Clone, Copy)]
+pub(super) enum Src<'a> {
+    /// The whole file in memory.
+    Mem(&'a [u8]),
+    /// An open file of this length.
+    File(&'a std::fs::File, u64),
+}
+
+impl Src<'_> {
+    pub(super) fn len(&self) -> u64 {
+        match self {
+            Src::Mem(d) => d.len() as u64,
+            Src::File(_, n) => *n,
+        }
+    }
+
+    /// A copy of `n` bytes at `off`: they must be inside the file, so what is allocated is
+    /// bounded by the bytes really there.
+    pub(super) fn read(&self, off: u64, n: u64, what: &'static str) -> Result<Vec<u8>> {
+        if off.checked_add(n).is_none_or(|e| e > self.len()) {
+            return Err(TraceDatError::Truncated { what, at: off });
+        }
+        match self {
+            Src::Mem(d) => Ok(d[off as usize..(off + n) as usize].to_vec()),
+            Src::File(f, _) => {
+                let mut v = vec![0u8; n as usize];
+                f.read_exact_at(&mut v, off)?;
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// Decompresses a compressed section's body `b` (`u32 compressed, u32 uncompressed, frame`).
+pub(super) fn inflate(b: &[u8], big_endian: bool, at: u64) -> Result<Vec<u8>> {
+    let mut c = Cur::at(b, 0, big_endian);
+    let csize = c.u32("compressed size")?;
+    let usize_ = c.u32("uncompressed size")?;
+    let frame = c.bytes_u64(u64::from(csize), "compressed data")?;
+    if usize_ > MAX_SECTION
+        || u64::from(usize_)
+            > (u64::from(csize) * typhon_recorder::tracedat::MAX_RATIO).max(64 << 10)
+    {
+        return corrupt(
+            format!(
+                "section of {csize} bytes compressed, {usize_} uncompressed (at most \
+                 {MAX_SECTION}, and {} times the compressed size)",
+                typhon_recorder::tracedat::MAX_RATIO
+            ),
+            at,
+        );
+    }
+    let mut out = Vec::new();
+    // `decompress_chunk` allocates no more than the declared size (capped above).
+    typhon_recorder::tracedat::decompress_chunk(frame, usize_, &mut out).map_err(|e| {
+        TraceDatError::Corrupt {
+            what: e.to_string(),
+            at,
+        }
+    })?;
+    Ok(out)
+}
+
 impl Layout {
-    /// The header of section `want` at `off`: its body's offset and size, inside `d`.
-    fn section_header(&self, d: &[u8], off: u64, want: u16) -> Result<(usize, u64)> {
-        let pos = usize::try_from(off).ok().filter(|&p| p < d.len());
-        let Some(pos) = pos else {
-            return Err(TraceDatError::Truncated {
-                what: "section header",
-                at: off,
-            });
-        };
-        let mut c = Cur::at(d, pos, self.big_endian);
+    /// Section `want` at `off`: its body (decompressed if it is compressed) and the offset of
+    /// its end in the file.
+    fn section(&self, src: Src<'_>, off: u64, want: u16) -> Result<(Vec<u8>, u64)> {
+        let h = src.read(off, 16, "section header")?;
+        let mut c = Cur::at(&h, 0, self.big_endian);
         let id = c.u16("section id")?;
         let flags = c.u16("section flags")?;
         let _desc = c.u32("section description")?;
@@ -33,29 +103,25 @@ impl Layout {
         if id != want {
             return corrupt(format!("section id {id}, expected {want}"), off);
         }
+        let body = src.read(off + 16, size, "section body")?;
+        let end = off + 16 + size;
         if flags & 1 != 0 {
-            return Err(TraceDatError::Compressed("compressed section".into()));
+            if self.compression.is_none() {
+                return corrupt("compressed section in a file without compression", off);
+            }
+            return Ok((inflate(&body, self.big_endian, off)?, end));
         }
-        let body = c.pos;
-        if (body as u64)
-            .checked_add(size)
-            .is_none_or(|e| e > d.len() as u64)
-        {
-            return Err(TraceDatError::Truncated {
-                what: "section body",
-                at: off,
-            });
-        }
-        Ok((body, size))
+        Ok((body, end))
     }
 
     /// The rest of a version 7 file, from just after its page size.
-    pub(super) fn parse_v7(&mut self, mut c: Cur<'_>) -> Result<()> {
-        let d = c.d;
+    pub(super) fn parse_v7(&mut self, mut c: Cur<'_>, src: Src<'_>) -> Result<()> {
         let comp = text(c.cstr("compression name")?);
         let _comp_ver = c.cstr("compression version")?;
-        if !comp.is_empty() && comp != "none" {
-            return Err(TraceDatError::Compressed(comp));
+        match comp.as_str() {
+            "" | "none" => {}
+            "zstd" => self.compression = Some(comp),
+            _ => return Err(TraceDatError::Compressed(comp)),
         }
         let mut next = c.u64("options offset")?;
         let mut sections: BTreeMap<u16, u64> = BTreeMap::new();
@@ -79,11 +145,10 @@ impl Layout {
                     next,
                 );
             }
-            let (body, size) = self.section_header(d, next, 0)?;
-            let end = body + size as usize;
-            spans.push((next, end as u64));
-            min_next = end as u64;
-            let mut oc = Cur::at(&d[..end], body, self.big_endian);
+            let (body, end) = self.section(src, next, 0)?;
+            spans.push((next, end));
+            min_next = end;
+            let mut oc = Cur::at(&body, 0, self.big_endian);
             next = 0;
             loop {
                 let id = oc.u16("option id")?;
@@ -121,9 +186,9 @@ impl Layout {
                 }
                 continue;
             };
-            let (body, size) = self.section_header(d, off, id)?;
-            spans.push((off, (body as u64) + size));
-            bodies.push((id, body, size));
+            let (body, end) = self.section(src, off, id)?;
+            spans.push((off, end));
+            bodies.push((id, body));
         }
         spans.sort_unstable();
         for w in spans.windows(2) {
@@ -137,8 +202,8 @@ impl Layout {
                 );
             }
         }
-        for (id, body, size) in bodies {
-            let mut sc = Cur::at(&d[..body + size as usize], body, self.big_endian);
+        for (id, body) in bodies {
+            let mut sc = Cur::at(&body, 0, self.big_endian);
             match id {
                 16 => self.parse_headers(&mut sc)?,
                 17 => self.parse_ftrace(&mut sc)?,
@@ -155,7 +220,15 @@ impl Layout {
         let b = std::mem::take(&mut self.options[bi].data);
         let r = self.parse_buffer(&b);
         self.options[bi].data = b;
-        r
+        r?;
+        // The flyrecord section's flag says whether the pages are in chunks.
+        if self.compression.is_some() {
+            let at = read_uint(&self.options[bi].data[..8], self.big_endian);
+            let h = src.read(at, 4, "buffer section header")?;
+            let flags = read_uint(&h[2..4], self.big_endian);
+            self.chunked = flags & 1 != 0;
+        }
+        Ok(())
     }
 
     /// The top buffer's BUFFER option: clock, page size and the per-CPU table.

@@ -1,0 +1,115 @@
+//! `typhon-rec convert IN OUT`: a recording between its forms (trace.dat version 6, version 7
+//! uncompressed or zstd-compressed), streamed a page (or a chunk) at a time.
+
+use std::io::{self, Read};
+use std::path::Path;
+use typhon_recorder::tracedat::{
+    write_tracedat, write_tracedat_v7, Compression, FileMeta, SlotPages,
+};
+use typhon_trace::tracedat::{CpuStream, TraceFile};
+
+/// The pages of one CPU as a byte stream (decompressed chunk by chunk for a compressed file).
+struct Pages<'f> {
+    s: CpuStream<'f>,
+    page: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for Pages<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.pos >= self.page.len() {
+            match self.s.next_page() {
+                None => return Ok(0),
+                Some(Ok((_, p))) => {
+                    self.page.clear();
+                    self.page.extend_from_slice(p);
+                    self.pos = 0;
+                }
+                Some(Err(e)) => {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+                }
+            }
+        }
+        let n = buf.len().min(self.page.len() - self.pos);
+        buf[..n].copy_from_slice(&self.page[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Converts `inp` into `out` as `version` (6 or 7) with `compression` (version 7 only),
+/// `chunk_pages` pages per chunk (0: the default).
+pub fn convert(
+    inp: &Path,
+    out: &Path,
+    compression: Compression,
+    version: Option<u32>,
+    chunk_pages: usize,
+) -> Result<(), String> {
+    let version = version.unwrap_or(if compression.is_compressed() { 7 } else { 6 });
+    if version == 6 && compression.is_compressed() {
+        return Err("--version 6 cannot be compressed: use --version 7 or --compress none".into());
+    }
+    if version != 6 && version != 7 {
+        return Err(format!("--version {version}: 6 or 7"));
+    }
+    let f = TraceFile::open_streaming(inp).map_err(|e| format!("{}: {e}", inp.display()))?;
+    let meta: FileMeta = match f.typhon_meta() {
+        Some(Ok(m)) => m,
+        Some(Err(e)) => return Err(format!("{}: {e}", inp.display())),
+        None => {
+            return Err(format!(
+                "{}: not a Typhon recording (no session metadata); convert other trace.dat files with `trace-cmd convert`",
+                inp.display()
+            ))
+        }
+    };
+    if meta.page_size != f.page_size() {
+        return Err(format!(
+            "{}: the metadata's page size {} is not the file's {}",
+            inp.display(),
+            meta.page_size,
+            f.page_size()
+        ));
+    }
+    let mut slots = Vec::new();
+    for cpu in 0..f.cpus().min(256) {
+        // The pages are counted first (the writer places the slots by their lengths).
+        let mut s = f.stream_cpu(cpu);
+        let mut n = 0u64;
+        while let Some(p) = s.next_page() {
+            let (_, p) = p.map_err(|e| format!("{}: cpu {cpu}: {e}", inp.display()))?;
+            if p.len() == f.page_size() as usize {
+                n += 1;
+            }
+        }
+        if n == 0 {
+            continue;
+        }
+        let src = Pages {
+            s: f.stream_cpu(cpu),
+            page: Vec::new(),
+            pos: 0,
+        };
+        let len = n * u64::from(f.page_size());
+        slots.push(SlotPages::new(cpu as u8, len, src.take(len)));
+    }
+    let out_file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(out)
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut w = io::BufWriter::new(out_file);
+    let r = if version == 6 {
+        write_tracedat(&mut w, &meta, &mut slots)
+    } else {
+        write_tracedat_v7(&mut w, &meta, compression, chunk_pages, &mut slots)
+    }
+    .and_then(|()| io::Write::flush(&mut w));
+    if let Err(e) = r {
+        drop(w);
+        let _ = std::fs::remove_file(out);
+        return Err(format!("writing {}: {e}", out.display()));
+    }
+    Ok(())
+}

@@ -1,0 +1,528 @@
+//! SPEC §11, issue 24: compressed recordings. A zstd trace.dat v7 made by the recorder is read
+//! by `trace-cmd report` with the same records as the uncompressed recording of the same
+//! writes; our reader agrees with trace-cmd on every record; `convert` round-trips between the
+//! forms; a SIGKILLed compressed recording is recovered into a file trace-cmd reads, a torn
+//! last chunk costing only that chunk.
+//!
+//! trace-cmd is the independent reader: without it these tests print that they skip, and fail
+//! with TYPHON_REQUIRE_INTEROP=1.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use typhon_recorder::tracedat::Compression;
+use typhon_recorder::{doc_lock, RecorderBuilder, ThreadKind};
+use typhon_trace::tracedat::TraceFile;
+
+fn have_trace_cmd(test: &str) -> bool {
+    let ok = Command::new("trace-cmd")
+        .arg("list")
+        .arg("-c")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("zstd"));
+    if !ok {
+        if std::env::var("TYPHON_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("{test}: trace-cmd with zstd is not installed but TYPHON_REQUIRE_INTEROP=1");
+        }
+        eprintln!("SKIPPED {test}: trace-cmd with zstd is not installed");
+    }
+    ok
+}
+
+/// `trace-cmd report -t`'s records: (cpu, ns, event name, the fields as printed).
+fn trace_cmd_records(file: &Path) -> Vec<(u32, u64, String, String)> {
+    let o = Command::new("trace-cmd")
+        .args(["report", "-t"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "trace-cmd report {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut v = Vec::new();
+    for line in text.lines() {
+        // "   comm-pid     [001] 12.123456789: Name:   fields"
+        let Some(open) = line.find('[') else { continue };
+        let Some(close) = line[open..].find(']').map(|c| open + c) else {
+            continue;
+        };
+        let Ok(cpu) = line[open + 1..close].trim().parse::<u32>() else {
+            continue;
+        };
+        let rest = line[close + 1..].trim_start();
+        let Some((ts, rest)) = rest.split_once(": ") else {
+            continue;
+        };
+        let Some((s, ns)) = ts.split_once('.') else {
+            continue;
+        };
+        let ts = s.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap();
+        let (name, fields) = rest.split_once(':').unwrap_or((rest, ""));
+        v.push((cpu, ts, name.trim().to_owned(), fields.trim().to_owned()));
+    }
+    v
+}
+
+/// Our reader's records: (cpu, ns, event name).
+fn our_records(file: &Path) -> Vec<(u32, u64, String)> {
+    let f = TraceFile::open_streaming(file).unwrap();
+    f.stream_records()
+        .map(|r| {
+            let r = r.unwrap();
+            let name = f.event_of(&r.data).map_or("?".into(), |e| e.name.clone());
+            (r.cpu, r.ts, name)
+        })
+        .collect()
+}
+
+/// Records the same writes (3 threads × 20 000 instants) to `out`.
+fn record(out: &Path, c: Compression) {
+    let rec = RecorderBuilder::new()
+        .output(out)
+        .compression(c)
+        .start()
+        .unwrap();
+    let threads: Vec<_> = (0..3)
+        .map(|t| {
+            std::thread::spawn(move || {
+                typhon_recorder::set_thread_info(&format!("w{t}"), ThreadKind::Worker);
+                for i in 0..20_000u64 {
+                    typhon_recorder::instant(i as i32, t * 100_000 + i as i32);
+                    if i % 2000 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    rec.finish().unwrap();
+}
+
+#[test]
+fn a_compressed_recording_reads_in_trace_cmd_as_the_uncompressed_one_does() {
+    let _g = doc_lock();
+    if !have_trace_cmd("a_compressed_recording_reads_in_trace_cmd_as_the_uncompressed_one_does") {
+        return;
+    }
+    let dir = tmp("z-same");
+    let (plain, zstd) = (dir.join("plain.dat"), dir.join("zstd.dat"));
+    record(&plain, Compression::None);
+    record(&zstd, Compression::Zstd { level: 1 });
+    let head = |p: &Path| std::fs::read(p).unwrap()[..12].to_vec();
+    assert_eq!(head(&plain), b"\x17\x08\x44tracing6\0");
+    assert_eq!(head(&zstd), b"\x17\x08\x44tracing7\0");
+    // The instants' fields are the same (which slot a thread gets depends on the race to
+    // register, and times on when it ran: those are not compared).
+    let instants = |p: &Path| -> Vec<String> {
+        let mut v: Vec<String> = trace_cmd_records(p)
+            .into_iter()
+            .filter(|r| r.2 == "Instant")
+            .map(|r| r.3)
+            .collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (instants(&plain), instants(&zstd));
+    assert_eq!((a.len(), b.len()), (60_000, 60_000));
+    assert!(
+        a == b,
+        "trace-cmd reads other instants from the compressed file"
+    );
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    assert!(
+        size(&zstd) * 3 < size(&plain),
+        "{} compressed vs {} plain",
+        size(&zstd),
+        size(&plain)
+    );
+    // Our reader and trace-cmd agree on every record of both files (cpu, time, event).
+    for f in [&plain, &zstd] {
+        let mut tc: Vec<(u32, u64, String)> = trace_cmd_records(f)
+            .into_iter()
+            .map(|r| (r.0, r.1, r.2))
+            .collect();
+        let mut ours = our_records(f);
+        tc.sort();
+        ours.sort();
+        assert_eq!(ours.len(), tc.len(), "{}", f.display());
+        assert!(
+            ours == tc,
+            "our reader and trace-cmd differ on {}",
+            f.display()
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn convert_moves_a_recording_between_its_forms_losslessly() {
+    let _g = doc_lock();
+    if !have_trace_cmd("convert_moves_a_recording_between_its_forms_losslessly") {
+        return;
+    }
+    let dir = tmp("z-convert");
+    let z = dir.join("z.dat");
+    record(&z, Compression::Zstd { level: 1 });
+    let report = |p: &Path| {
+        let o = Command::new("trace-cmd")
+            .arg("report")
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    };
+    let want = report(&z);
+    for (name, args) in [
+        ("v6.dat", vec!["--version", "6"]),
+        ("v7.dat", vec!["--version", "7", "--compress", "none"]),
+        ("z3.dat", vec!["--compress", "zstd:3"]),
+        (
+            "z10.dat",
+            vec!["--compress", "zstd:1", "--chunk-pages", "10"],
+        ),
+    ] {
+        let out = dir.join(name);
+        let mut a: Vec<&std::ffi::OsStr> = vec!["convert".as_ref(), z.as_os_str(), out.as_os_str()];
+        a.extend(
+            args.iter()
+                .map(|s: &&str| -> &std::ffi::OsStr { s.as_ref() }),
+        );
+        let (ok, o, e) = cli(&a);
+        assert!(ok, "convert {name}: {o}{e}");
+        assert_eq!(report(&out), want, "{name} reads differently in trace-cmd");
+        assert_eq!(our_records(&out), our_records(&z), "{name} in our reader");
+    }
+    // Version 6 cannot be compressed.
+    let out = dir.join("bad.dat");
+    let (ok, _, e) = cli(&[
+        "convert".as_ref(),
+        z.as_os_str(),
+        out.as_os_str(),
+        "--version".as_ref(),
+        "6".as_ref(),
+        "--compress".as_ref(),
+        "zstd".as_ref(),
+    ]);
+    assert!(!ok && e.contains("version 6"), "{e}");
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Kills a `demo --compress zstd` recording with SIGKILL after `after`.
+fn killed_demo(out: &Path, after: std::time::Duration) {
+    let mut child = Command::new(BIN)
+        .args([
+            "demo",
+            "--json",
+            "--duration",
+            "20",
+            "--threads",
+            "2",
+            "--rate",
+            "50000",
+        ])
+        .args(["--compress", "zstd", "--out"])
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!out.exists(), "the recording was still running");
+}
+
+#[test]
+fn a_sigkilled_compressed_recording_recovers_into_a_file_trace_cmd_reads() {
+    if !have_trace_cmd("a_sigkilled_compressed_recording_recovers_into_a_file_trace_cmd_reads") {
+        return;
+    }
+    let dir = tmp("z-kill");
+    let out = dir.join("k.dat");
+    killed_demo(&out, std::time::Duration::from_millis(1500));
+    let (ok, o, e) = cli_recover(&out);
+    assert!(ok, "{o}{e}");
+    let ours = our_records(&out);
+    assert!(ours.len() > 10_000, "{} records recovered", ours.len());
+    assert_eq!(trace_cmd_records(&out).len(), ours.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_torn_last_chunk_costs_only_that_chunk_and_is_counted() {
+    if !have_trace_cmd("a_torn_last_chunk_costs_only_that_chunk_and_is_counted") {
+        return;
+    }
+    let dir = tmp("z-torn");
+    let out = dir.join("t.dat");
+    killed_demo(&out, std::time::Duration::from_millis(1500));
+    // Copy the parts aside to know what a whole recovery holds, then tear slot 1's last chunk.
+    let parts = typhon_recorder::sink::parts_dir(&out);
+    let whole = dir.join("w.dat");
+    let wparts = typhon_recorder::sink::parts_dir(&whole);
+    std::fs::create_dir(&wparts).unwrap();
+    for e in std::fs::read_dir(&parts).unwrap() {
+        let e = e.unwrap();
+        if e.file_name() != "lock" {
+            std::fs::copy(e.path(), wparts.join(e.file_name())).unwrap();
+        }
+    }
+    let (ok, o, e) = cli_recover(&whole);
+    assert!(ok, "{o}{e}");
+    let slot1 = parts.join("slot-001.pages");
+    let len = std::fs::metadata(&slot1).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&slot1)
+        .unwrap();
+    f.set_len(len - 3).unwrap();
+    drop(f);
+    let (ok, o, e) = cli_recover(&out);
+    assert!(ok, "{o}{e}");
+    assert!(
+        o.contains("left out: 1 compressed chunks the kill cut short"),
+        "{o}"
+    );
+    let r = typhon_recorder::sink::recover(&whole); // already done: nothing to do
+    assert!(r.is_err() || r.unwrap().already_complete);
+    let per_slot = |p: &Path| {
+        let mut n = [0usize; 4];
+        for r in our_records(p) {
+            n[r.0.min(3) as usize] += 1;
+        }
+        n
+    };
+    let (a, b) = (per_slot(&whole), per_slot(&out));
+    // Slot 1 lost one chunk (at most 32 pages of ~110 records), no other slot lost anything.
+    assert!(
+        b[1] < a[1] && a[1] - b[1] <= 32 * 4072 / 12,
+        "{a:?} vs {b:?}"
+    );
+    assert_eq!((a[0], a[2], a[3]), (b[0], b[2], b[3]));
+    let meta = TraceFile::open_streaming(&out).unwrap();
+    let text = meta
+        .options()
+        .iter()
+        .find(|o| o.id == typhon_recorder::tracedat::OPTION_TYPHON_META)
+        .unwrap()
+        .text();
+    assert!(text.contains("\"torn_chunks\":1"), "{text}");
+    assert_eq!(trace_cmd_records(&out).len(), b.iter().sum::<usize>());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The C ABI's `zstd_level`: 0 writes version 6, 1..=19 a zstd version 7 that trace-cmd reads
+/// with every record; anything else is a configuration error.
+#[test]
+fn the_c_abi_records_compressed_when_asked() {
+    use typhon_ffi::*;
+    let _g = doc_lock();
+    let dir = tmp("z-ffi");
+    let out = dir.join("c.dat");
+    let path = std::ffi::CString::new(out.as_os_str().as_encoded_bytes()).unwrap();
+    let mut cfg = TyphonConfig {
+        output_path: path.as_ptr(),
+        page_size: 0,
+        ring_bytes: 0,
+        flush_interval_us: 0,
+        zstd_level: 20,
+    };
+    // SAFETY: a valid config whose path outlives the calls.
+    assert_eq!(unsafe { typhon_start(&cfg) }, TYPHON_ERR_CONFIG);
+    cfg.zstd_level = 3;
+    // SAFETY: as above.
+    assert_eq!(unsafe { typhon_start(&cfg) }, TYPHON_OK);
+    for i in 0..5000 {
+        assert_eq!(typhon_instant(i, -i), TYPHON_OK);
+    }
+    let mut st = TyphonStats::default();
+    // SAFETY: a writable stats struct.
+    assert_eq!(unsafe { typhon_finish(&mut st) }, TYPHON_OK);
+    assert_eq!(
+        &std::fs::read(&out).unwrap()[..12],
+        b"\x17\x08\x44tracing7\0"
+    );
+    let ours = our_records(&out);
+    assert_eq!(ours.len() as u64, st.written);
+    assert_eq!(ours.iter().filter(|r| r.2 == "Instant").count(), 5000);
+    if have_trace_cmd("the_c_abi_records_compressed_when_asked") {
+        assert_eq!(trace_cmd_records(&out).len(), ours.len());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const KILL_CHILD: &str = "TYPHON_COMPRESS_KILL_CHILD";
+/// Pages per slot of the kill test's recording (3 pages to a chunk: whole and partial chunks;
+/// the payload byte that is the kind is the slot, a kind trace-cmd knows).
+const KILL_SLOTS: [(u8, u64); 3] = [(0, 2), (1, 7), (3, 4)];
+
+fn kill_page(slot: u8, k: u64) -> Vec<u8> {
+    let mut w = typhon_recorder::page::PageWriter::new(4096).unwrap();
+    for j in 0..5 {
+        w.try_push(u64::from(slot) * 1_000_000 + k * 1000 + j + 1, &[slot; 20])
+            .unwrap();
+    }
+    w.finish().to_vec()
+}
+
+/// The child half of `a_kill_at_any_step_of_a_compressed_finish_loses_nothing`.
+#[test]
+fn compressed_kill_child() {
+    use typhon_recorder::sink::{FileSink, SessionSummary, Sink};
+    let Some(out) = std::env::var_os(KILL_CHILD) else {
+        return;
+    };
+    let mut s = FileSink::create_with(
+        std::path::PathBuf::from(out),
+        4096,
+        Compression::Zstd { level: 1 },
+        3,
+    )
+    .unwrap();
+    for (slot, n) in KILL_SLOTS {
+        for k in 0..n {
+            s.write_page(slot, &kill_page(slot, k)).unwrap();
+        }
+    }
+    s.flush().unwrap();
+    s.finish(&SessionSummary {
+        page_size: 4096,
+        ..Default::default()
+    })
+    .unwrap();
+    println!("CHILD-DONE");
+}
+
+/// A compressed recording's finish killed at every step (each sync, journal line, part
+/// deletion, the rename, the clean-up), then `recover`: every record is in a file trace-cmd
+/// reads, whether its chunks came from the part files or from the journaled assembly.
+#[test]
+fn a_kill_at_any_step_of_a_compressed_finish_loses_nothing() {
+    let dir = tmp("z-finish-kill");
+    let mut want: Vec<(u32, u64)> = KILL_SLOTS
+        .iter()
+        .flat_map(|&(slot, n)| {
+            (0..n).flat_map(move |k| {
+                (0..5).map(move |j| {
+                    (
+                        u32::from(slot),
+                        u64::from(slot) * 1_000_000 + k * 1000 + j + 1,
+                    )
+                })
+            })
+        })
+        .collect();
+    want.sort();
+    let got = |p: &Path| {
+        let mut v: Vec<(u32, u64)> = our_records(p).iter().map(|r| (r.0, r.1)).collect();
+        v.sort();
+        v
+    };
+    let tc = have_trace_cmd("a_kill_at_any_step_of_a_compressed_finish_loses_nothing");
+    let mut finished = false;
+    let mut recovered = 0;
+    for k in 1..100 {
+        let out = dir.join(format!("k{k}.dat"));
+        let o = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "compressed_kill_child",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(KILL_CHILD, &out)
+            .env("TYPHON_FAILPOINT_FINISH", k.to_string())
+            .output()
+            .unwrap();
+        if o.status.success() {
+            assert!(String::from_utf8_lossy(&o.stdout).contains("CHILD-DONE"));
+            assert_eq!(got(&out), want);
+            finished = true;
+            break;
+        }
+        let r = typhon_recorder::sink::recover(&out).unwrap_or_else(|e| panic!("step {k}: {e}"));
+        assert!(r.errors.is_empty() && r.left.is_empty(), "step {k}: {r:?}");
+        assert_eq!(r.torn_chunks, 0, "step {k}");
+        assert_eq!(got(&out), want, "step {k}");
+        if tc {
+            assert_eq!(trace_cmd_records(&out).len(), want.len(), "step {k}");
+        }
+        recovered += 1;
+    }
+    assert!(finished && recovered >= 8, "{recovered} recoveries");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A disk that fills while a compressed recording runs: the chunks it refuses are counted
+/// (their records as `sink_lost`), so per slot attempted = written + missed + sink_lost, and
+/// the file (finished, or recovered once there is space) holds exactly the written records.
+#[test]
+fn a_full_disk_while_recording_compressed_counts_every_lost_chunk() {
+    let _g = doc_lock();
+    let Some(fs) = tmpfs("z-full", 8) else {
+        return;
+    };
+    let out = fs.0.join("z.dat");
+    let rec = RecorderBuilder::new()
+        .output(&out)
+        .compression(Compression::Zstd { level: 1 })
+        .flush_interval(std::time::Duration::from_millis(5))
+        .max_page_age(std::time::Duration::from_millis(5))
+        .start()
+        .unwrap();
+    let burst = |base: i32| {
+        let hs: Vec<_> = (0..3)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..30_000 {
+                        typhon_recorder::instant(base + t, i);
+                        if i % 5_000 == 0 {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+    };
+    burst(0);
+    rec.drain();
+    let filler = fill(&fs.0, 0);
+    burst(10);
+    rec.drain();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    rec.drain();
+    let stats = match rec.finish() {
+        Ok(s) => s,
+        Err(e) => e
+            .stats()
+            .expect("the final counters are in the error")
+            .clone(),
+    };
+    let lost: u64 = stats.slots.iter().map(|s| s.sink_lost).sum();
+    assert!(lost > 0, "the full disk refused some chunks: {stats:?}");
+    for s in &stats.slots {
+        assert_eq!(
+            s.attempted,
+            s.written + s.missed + s.sink_lost,
+            "slot {}",
+            s.slot
+        );
+    }
+    std::fs::remove_file(filler).unwrap();
+    if typhon_recorder::sink::parts_dir(&out).exists() {
+        let (ok, o, e) = cli_recover(&out);
+        assert!(ok, "{o}{e}");
+    }
+    assert_eq!(records(&out).len() as u64, stats.total_written());
+}

@@ -1,0 +1,277 @@
+//! A compressed recording's part files: each slot's pages gathered into chunks on the
+//! flusher's side ([`Gather`]), compressed and appended by a compressor thread
+//! ([`Compressor`]), so the disk only ever sees compressed bytes and the flusher goes back to
+//! draining the rings while a chunk is compressed.
+//!
+//! The part file is the chunks back to back (`u32 compressed size, u32 uncompressed size,
+//! frame` each, [`crate::tracedat::compress`]): finishing copies them as they are after the
+//! chunk count into the v7 file; `recover` reads them one by one and stops at a torn one.
+//!
+//! A chunk goes to the thread when it is full and at the end of every flush cycle (so a kill
+//! loses at most the chunks queued, [`QUEUE`], beyond what an uncompressed recording loses).
+//! The queue is bounded: when the compressor falls behind, the flusher waits for it, the rings
+//! fill and producers drop records (counted), as with a slow disk; producers never wait.
+//! A chunk the disk refuses is cut back off its file and its pages and records are reported as
+//! lost ([`Compressor::failures`]), so they are counted.
+
+use super::paths::{at, create_new_with, slot_file};
+use crate::flush::page::PageRecords;
+use crate::sink::tracedat::ChunkCompressor;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+/// Chunks queued for the compressor thread at most.
+pub(super) const QUEUE: usize = 8;
+
+/// Pages and records of a chunk.
+pub(super) type Lost = (u64, u64);
+
+/// A slot's pages waiting to become a chunk (on the flusher's side).
+#[derive(Default)]
+pub(super) struct Gather {
+    data: Vec<u8>,
+    pages: u64,
+}
+
+impl Gather {
+    /// Adds a page; true when the chunk is full.
+    pub(super) fn push(&mut self, page: &[u8], chunk_pages: u64) -> bool {
+        self.data.extend_from_slice(page);
+        self.pages += 1;
+        self.pages >= chunk_pages
+    }
+
+    /// The records of the gathered pages: counted only when a chunk is lost, so the flusher
+    /// does not walk every record of every page it hands over.
+    fn records(&self, page_size: usize) -> u64 {
+        self.data
+            .chunks_exact(page_size.max(1))
+            .map(|p| PageRecords::new(p).map_or(0, |r| r.count() as u64))
+            .sum()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.pages == 0
+    }
+}
+
+/// One slot's chunk file. Invariant: the file holds `len` bytes of whole chunks. A chunk that
+/// fails to be written is cut back off the file.
+pub(super) struct ChunkFile {
+    pub(super) path: PathBuf,
+    pub(super) file: File,
+    pub(super) len: u64,
+    pub(super) chunks: u32,
+    /// The length the file must be cut back to, while cutting it failed: until it is done,
+    /// chunks are refused (they would land after a partial one).
+    cut_to: Option<u64>,
+}
+
+impl ChunkFile {
+    fn append(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if let Some(keep) = self.cut_to {
+            self.file.set_len(keep)?;
+            self.cut_to = None;
+        }
+        match self.file.write_all_at(chunk, self.len) {
+            Ok(()) => {
+                self.len += chunk.len() as u64;
+                self.chunks += 1;
+                Ok(())
+            }
+            Err(e) => {
+                // Part of the chunk may be on disk: cut it off, or refuse chunks until it is.
+                if self.file.set_len(self.len).is_err() {
+                    self.cut_to = Some(self.len);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What compresses and writes chunks: the files, the compressor, and the failures to report.
+struct Writer {
+    dir: PathBuf,
+    files: Vec<Option<ChunkFile>>,
+    z: ChunkCompressor,
+    out: Vec<u8>,
+    failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>,
+}
+
+impl Writer {
+    fn chunk(&mut self, slot: u8, g: &Gather) {
+        let r = self.try_chunk(slot, g);
+        if let Err(e) = r {
+            let e = at(&slot_file(&self.dir, slot), "writing", e);
+            // A poisoned lock: a panic elsewhere; the failure is still recorded.
+            let records = g.records(g.data.len() / g.pages.max(1) as usize);
+            let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+            f.push((slot, e, (g.pages, records)));
+        }
+    }
+
+    fn try_chunk(&mut self, slot: u8, g: &Gather) -> io::Result<()> {
+        let entry = &mut self.files[slot as usize];
+        let f = match entry {
+            Some(f) => f,
+            None => {
+                let path = slot_file(&self.dir, slot);
+                let file = create_new_with(&path, true)?;
+                entry.insert(ChunkFile {
+                    path,
+                    file,
+                    len: 0,
+                    chunks: 0,
+                    cut_to: None,
+                })
+            }
+        };
+        self.out.clear();
+        self.z.chunk(&g.data, &mut self.out)?;
+        f.append(&self.out)
+    }
+}
+
+enum Job {
+    Chunk(u8, Gather),
+}
+
+/// Compresses chunks on its own thread (or inline, where the thread could not be started or
+/// `TYPHON_COMPRESS_INLINE=1` asks for it, to measure the difference).
+pub(super) struct Compressor {
+    tx: Option<SyncSender<Job>>,
+    /// Emptied buffers coming back, reused for the next chunks.
+    spare: Option<Receiver<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<Writer>>,
+    inline: Option<Writer>,
+    failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>,
+}
+
+impl Compressor {
+    pub(super) fn new(dir: &Path, z: ChunkCompressor) -> Self {
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let mut w = Writer {
+            dir: dir.to_path_buf(),
+            files: (0..256).map(|_| None).collect(),
+            z,
+            out: Vec::new(),
+            failures: failures.clone(),
+        };
+        if std::env::var_os("TYPHON_COMPRESS_INLINE").is_some_and(|v| v == "1") {
+            return Self::inline(w, failures);
+        }
+        let (tx, rx) = sync_channel::<Job>(QUEUE);
+        let (stx, srx) = sync_channel::<Vec<u8>>(QUEUE + 2);
+        let (wtx, wrx) = std::sync::mpsc::channel::<Writer>();
+        let spawned = std::thread::Builder::new()
+            .name("typhon-compress".into())
+            .spawn(move || {
+                let Ok(mut w) = wrx.recv() else {
+                    unreachable!("the writer is sent right after the spawn")
+                };
+                for Job::Chunk(slot, mut g) in rx {
+                    w.chunk(slot, &g);
+                    g.data.clear();
+                    // The buffer goes back for reuse, unless enough are waiting already.
+                    let _ = stx.try_send(g.data);
+                }
+                w
+            });
+        match spawned {
+            Ok(thread) => {
+                if let Err(back) = wtx.send(w) {
+                    w = back.0;
+                    return Self::inline(w, failures);
+                }
+                Self {
+                    tx: Some(tx),
+                    spare: Some(srx),
+                    thread: Some(thread),
+                    inline: None,
+                    failures,
+                }
+            }
+            Err(_) => Self::inline(w, failures),
+        }
+    }
+
+    fn inline(w: Writer, failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>) -> Self {
+        Self {
+            tx: None,
+            spare: None,
+            thread: None,
+            inline: Some(w),
+            failures,
+        }
+    }
+
+    /// Hands a slot's gathered pages over as one chunk, and leaves `g` empty.
+    pub(super) fn send(&mut self, slot: u8, g: &mut Gather, chunk_bytes: usize) {
+        if let Some(w) = self.inline.as_mut() {
+            w.chunk(slot, g);
+            g.data.clear();
+            g.pages = 0;
+            return;
+        }
+        let mut data = self
+            .spare
+            .as_ref()
+            .and_then(|s| s.try_recv().ok())
+            .unwrap_or_default();
+        data.reserve(chunk_bytes);
+        let full = std::mem::replace(g, Gather { data, pages: 0 });
+        if let Some(tx) = &self.tx {
+            if let Err(back) = tx.send(Job::Chunk(slot, full)) {
+                // The thread is gone (it panicked): compress here from now on.
+                let Job::Chunk(slot, g) = back.0;
+                let records = g.records(g.data.len() / g.pages.max(1) as usize);
+                let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+                f.push((
+                    slot,
+                    io::Error::other("the compressor thread stopped"),
+                    (g.pages, records),
+                ));
+            }
+        }
+    }
+
+    /// The chunks that could not be written since the last call.
+    pub(super) fn failures(&mut self) -> Vec<(u8, io::Error, Lost)> {
+        std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Waits for every chunk handed over to be written, and returns the part files.
+    pub(super) fn finish(&mut self) -> Vec<Option<ChunkFile>> {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            match t.join() {
+                Ok(w) => return w.files,
+                Err(_) => {
+                    let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+                    f.push((
+                        0,
+                        io::Error::other("the compressor thread panicked"),
+                        (0, 0),
+                    ));
+                    return Vec::new();
+                }
+            }
+        }
+        self.inline.take().map(|w| w.files).unwrap_or_default()
+    }
+}
+
+impl Drop for Compressor {
+    fn drop(&mut self) {
+        // The thread ends when its queue closes; what it holds is written first.
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
