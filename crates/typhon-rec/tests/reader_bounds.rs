@@ -270,6 +270,9 @@ fn export_scales(what: &str, make: impl Fn(u64) -> Vec<u8>) {
     let (s, l) = (fastest(&small), fastest(&large));
     let ratio = l.as_secs_f64() / s.as_secs_f64().max(1e-6);
     let bound = 2.0 * k as f64 * ((k * n) as f64).ln() / (n as f64).ln();
+    eprintln!(
+        "{what}: {k}x the records took {ratio:.1}x the time ({s:?} -> {l:?}), bound {bound:.1}"
+    );
     assert!(
         ratio < bound,
         "{what}: {k}x the records took {ratio:.1}x the time ({s:?} -> {l:?}), bound {bound:.1}"
