@@ -320,7 +320,7 @@ impl Producer {
     ///
     /// The hardware prefetchers follow a stream of stores only within a 4 KiB page, so without
     /// it the first lines of each new 4 KiB of ring (every ~190 records) miss, and those writes
-    /// were most of the slow ones even on a huge page (BENCHMARKS.md). One instruction that
+    /// were most of the slow ones even on a huge page (BENCHMARKS.md, in its git history). One instruction that
     /// never faults and changes no byte: where the line is still being read by the consumer, it
     /// costs the consumer a miss, nothing else.
     #[inline(always)]

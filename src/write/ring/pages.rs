@@ -2,7 +2,7 @@
 //!
 //! A producer reaches a new 4 KiB page every ~190 records of 22 bytes, and under nested paging a
 //! TLB miss there is a two-level page walk: on a shared 2-vCPU guest such misses were the largest
-//! share of the write's p99.9 (BENCHMARKS.md). So a ring made ahead of need asks for a
+//! share of the write's p99.9 (BENCHMARKS.md, in its git history). So a ring made ahead of need asks for a
 //! transparent huge page, where one TLB entry covers 2 MiB of it.
 
 /// A ring's bytes: whole pages of its own, faulted in when it is made.
