@@ -67,6 +67,10 @@ pub struct SpanGuard {
     id: u64,
     /// The generation of the recorder it was opened under.
     gen: u64,
+    /// The span's start (raw ticks) and parent, kept here so that its end, in order, need not
+    /// read them back from the thread's stack.
+    start: u64,
+    parent: u64,
     /// Not `Send`. The guard borrows nothing: the recorder copied the name into the thread's
     /// stack when the span began, so `span(&format!(..))` needs no `let` for the name.
     _marker: std::marker::PhantomData<*const ()>,
@@ -93,7 +97,7 @@ impl SpanGuard {
     #[inline]
     pub fn end_at(mut self, ts: u64) {
         if self.id != 0 {
-            close_guard(self.id, self.gen, Some(ts));
+            close_guard(&self, Some(ts));
         }
         self.id = 0;
     }
@@ -103,6 +107,8 @@ impl SpanGuard {
         SpanGuard {
             id: 0,
             gen: 0,
+            start: 0,
+            parent: 0,
             _marker: std::marker::PhantomData,
         }
     }
@@ -112,14 +118,14 @@ impl Drop for SpanGuard {
     #[inline]
     fn drop(&mut self) {
         if self.id != 0 {
-            close_guard(self.id, self.gen, None);
+            close_guard(self, None);
         }
     }
 }
 
 impl Writer {
     /// Opens a span of record size `size` (checked here against the page, counted as refused
-    /// when it does not fit) and returns its id.
+    /// when it does not fit) and returns its id, start and parent.
     #[inline(always)]
     pub(crate) fn open_span(
         &mut self,
@@ -128,7 +134,7 @@ impl Writer {
         at: Option<u64>,
         size: usize,
         tracing: bool,
-    ) -> Result<u64, WriteError> {
+    ) -> Result<Opened, WriteError> {
         if size > self.max_record {
             self.refuse();
             return Err(WriteError::TooLarge {
@@ -144,10 +150,7 @@ impl Writer {
         let start = self.ts(at);
         let id = (self.slot as u64) << 56 | (self.span_counter & ((1 << 56) - 1));
         self.span_counter += 1;
-        let parent = match depth.checked_sub(1) {
-            None => 0,
-            Some(top) => self.stack.entries[top].id.load(Ordering::Relaxed),
-        };
+        let parent = self.top_id;
         self.stack.push_kind(
             depth,
             name_at,
@@ -159,7 +162,13 @@ impl Writer {
             name.as_bytes(),
         );
         self.depth = depth + 1;
-        Ok(id)
+        self.top_id = id;
+        Ok(Opened {
+            id,
+            gen: self.core.gen,
+            start,
+            parent,
+        })
     }
 
     /// A span begun past the stack's room: refused and counted (see [`SpanGuard`]).
@@ -173,10 +182,7 @@ impl Writer {
     /// The id of the innermost open span, 0 when none is.
     #[inline(always)]
     pub(crate) fn innermost(&self) -> u64 {
-        match self.depth.checked_sub(1) {
-            None => 0,
-            Some(top) => self.stack.entries[top].id.load(Ordering::Relaxed),
-        }
+        self.top_id
     }
 
     /// Ends the open span at `i` at `end` (raw ticks), and every span opened inside it that is
@@ -205,12 +211,21 @@ impl Writer {
         let Some(top) = self.depth.checked_sub(1) else {
             return;
         };
-        let stack = &*self.stack;
-        let e = &stack.entries[top];
+        let e = &self.stack.entries[top];
         // Relaxed: this thread stored them.
         let id = e.id.load(Ordering::Relaxed);
         let start = e.start.load(Ordering::Relaxed);
         let parent = e.parent.load(Ordering::Relaxed);
+        self.end_top(top, id, start, parent, end);
+    }
+
+    /// Ends the innermost open span, at `top` of the stack, whose id, start and parent the
+    /// caller has (a guard keeps them; [`end_innermost`](Self::end_innermost) reads them).
+    #[inline(always)]
+    pub(crate) fn end_top(&mut self, top: usize, id: u64, start: u64, parent: u64, end: u64) {
+        let stack = &*self.stack;
+        let e = &stack.entries[top];
+        // Relaxed: this thread stored it.
         let m = e.meta.load(Ordering::Relaxed);
         let tracing = m & crate::write::stack::META_TRACING != 0;
         let ctx = (m & crate::write::stack::META_TRACED != 0).then(|| TraceContext {
@@ -222,6 +237,7 @@ impl Writer {
         stack.invalidate(top);
         stack.depth.store(top, Ordering::Relaxed);
         self.depth = top;
+        self.top_id = parent;
         let ext = records::SpanExt {
             duration_ns: end.wrapping_sub(start) as i64,
             span_id: id,
@@ -263,27 +279,53 @@ pub(crate) fn write_span(
         Some(_) => records::traced_span_len(name),
     };
     // Checked against the page when it opened (`open_span`), under this same recorder.
-    producer.write(size, |d| {
-        records::fill_span(d, slot, start as i64, ext, ctx, tracing, name)
-    });
+    // Reserve, fill, publish rather than `write` with a closure: the closure, compiled in this
+    // crate, was called out of line from a span end inlined into another crate.
+    if let Some(r) = producer.reserve(size) {
+        fill(producer.reserved(&r), slot, start, ext, ctx, tracing, name);
+        producer.publish(r);
+    }
+}
+
+#[inline(always)]
+fn fill(
+    d: &mut [u8],
+    slot: u8,
+    start: u64,
+    ext: &records::SpanExt,
+    ctx: Option<TraceContext>,
+    tracing: bool,
+    name: &str,
+) {
+    records::fill_span(d, slot, start as i64, ext, ctx, tracing, name)
 }
 
 /// Ends the span of a guard (its drop or [`SpanGuard::end_at`]): the common case, the
-/// thread's innermost span of the running recorder, here; the others out of line.
-#[inline(never)]
-pub(crate) fn close_guard(id: u64, gen: u64, at: Option<u64>) {
+/// thread's innermost span of the running recorder, inline at the drop, with the start and
+/// parent the guard kept; a guard dropped out of order, or of another recorder, out of line.
+#[inline(always)]
+pub(crate) fn close_guard(g: &SpanGuard, at: Option<u64>) {
+    let (id, gen, start, parent) = (g.id, g.gen, g.start, g.parent);
     // With no recorder installed there is no writer: nothing to write or count.
-    with_writer(|w| {
-        if w.core.gen == gen && w.innermost() == id {
-            let end = match at {
-                Some(t) => t,
-                None => w.clock.raw(),
-            };
-            w.end_innermost(end);
-        } else {
-            close_other(w, id, gen, at);
-        }
-    });
+    let w = current_writer();
+    if w.is_null() {
+        return;
+    }
+    // SAFETY: the thread's own writer, used only within this call, which does not reenter the
+    // recorder (see `current_writer`).
+    let w = unsafe { &mut *w };
+
+    // The innermost span of this recorder: `top_id` is `id` only while this span is open at
+    // the top of the stack (ids are never reused), so `depth - 1` is its entry.
+    if w.top_id == id && w.core.gen == gen {
+        let end = match at {
+            Some(t) => t,
+            None => w.clock.raw(),
+        };
+        w.end_top(w.depth - 1, id, start, parent, end);
+    } else {
+        close_other(w, id, gen, at);
+    }
 }
 
 /// [`close_guard`] of a span that is not the innermost open one, or of another recorder.
@@ -330,19 +372,20 @@ pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>)
 }
 
 #[inline(always)]
-pub(crate) fn guard_of(o: Option<(u64, u64)>) -> SpanGuard {
+pub(crate) fn guard_of(o: Option<Opened>) -> SpanGuard {
     match o {
-        Some((id, gen)) => SpanGuard {
-            id,
-            gen,
+        Some(o) => SpanGuard {
+            id: o.id,
+            gen: o.gen,
+            start: o.start,
+            parent: o.parent,
             _marker: std::marker::PhantomData,
         },
         None => SpanGuard::inert(),
     }
 }
 
-/// Opens a span (the one begin path of guards and of [`span_begin`]): `Ok(Some((id,
-/// generation)))`, `Ok(None)` when nothing is recorded (compiled out, no recorder, filtered, no
+/// Opens a span (the one begin path of guards and of [`span_begin`]): `Ok(Some(opened))`, `Ok(None)` when nothing is recorded (compiled out, no recorder, filtered, no
 /// slot), `Err` for a span the recorder refuses (counted as refused while a recorder runs): a
 /// name with a NUL, a record over 65534 bytes (whether or not a recorder runs), a record
 /// larger than the running recorder's pages hold.
@@ -351,7 +394,7 @@ pub(crate) fn open_span(
     name: &str,
     ctx: Option<TraceContext>,
     at: Option<u64>,
-) -> Result<Option<(u64, u64)>, WriteError> {
+) -> Result<Option<Opened>, WriteError> {
     let (kind, size) = match ctx {
         None => (TraceEventKind::NAMED_SPAN, records::named_span_len(name)),
         Some(_) => (TraceEventKind::TRACED_SPAN, records::traced_span_len(name)),
@@ -378,11 +421,23 @@ pub(crate) fn open_span(
         }
         return Ok(None);
     }
-    with_writer(|w| {
-        w.open_span(name, ctx, at, size, false)
-            .map(|id| Some((id, w.core.gen)))
-    })
-    .unwrap_or(Ok(None))
+    let w = current_writer();
+    if w.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the thread's own writer, used only within this call, which does not reenter the
+    // recorder (see `current_writer`).
+    let w = unsafe { &mut *w };
+    w.open_span(name, ctx, at, size, false).map(Some)
+}
+
+/// A span the recorder opened: what its guard keeps.
+#[derive(Clone, Copy)]
+pub(crate) struct Opened {
+    pub(crate) id: u64,
+    pub(crate) gen: u64,
+    pub(crate) start: u64,
+    pub(crate) parent: u64,
 }
 
 /// Opens a span without a guard, for callers that cannot hold one (the C ABI, engines whose
@@ -423,7 +478,7 @@ pub fn span_begin(
     ctx: Option<TraceContext>,
     at: Option<u64>,
 ) -> Result<u64, WriteError> {
-    Ok(open_span(name, ctx, at)?.map_or(0, |(id, _)| id))
+    Ok(open_span(name, ctx, at)?.map_or(0, |o| o.id))
 }
 
 /// Ends the span `span_id` opened with [`span_begin`] (or a guard) on this thread, now or at

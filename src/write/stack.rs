@@ -60,9 +60,11 @@ pub(crate) const fn meta_len(m: u64) -> usize {
 pub struct SpanStack {
     /// How many entries are open (entries below hold spans, innermost last).
     pub(crate) depth: AtomicUsize,
-    pub(crate) entries: Box<[Entry]>,
+    /// Arrays, not slices, so that an index already checked against [`SPAN_DEPTH`] (or known
+    /// below the depth) needs no second bounds check against a length loaded from memory.
+    pub(crate) entries: Box<[Entry; SPAN_DEPTH]>,
     /// The open spans' names, each from a word boundary, little-endian bytes.
-    pub(crate) names: Box<[AtomicU64]>,
+    pub(crate) names: Box<[AtomicU64; NAME_WORDS]>,
 }
 
 impl std::fmt::Debug for SpanStack {
@@ -84,8 +86,8 @@ impl SpanStack {
     pub fn new() -> Self {
         SpanStack {
             depth: AtomicUsize::new(0),
-            entries: (0..SPAN_DEPTH).map(|_| Entry::default()).collect(),
-            names: (0..NAME_WORDS).map(|_| AtomicU64::new(0)).collect(),
+            entries: boxed_array(Entry::default),
+            names: boxed_array(|| AtomicU64::new(0)),
         }
     }
 
@@ -255,6 +257,15 @@ impl SpanStack {
             out.push(rec);
         }
         out
+    }
+}
+
+/// `[f(); N]` on the heap, built there (a 24 KiB array of entries is not made on the stack).
+fn boxed_array<T, const N: usize>(f: impl FnMut() -> T) -> Box<[T; N]> {
+    let v: Box<[T]> = std::iter::repeat_with(f).take(N).collect();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("took exactly N"),
     }
 }
 

@@ -122,11 +122,16 @@ pub fn enter(name: &SpanName, key: u64, tracing_id: u64) -> bool {
         hi: key,
         lo: tracing_id,
     };
-    with_writer(|w| {
-        w.open_span(&name.name, Some(ctx), None, name.size, true)
-            .is_ok()
-    })
-    .unwrap_or(false)
+    // Not `with_writer`: its closure would be called out of line (see `current_writer`).
+    let w = current_writer();
+    if w.is_null() {
+        return false;
+    }
+    // SAFETY: the thread's own writer, used only within this call, which does not reenter the
+    // recorder (see `current_writer`).
+    let w = unsafe { &mut *w };
+    w.open_span(&name.name, Some(ctx), None, name.size, true)
+        .is_ok()
 }
 
 /// Ends this thread's innermost open entry of the span with `tracing` id `tracing_id` (and the
@@ -142,22 +147,26 @@ pub fn exit(tracing_id: u64) {
     if cfg!(feature = "compile-out") {
         return;
     }
-    with_writer(|w| {
-        let found = (0..w.depth).rev().find(|&i| {
-            let e = &w.stack.entries[i];
-            // Relaxed: this thread stored them.
-            e.meta.load(Ordering::Relaxed) & META_TRACING != 0
-                && e.trace_lo.load(Ordering::Relaxed) == tracing_id
-        });
-        if let Some(i) = found {
-            let end = w.clock.raw();
-            if i + 1 == w.depth {
-                w.end_innermost(end);
-            } else {
-                w.end_spans_from(i, end);
-            }
-        }
+    let w = current_writer();
+    if w.is_null() {
+        return;
+    }
+    // SAFETY: as in `enter`.
+    let w = unsafe { &mut *w };
+    let found = (0..w.depth).rev().find(|&i| {
+        let e = &w.stack.entries[i];
+        // Relaxed: this thread stored them.
+        e.meta.load(Ordering::Relaxed) & META_TRACING != 0
+            && e.trace_lo.load(Ordering::Relaxed) == tracing_id
     });
+    if let Some(i) = found {
+        let end = w.clock.raw();
+        if i + 1 == w.depth {
+            w.end_innermost(end);
+        } else {
+            w.end_spans_from(i, end);
+        }
+    }
 }
 
 /// Writes a record of `size` bytes filled by `fill` if `kind` is recorded and it fits.

@@ -28,6 +28,9 @@ pub(crate) struct Writer {
     pub(crate) stack: Arc<SpanStack>,
     /// How many spans are open (the stack's depth; this thread's copy).
     pub(crate) depth: usize,
+    /// The innermost open span's id, 0 when none is: kept beside `depth` so that a span's
+    /// begin (its parent) and a guard's end (is it the innermost?) read no stack entry.
+    pub(crate) top_id: u64,
 }
 
 impl Drop for Writer {
@@ -198,6 +201,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             last_raw: 0,
             stack,
             depth: 0,
+            top_id: 0,
         };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {
@@ -271,6 +275,32 @@ pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
         return None;
     };
     Some(f(w))
+}
+
+/// [`with_writer`] without the closure, for the span begin and end: this thread's writer
+/// for the installed recorder (claiming a slot first if needed), null when it has none (then
+/// counted as `no_slot`, as `with_writer` does). A closure of a span's size, being neither
+/// generic nor small, is compiled once in this crate and called out of line from a caller in
+/// another one; straight-line code here inlines.
+///
+/// The caller may turn the pointer into a `&mut Writer` for as long as a `with_writer`
+/// closure could run, under the same rules: no reentry, nothing else reaching `HOT` meanwhile.
+#[inline(always)]
+pub(crate) fn current_writer() -> *mut Writer {
+    let h: *mut Hot = HOT.with(|h| h.get());
+    // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
+    // other reference to it is live here.
+    let h = unsafe { &mut *h };
+    let gen = refresh(h);
+    match h.writer.as_mut() {
+        Some(w) => w,
+        None => {
+            if gen != 0 {
+                count_no_slot();
+            }
+            std::ptr::null_mut()
+        }
+    }
 }
 
 /// Brings this thread's hot state up to the installed recorder (claiming a slot if the thread

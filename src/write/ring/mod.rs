@@ -279,38 +279,67 @@ impl Producer {
     /// ```
     #[inline(always)]
     pub fn write(&mut self, size: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        let Some(r) = self.reserve(size) else {
+            return false;
+        };
+        fill(self.reserved(&r));
+        self.publish(r);
+        true
+    }
+
+    /// The first half of [`write`](Self::write), for a caller that fills the record in its
+    /// own straight-line code (the span end: a fill closure of its size, compiled in this
+    /// crate, was called out of line from callers in others). `None`, counting a drop, where
+    /// `write` returns `false`; else the caller fills [`reserved`](Self::reserved) whole and
+    /// then calls [`publish`](Self::publish), with no other write in between.
+    #[inline(always)]
+    pub(crate) fn reserve(&mut self, size: usize) -> Option<Reserved> {
         // One compare (folded away for a constant size): the arithmetic below then cannot wrap.
         if size.wrapping_sub(12) > 0xFFFE - 12 {
-            return self.refuse_size();
+            self.refuse_size();
+            return None;
         }
         let end = self.head + even(size) as u64;
         // The fast path: no gap to write first, room before the consumer's last known position,
         // and no wrap (see `limit`): one compare. Anything else reserves out of line; either
-        // way `fill` runs here, once, on arguments still in registers.
+        // way the record is filled by the caller, once, on arguments still in registers.
         let (pos, new_head) = if end <= self.limit {
             (self.head & self.mask, end)
         } else {
-            match self.reserve_slow(size) {
-                Some(r) => r,
-                None => return false,
-            }
+            self.reserve_slow(size)?
         };
+        self.prefetch_ahead();
+        Some(Reserved {
+            pos,
+            size,
+            new_head,
+        })
+    }
+
+    /// The bytes of a reservation, to be filled whole.
+    #[inline(always)]
+    pub(crate) fn reserved(&mut self, r: &Reserved) -> &mut [u8] {
         // SAFETY: [pos, pos + size) is inside the buffer and inside the free region: on the fast
         // path `end <= limit` means the reservation ends before the end of the buffer's current
         // lap and at most `cap` bytes past `cached_tail`, so the consumer does not read it;
         // `reserve_slow` returns only such a region too. Only this producer touches it until the
-        // Release store of `head` below. (If `fill` unwinds, `limit` is 0 after a slow-path
-        // reservation, so no later write takes the fast path on an unpublished one.)
-        let dst = unsafe { std::slice::from_raw_parts_mut(self.base.add(pos as usize), size) };
-        self.prefetch_ahead();
-        fill(dst);
+        // Release store of `head` in `publish`. (If the fill unwinds, `limit` is 0 after a
+        // slow-path reservation, so no later write takes the fast path on an unpublished one.)
+        // `Reserved` is only made by `reserve` and its fields are private to this module.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(r.pos as usize), r.size) }
+    }
+
+    /// Publishes a filled reservation (the second half of [`write`](Self::write)).
+    #[inline(always)]
+    pub(crate) fn publish(&mut self, r: Reserved) {
         #[cfg(loom)]
-        self.shared.track(pos, size, true);
-        // Release: the consumer's Acquire load of `head` then sees every byte written above.
-        self.shared.head.store(new_head, Ordering::Release);
+        self.shared.track(r.pos, r.size, true);
+        #[cfg(not(loom))]
+        let _ = r.pos;
+        // Release: the consumer's Acquire load of `head` then sees every byte written before.
+        self.shared.head.store(r.new_head, Ordering::Release);
         // (After the shared store, so a `passed_half` right after reads this from a register.)
-        self.head = new_head;
-        true
+        self.head = r.new_head;
     }
 
     /// Asks for the line [`PREFETCH_AHEAD`] bytes past `head`, so the record that reaches it
@@ -965,4 +994,12 @@ pub(crate) mod tests {
             "no memory for a ring of 4096 bytes"
         );
     }
+}
+
+/// Room [`Producer::reserve`] set aside for one record: where, how large, and the head once
+/// it is published.
+pub(crate) struct Reserved {
+    pos: u64,
+    size: usize,
+    new_head: u64,
 }
