@@ -118,6 +118,7 @@ pub use recorder::{
     DEFAULT_RING_BYTES, DEFAULT_SPARE_RINGS,
 };
 pub use sink::tracedat;
+pub use sink::tracedat::Compression;
 pub use stats::Stats;
 pub use write::api::{
     celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,

@@ -148,7 +148,6 @@ pub fn push(a: &PushArgs) -> Res {
     );
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
         .build()
         .into();
     let budget = Duration::from_nanos(a.retry_for);
@@ -172,8 +171,16 @@ pub fn push(a: &PushArgs) -> Res {
             let start = Instant::now();
             let mut backoff = Duration::from_millis(250);
             loop {
+                // Each attempt may take what is left of --retry-for (at least 1 s, at most 30 s),
+                // so a Collector that accepts and never answers cannot hold the push past it.
+                let attempt = budget
+                    .saturating_sub(start.elapsed())
+                    .clamp(Duration::from_secs(1), Duration::from_secs(30));
                 let mut r = agent
                     .post(&url)
+                    .config()
+                    .timeout_global(Some(attempt))
+                    .build()
                     .header("Content-Type", "application/x-protobuf");
                 if a.gzip {
                     r = r.header("Content-Encoding", "gzip");
@@ -216,6 +223,10 @@ pub fn push(a: &PushArgs) -> Res {
                             }
                         }
                     }
+                    Err(ureq::Error::Timeout(_)) => (
+                        format!("no answer within {:.1} s", attempt.as_secs_f64()),
+                        None,
+                    ),
                     Err(e) => (e.to_string(), None),
                 };
                 let next = if wait.is_some() {

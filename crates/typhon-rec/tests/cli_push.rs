@@ -281,6 +281,29 @@ fn an_endpoint_nobody_listens_on_fails_within_the_retry_budget_naming_it() {
     std::fs::remove_dir_all(dat.parent().unwrap()).unwrap();
 }
 
+/// A Collector that accepts the connection and never answers holds no attempt past what is left
+/// of `--retry-for` (the attempt's timeout is that, not a fixed 30 s), and the error says so.
+#[test]
+fn a_collector_that_never_answers_is_given_up_on_within_the_retry_budget() {
+    let dat = recording("silent");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts and keeps every connection open, reading nothing and answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let (ok, _, err) = push(&dat, &endpoint, &["--retry-for", "2s"]);
+    assert!(!ok);
+    assert!(err.contains(&format!("{endpoint}/v1/traces")), "{err}");
+    assert!(err.contains("no answer within 2.0 s"), "{err}");
+    assert!(err.contains("gave up after"), "{err}");
+    std::fs::remove_dir_all(dat.parent().unwrap()).unwrap();
+}
+
 /// rotel's collector binary, if the PyPI package is installed.
 fn rotel() -> Option<PathBuf> {
     let o = Command::new("python3")

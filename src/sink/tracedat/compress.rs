@@ -149,6 +149,10 @@ impl ChunkCompressor {
         // trace-cmd writes no content size (it knows it from the chunk header); the 1-4 bytes
         // are saved on every chunk.
         z.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))?;
+        // A 4-byte checksum of the content ends each frame, so a flipped bit in a chunk is a
+        // damaged chunk (libzstd checks it on decompression, trace-cmd's too), never records
+        // silently changed.
+        z.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
         Ok(Self {
             z,
             frame: Vec::new(),
