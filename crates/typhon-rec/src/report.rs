@@ -152,11 +152,16 @@ impl<'a> Filter<'a> {
                 }
             })
         };
-        Ok(Filter {
-            args,
-            from: mono(args.from)?,
-            to: mono(args.to)?,
-        })
+        let (from, to) = (mono(args.from)?, mono(args.to)?);
+        if let (Some(f), Some(t)) = (from, to) {
+            if f > t {
+                return Err("--from is after --to: the window holds nothing".into());
+            }
+        }
+        if args.limit == Some(0) {
+            return Err("--limit 0 shows nothing: give at least 1".into());
+        }
+        Ok(Filter { args, from, to })
     }
 
     /// Whether the slot's records can pass at all (checked before decoding).
@@ -243,6 +248,14 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     let first = f.stream_records().find_map(|r| r.ok()).map(|r| r.ts);
     let tb = crate::timebase::TimeBase::of(&f, first);
     let filter = Filter::new(args, &tb)?;
+    // A slot the file does not have is a mistake, not an empty answer.
+    if let Some(&bad) = args.slot.iter().find(|&&s| s >= f.cpus()) {
+        return Err(format!(
+            "{}: no slot {bad}: the file has slots 0..={}",
+            file.display(),
+            f.cpus().saturating_sub(1)
+        ));
+    }
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     let mut line = String::new();

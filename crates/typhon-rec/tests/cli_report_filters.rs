@@ -132,5 +132,15 @@ fn report_filters_windows_limits_and_prints_json_lines_with_span_starts_and_ends
 
     let (ok, _, err) = rec(&["report", f, "--kind", "Nope"]);
     assert!(!ok && err.contains("TickStart"), "{err}");
+    // Filters that can match nothing are refused, not answered with an empty report.
+    let (ok, _, err) = rec(&["report", f, "--slot", "99"]);
+    assert!(
+        !ok && err.contains("no slot 99") && err.contains(f),
+        "{err}"
+    );
+    let (ok, _, err) = rec(&["report", f, "--from", "2s", "--to", "1s"]);
+    assert!(!ok && err.contains("--from is after --to"), "{err}");
+    let (ok, _, err) = rec(&["report", f, "--limit", "0"]);
+    assert!(!ok && err.contains("--limit 0"), "{err}");
     std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
