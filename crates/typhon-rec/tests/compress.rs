@@ -526,3 +526,160 @@ fn a_full_disk_while_recording_compressed_counts_every_lost_chunk() {
     }
     assert_eq!(records(&out).len() as u64, stats.total_written());
 }
+
+/// (exit code, stdout, stderr) of `typhon-rec ARGS`.
+fn run(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Issue 24 / SPEC §10: damage in a compressed recording's chunks (a wrong chunk count, an
+/// impossible chunk header, a chunk that does not decompress) costs only the damaged slot's
+/// data from the damage on: `stats`, `report` and `export` read every other slot's records,
+/// count and name the damage, and exit with status 1 as for a damaged page.
+#[test]
+fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
+    let dir = tmp("z-chunkdmg");
+    let good = dir.join("good.dat");
+    {
+        let _g = doc_lock();
+        record(&good, Compression::Zstd { level: 1 });
+    }
+    let valid = std::fs::read(&good).unwrap();
+    let f = TraceFile::open_streaming(&good).unwrap();
+    let ps = u64::from(f.page_size());
+    let mut per_slot: std::collections::BTreeMap<u32, u64> = Default::default();
+    for r in f.stream_records() {
+        *per_slot.entry(r.unwrap().cpu).or_default() += 1;
+    }
+    // The slot with the most records, its data offset and its chunks (header offset, pages),
+    // walked as the reader walks them: u32 count, then u32 compressed, u32 uncompressed, frame.
+    let slot = *per_slot.iter().max_by_key(|e| *e.1).unwrap().0;
+    let (data_at, _) = f.cpu_data(slot).unwrap();
+    let u32_at = |o: usize| u32::from_le_bytes(valid[o..o + 4].try_into().unwrap());
+    let n = u32_at(data_at as usize);
+    let mut chunks = Vec::new();
+    let mut at = data_at as usize + 4;
+    for _ in 0..n {
+        chunks.push((at, u64::from(u32_at(at + 4)) / ps));
+        at += 8 + u32_at(at) as usize;
+    }
+    assert!(n >= 3, "slot {slot} has {n} chunks");
+    // Records of the slot in its first `pages` pages (virtual offsets count from its data).
+    let slot_records_before = |pages: u64| {
+        f.stream_cpu(slot)
+            .filter(|r| r.as_ref().unwrap().at < data_at + pages * ps)
+            .count() as u64
+    };
+    let pages_before = |k: usize| chunks[..k].iter().map(|c| c.1).sum::<u64>();
+    let bad = dir.join("bad.dat");
+    let json = dir.join("bad.json");
+    type Patch = Box<dyn Fn(&mut Vec<u8>)>;
+    let count = |c: u32| -> Patch {
+        Box::new(move |d: &mut Vec<u8>| {
+            let o = data_at as usize;
+            d[o..o + 4].copy_from_slice(&c.to_le_bytes());
+        })
+    };
+    let second = chunks[1].0;
+    // (what, patch, slot records kept, damaged pages)
+    let cases: Vec<(&str, Patch, u64, u64)> = vec![
+        ("chunk count 0", count(0), 0, 1),
+        (
+            "chunk count 1",
+            count(1),
+            slot_records_before(pages_before(1)),
+            1,
+        ),
+        ("chunk count one too many", count(n + 1), per_slot[&slot], 1),
+        (
+            "second chunk's compressed size 0xfffffff0",
+            Box::new(move |d: &mut Vec<u8>| {
+                d[second..second + 4].copy_from_slice(&0xffff_fff0u32.to_le_bytes())
+            }),
+            slot_records_before(pages_before(1)),
+            1,
+        ),
+        (
+            "second chunk's uncompressed size 0xffffffff",
+            Box::new(move |d: &mut Vec<u8>| {
+                d[second + 4..second + 8].copy_from_slice(&u32::MAX.to_le_bytes())
+            }),
+            slot_records_before(pages_before(1)),
+            1,
+        ),
+        (
+            "second chunk's frame broken",
+            Box::new(move |d: &mut Vec<u8>| d[second + 8] ^= 0xff),
+            per_slot[&slot]
+                - (slot_records_before(pages_before(2)) - slot_records_before(pages_before(1))),
+            chunks[1].1,
+        ),
+    ];
+    let total: u64 = per_slot.values().sum();
+    for (what, patch, kept, damaged) in cases {
+        let mut d = valid.clone();
+        patch(&mut d);
+        std::fs::write(&bad, &d).unwrap();
+        let message = format!(
+            "{damaged} damaged page{} skipped",
+            if damaged == 1 { "" } else { "s" }
+        );
+
+        let (code, out, err) = run(&["stats".as_ref(), "--json".as_ref(), bad.as_os_str()]);
+        assert_eq!(code, Some(1), "{what}: {err}");
+        assert!(err.contains(&message), "{what}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            (v["records"].as_u64(), v["damaged_pages"].as_u64()),
+            (Some(total - per_slot[&slot] + kept), Some(damaged)),
+            "{what}"
+        );
+        for s in v["slots"].as_array().unwrap() {
+            let c = s["slot"].as_u64().unwrap() as u32;
+            let want = if c == slot {
+                (kept, damaged)
+            } else {
+                (per_slot.get(&c).copied().unwrap_or(0), 0)
+            };
+            assert_eq!(
+                (
+                    s["records"].as_u64().unwrap(),
+                    s["damaged_pages"].as_u64().unwrap()
+                ),
+                want,
+                "{what}: slot {c}"
+            );
+        }
+
+        let (code, out, err) = run(&["report".as_ref(), bad.as_os_str()]);
+        assert_eq!(code, Some(1), "{what}: {err}");
+        assert!(err.contains(&message), "{what}: {err}");
+        let marks: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("[DAMAGED PAGE"))
+            .collect();
+        assert_eq!(marks.len() as u64, damaged, "{what}: {marks:?}");
+        let tag = format!("cpu {slot}: page at offset");
+        assert!(marks.iter().all(|m| m.contains(&tag)), "{what}: {marks:?}");
+
+        let (code, out, err) = run(&[
+            "export".as_ref(),
+            "--format".as_ref(),
+            "chrome".as_ref(),
+            "--out".as_ref(),
+            json.as_os_str(),
+            bad.as_os_str(),
+        ]);
+        assert_eq!(code, Some(1), "{what}: {out}{err}");
+        assert!(err.contains(&message), "{what}: {err}");
+    }
+    // The undamaged recording reads with status 0.
+    let (code, _, err) = run(&["stats".as_ref(), good.as_os_str()]);
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,7 +1,9 @@
 //! SPEC §10–§11: the compressed (zstd v7) reader on hostile input. Every size a chunk or a
 //! compressed section declares is checked against the bytes there and a cap before anything
-//! is allocated; a chunk that does not decompress costs only its pages (one error, counted),
-//! and the chunks after it are read; another compression is refused by name.
+//! is allocated; a chunk that does not decompress costs only its pages (one damaged page each,
+//! counted), and the chunks after it are read; an impossible chunk header or a wrong chunk
+//! count costs that CPU's data from the damage on (one damaged page), never the other CPUs';
+//! another compression is refused by name.
 
 use typhon_recorder::page::PageWriter;
 use typhon_recorder::tracedat::{write_tracedat_v7, Compression, FileMeta, SlotPages};
@@ -65,10 +67,58 @@ fn a_chunk_that_does_not_decompress_costs_only_its_pages() {
     d[at + 8] ^= 0xff;
     let (ok, errs) = read_all(d);
     assert_eq!(ok, 150, "the three other chunks are read");
-    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs.len(), 1, "one page in the chunk: {errs:?}");
     assert!(
         matches!(errs[0], TraceDatError::DamagedPage { cpu: 1, .. }),
         "{errs:?}"
+    );
+}
+
+#[test]
+fn a_chunk_of_many_pages_that_does_not_decompress_counts_each_page() {
+    // Six pages in chunks of four: the first chunk (4 pages) broken costs 4 damaged pages.
+    let mut data = Vec::new();
+    for p in 0..6u64 {
+        let mut w = PageWriter::new(4096).unwrap();
+        for j in 0..50 {
+            w.try_push(1 + p * 100 + j, &[j as u8; 20]).unwrap();
+        }
+        data.extend_from_slice(w.finish());
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat_v7(
+        &mut out,
+        &FileMeta::new(4096),
+        Compression::Zstd { level: 1 },
+        4,
+        &mut [SlotPages::from_bytes(1, &data)],
+    )
+    .unwrap();
+    let mut d = out.into_inner();
+    let at = first_chunk(&d);
+    assert_eq!(
+        u32::from_le_bytes(d[at + 4..at + 8].try_into().unwrap()),
+        4 * 4096,
+        "the first chunk holds four pages"
+    );
+    d[at + 8] ^= 0xff;
+    let (ok, errs) = read_all(d);
+    assert_eq!(ok, 100, "the second chunk's two pages are read");
+    assert_eq!(errs.len(), 4, "{errs:?}");
+    let pages: Vec<u64> = errs
+        .iter()
+        .map(|e| match e {
+            TraceDatError::DamagedPage {
+                cpu: 1, page_at, ..
+            } => *page_at,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let data_at = (at - 4) as u64;
+    assert_eq!(
+        pages,
+        (0..4).map(|i| data_at + i * 4096).collect::<Vec<_>>(),
+        "each lost page named at its (virtual) offset"
     );
 }
 
@@ -96,12 +146,10 @@ fn declared_sizes_beyond_the_bytes_or_the_cap_are_refused_before_allocating() {
         }
         let (ok, errs) = read_all(d);
         assert_eq!(ok, 0, "{what}");
+        // The CPU's data from the damage on is lost: one damaged page, naming the header.
         assert_eq!(errs.len(), 1, "{what}: {errs:?}");
         assert!(
-            matches!(
-                errs[0],
-                TraceDatError::Corrupt { .. } | TraceDatError::Truncated { .. }
-            ),
+            matches!(errs[0], TraceDatError::DamagedPage { cpu: 1, at: a, .. } if a == at as u64),
             "{what}: {errs:?}"
         );
     }
@@ -164,13 +212,131 @@ fn a_chunk_count_past_the_cpu_s_region_stops_at_its_end() {
     d[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let (ok, errs) = read_all(d);
     assert_eq!(ok, 200, "both chunks of each CPU");
-    // What follows CPU 1's chunks (the padding to CPU 2's page) is no chunk: one error.
+    // What follows CPU 1's chunks (the padding to CPU 2's page) is no chunk: one damaged page.
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
-        matches!(
-            errs[0],
-            TraceDatError::Truncated { .. } | TraceDatError::Corrupt { .. }
-        ),
+        matches!(errs[0], TraceDatError::DamagedPage { cpu: 1, .. }),
+        "{errs:?}"
+    );
+}
+
+/// A zstd v7 file with CPUs 1 and 2, each `pages` pages of 50 records in one-page chunks.
+fn two_cpus(pages: u64) -> Vec<u8> {
+    let mut data = Vec::new();
+    for p in 0..pages {
+        let mut w = PageWriter::new(4096).unwrap();
+        for j in 0..50 {
+            w.try_push(1 + p * 100 + j, &[j as u8; 20]).unwrap();
+        }
+        data.extend_from_slice(w.finish());
+    }
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat_v7(
+        &mut out,
+        &FileMeta::new(4096),
+        Compression::Zstd { level: 1 },
+        1,
+        &mut [
+            SlotPages::from_bytes(1, &data),
+            SlotPages::from_bytes(2, &data),
+        ],
+    )
+    .unwrap();
+    out.into_inner()
+}
+
+/// Records per CPU and the errors of a reading.
+fn per_cpu(d: Vec<u8>) -> ([usize; 3], Vec<TraceDatError>) {
+    let f = TraceFile::parse(d).unwrap();
+    let (mut n, mut errs) = ([0; 3], Vec::new());
+    for r in f.stream_records() {
+        match r {
+            Ok(r) => n[r.cpu.min(2) as usize] += 1,
+            Err(e) => errs.push(e),
+        }
+    }
+    (n, errs)
+}
+
+#[test]
+fn a_chunk_count_too_small_reports_the_bytes_it_leaves_out() {
+    let base = two_cpus(5);
+    let count_at = first_chunk(&base) - 4;
+    assert_eq!(
+        u32::from_le_bytes(base[count_at..count_at + 4].try_into().unwrap()),
+        5
+    );
+    for count in [0u32, 2, 4] {
+        let mut d = base.clone();
+        d[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
+        let (n, errs) = per_cpu(d);
+        assert_eq!(n, [0, 50 * count as usize, 250], "count {count}");
+        assert_eq!(errs.len(), 1, "count {count}: {errs:?}");
+        match &errs[0] {
+            e @ TraceDatError::DamagedPage { cpu: 1, .. } => {
+                assert!(
+                    e.to_string()
+                        .contains("after the chunks its count declares"),
+                    "{e}"
+                )
+            }
+            other => panic!("count {count}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn an_impossible_chunk_header_costs_only_its_cpu_from_the_damage_on() {
+    let base = two_cpus(4);
+    let first = first_chunk(&base);
+    // CPU 1's third chunk: walk the headers the reader walks.
+    let mut at = first;
+    for _ in 0..2 {
+        at += 8 + u32::from_le_bytes(base[at..at + 4].try_into().unwrap()) as usize;
+    }
+    for (what, csize, usize_) in [
+        ("compressed size 0xfffffff0", Some(0xffff_fff0u32), None),
+        ("uncompressed size 0xffffffff", None, Some(u32::MAX)),
+    ] {
+        let mut d = base.clone();
+        if let Some(c) = csize {
+            d[at..at + 4].copy_from_slice(&c.to_le_bytes());
+        }
+        if let Some(u) = usize_ {
+            d[at + 4..at + 8].copy_from_slice(&u.to_le_bytes());
+        }
+        let (n, errs) = per_cpu(d);
+        assert_eq!(
+            n,
+            [0, 100, 200],
+            "{what}: CPU 2 whole, CPU 1 up to the damage"
+        );
+        assert_eq!(errs.len(), 1, "{what}: {errs:?}");
+        assert!(
+            matches!(errs[0], TraceDatError::DamagedPage { cpu: 1, at: a, .. } if a == at as u64),
+            "{what}: {errs:?}"
+        );
+    }
+    // A count one larger than the chunks there: the header after the last chunk is no chunk.
+    let mut d = base.clone();
+    d[first - 4..first].copy_from_slice(&5u32.to_le_bytes());
+    let (n, errs) = per_cpu(d);
+    assert_eq!(n, [0, 200, 200]);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        matches!(errs[0], TraceDatError::DamagedPage { cpu: 1, .. }),
+        "{errs:?}"
+    );
+    // The same on the last CPU, whose region ends at the file's metadata or end.
+    let f = TraceFile::parse(base.clone()).unwrap();
+    let last = f.cpu_data(2).unwrap().0 as usize;
+    let mut d = base;
+    d[last..last + 4].copy_from_slice(&5u32.to_le_bytes());
+    let (n, errs) = per_cpu(d);
+    assert_eq!(n, [0, 200, 200]);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        matches!(errs[0], TraceDatError::DamagedPage { cpu: 2, .. }),
         "{errs:?}"
     );
 }

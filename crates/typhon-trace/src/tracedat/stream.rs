@@ -61,6 +61,9 @@ pub struct CpuStream<'f> {
     /// File offset of the next page and the end of the CPU's data.
     next: u64,
     end: u64,
+    /// The end the CPU's size declares (compressed data: the chunks must reach it, or the
+    /// bytes left are damage).
+    data_end: u64,
     page: Vec<u8>,
     /// Compressed data: the chunks not yet read (`None` before the count is read), the
     /// current chunk decompressed, the next page's place in it, the chunk's virtual offset
@@ -103,6 +106,7 @@ impl<'f> CpuStream<'f> {
             cpu,
             next: off,
             end,
+            data_end: off.saturating_add(size),
             chunks_left: None,
             chunk: Vec::new(),
             chunk_pos: 0,
@@ -143,28 +147,74 @@ impl<'f> CpuStream<'f> {
     /// Whether there is more to read.
     fn more(&self) -> bool {
         if self.file.layout.chunked {
-            self.chunk_pos < self.chunk.len() || self.chunks_left != Some(0)
+            // Bytes before the declared end after the counted chunks are read too: as damage.
+            self.chunk_pos < self.chunk.len()
+                || self.chunks_left != Some(0)
+                || self.next < self.data_end
         } else {
             self.next < self.end
         }
     }
 
-    /// Reads the next chunk: `Ok(false)` when it is damaged (counted as one damaged page, the
-    /// next chunk is read after it), an error when its header is impossible (the CPU ends).
+    /// Queues damage that ends the CPU's compressed data at `at` (an impossible chunk header,
+    /// a chunk past the CPU's region, bytes the chunk count leaves out): one damaged page, as
+    /// the size of what is lost cannot be known; the other CPUs are read on.
+    fn end_damaged(&mut self, at: u64, what: String) -> Result<bool> {
+        self.queue.push_back(Err(TraceDatError::DamagedPage {
+            cpu: self.cpu,
+            page_at: at,
+            at,
+            records_before: 0,
+            what,
+        }));
+        self.chunk.clear();
+        self.chunk_pos = 0;
+        self.chunks_left = Some(0);
+        self.done = true;
+        Ok(false)
+    }
+
+    /// Reads the next chunk: `Ok(false)` when none was loaded (no chunks left; a damaged chunk,
+    /// queued as one damaged page per page it declares, and the next chunk is read after it;
+    /// or damage that ends the CPU, queued as one damaged page). An error only when the file
+    /// cannot be read.
     fn next_chunk(&mut self) -> Result<bool> {
+        let be = self.file.layout.big_endian;
         if self.chunks_left.is_none() {
-            let mut n = [0u8; 4];
-            self.read_at(&mut n, self.next, "chunk count")?;
-            self.chunks_left = Some(read_uint(&n, self.file.layout.big_endian) as u32);
-            self.next += 4;
-            if self.chunks_left == Some(0) {
-                return Ok(true);
+            let at = self.next;
+            if at.saturating_add(4) > self.end {
+                return self.end_damaged(at, "chunk count past the cpu's data".into());
             }
+            let mut n = [0u8; 4];
+            self.read_at(&mut n, at, "chunk count")?;
+            self.chunks_left = Some(read_uint(&n, be) as u32);
+            self.next += 4;
         }
         let at = self.next;
+        if self.chunks_left == Some(0) {
+            if at < self.data_end {
+                return self.end_damaged(
+                    at,
+                    format!(
+                        "{} bytes of the cpu's data after the chunks its count declares",
+                        self.data_end - at
+                    ),
+                );
+            }
+            return Ok(false);
+        }
+        if at.saturating_add(8) > self.end {
+            return self.end_damaged(
+                at,
+                format!(
+                    "{} more chunks declared, but the cpu's data ends at offset {}",
+                    self.chunks_left.unwrap_or(0),
+                    self.end
+                ),
+            );
+        }
         let mut h = [0u8; 8];
         self.read_at(&mut h, at, "chunk header")?;
-        let be = self.file.layout.big_endian;
         let csize = read_uint(&h[..4], be);
         let usize_ = read_uint(&h[4..], be) as u32;
         let ps = self.file.layout.page_size;
@@ -172,21 +222,25 @@ impl<'f> CpuStream<'f> {
             || usize_ % ps != 0
             || !typhon_recorder::tracedat::plausible_size(csize, u64::from(usize_))
         {
-            return Err(TraceDatError::Corrupt {
-                what: format!(
+            return self.end_damaged(
+                at,
+                format!(
                     "chunk of {csize} bytes compressed, {usize_} uncompressed (a multiple of \
                      the page size {ps}, at most {MAX_CHUNK_BYTES} and {} times the compressed \
                      size)",
                     typhon_recorder::tracedat::MAX_RATIO
                 ),
-                at,
-            });
+            );
         }
         if at + 8 + csize > self.end {
-            return Err(TraceDatError::Truncated {
-                what: "compressed chunk",
+            return self.end_damaged(
                 at,
-            });
+                format!(
+                    "chunk of {csize} bytes compressed runs past the cpu's data (ends at \
+                     offset {})",
+                    self.end
+                ),
+            );
         }
         self.chunks_left = self.chunks_left.map(|n| n - 1);
         self.next = at + 8 + csize;
@@ -204,14 +258,19 @@ impl<'f> CpuStream<'f> {
             Err(e) => {
                 self.chunk.clear();
                 self.chunk_pos = 0;
+                // Every page the chunk holds is lost: one damaged page each (the size is
+                // bounded by the cap checked above), at its virtual offset.
+                let pages = usize_ / ps;
+                for i in 0..pages {
+                    self.queue.push_back(Err(TraceDatError::DamagedPage {
+                        cpu: self.cpu,
+                        page_at: self.chunk_at + u64::from(i) * u64::from(ps),
+                        at,
+                        records_before: 0,
+                        what: format!("page {} of {pages} of the chunk at offset {at}: {e}", i + 1),
+                    }));
+                }
                 self.chunk_at += u64::from(usize_);
-                self.queue.push_back(Err(TraceDatError::DamagedPage {
-                    cpu: self.cpu,
-                    page_at: at,
-                    at,
-                    records_before: 0,
-                    what: format!("chunk of {} pages: {e}", usize_ / ps),
-                }));
                 Ok(false)
             }
         }
@@ -278,8 +337,10 @@ impl<'f> CpuStream<'f> {
     }
 
     /// The next page of the CPU as (offset, bytes): offsets are the file's for pages, virtual
-    /// ones (the data's offset + the uncompressed bytes before) for compressed chunks. A
-    /// damaged chunk is one error, then the pages after it; a read error ends the CPU.
+    /// ones (the data's offset + the uncompressed bytes before) for compressed chunks. A chunk
+    /// that does not decompress is one [`TraceDatError::DamagedPage`] per page it declares,
+    /// then the pages after it; an impossible chunk header (or bytes the chunk count leaves
+    /// out) is one damaged page and ends the CPU; a read error ends the CPU.
     pub fn next_page(&mut self) -> Option<Result<(u64, &[u8])>> {
         loop {
             if let Some(Err(e)) = self.queue.pop_front() {
