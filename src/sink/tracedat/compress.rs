@@ -126,12 +126,12 @@ impl std::fmt::Display for Compression {
 
 /// The version string of the linked zstd ("1.5.7"), for the file header (trace-cmd ignores it).
 pub fn zstd_version() -> &'static str {
-    zstd::zstd_safe::version_string()
+    backend::version()
 }
 
 /// A reusable zstd compressor writing chunks.
 pub struct ChunkCompressor {
-    z: zstd::bulk::Compressor<'static>,
+    z: backend::Compressor,
     /// The last frame, reused (compressed bytes are then appended to the caller's buffer).
     frame: Vec<u8>,
 }
@@ -145,14 +145,7 @@ impl std::fmt::Debug for ChunkCompressor {
 impl ChunkCompressor {
     /// A compressor at zstd `level`.
     pub fn new(level: i32) -> io::Result<Self> {
-        let mut z = zstd::bulk::Compressor::new(level)?;
-        // trace-cmd writes no content size (it knows it from the chunk header); the 1-4 bytes
-        // are saved on every chunk.
-        z.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))?;
-        // A 4-byte checksum of the content ends each frame, so a flipped bit in a chunk is a
-        // damaged chunk (libzstd checks it on decompression, trace-cmd's too), never records
-        // silently changed.
-        z.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+        let z = backend::compressor(level)?;
         Ok(Self {
             z,
             frame: Vec::new(),
@@ -181,9 +174,7 @@ impl ChunkCompressor {
                 )
             })?;
         self.frame.clear();
-        self.frame
-            .reserve(zstd::zstd_safe::compress_bound(data.len()));
-        let n = self.z.compress_to_buffer(data, &mut self.frame)?;
+        let n = backend::compress(&mut self.z, data, &mut self.frame)?;
         let csize = u32::try_from(n).map_err(|_| {
             io::Error::new(io::ErrorKind::InvalidData, "compressed chunk over 4 GiB")
         })?;
@@ -222,13 +213,59 @@ pub fn decompress_chunk(frame: &[u8], size: u32, out: &mut Vec<u8>) -> io::Resul
     out.clear();
     out.try_reserve_exact(size as usize)
         .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
-    thread_local! {
-        // One decompression context per thread, reused for every chunk.
-        static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-            const { std::cell::RefCell::new(None) };
+    let n = backend::decompress(frame, out, size).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("chunk does not decompress to its {size} bytes: {e}"),
+        )
+    })?;
+    if n != size as usize || out.len() != size as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("chunk decompresses to {n} bytes, its header says {size}"),
+        ));
     }
-    let n = DCTX
-        .with(|d| {
+    Ok(())
+}
+
+/// The zstd calls, behind the `zstd` feature: without it every compressed operation is an
+/// `Unsupported` error that names the feature, and the core links no compressor.
+#[cfg(feature = "zstd")]
+mod backend {
+    use std::io;
+
+    pub type Compressor = zstd::bulk::Compressor<'static>;
+
+    pub fn version() -> &'static str {
+        zstd::zstd_safe::version_string()
+    }
+
+    pub fn compressor(level: i32) -> io::Result<Compressor> {
+        let mut z = zstd::bulk::Compressor::new(level)?;
+        // trace-cmd writes no content size (it knows it from the chunk header); the 1-4 bytes
+        // are saved on every chunk.
+        z.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))?;
+        // A 4-byte checksum of the content ends each frame, so a flipped bit in a chunk is a
+        // damaged chunk (libzstd checks it on decompression, trace-cmd's too), never records
+        // silently changed.
+        z.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+        Ok(z)
+    }
+
+    /// Compresses `data` into `frame` (empty), returning the frame's length.
+    pub fn compress(z: &mut Compressor, data: &[u8], frame: &mut Vec<u8>) -> io::Result<usize> {
+        frame.reserve(zstd::zstd_safe::compress_bound(data.len()));
+        z.compress_to_buffer(data, frame)
+    }
+
+    /// Decompresses `frame` into `out` (empty, `size` bytes reserved), at most `size` bytes.
+    pub fn decompress(frame: &[u8], out: &mut Vec<u8>, size: u32) -> io::Result<usize> {
+        thread_local! {
+            // One decompression context per thread, reused for every chunk.
+            static DCTX: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        DCTX.with(|d| {
             let mut d = d.borrow_mut();
             if d.is_none() {
                 *d = Some(zstd::bulk::Decompressor::new()?);
@@ -239,39 +276,58 @@ pub fn decompress_chunk(frame: &[u8], size: u32, out: &mut Vec<u8>) -> io::Resul
             d.as_mut()
                 .map_or(Ok(0), |d| d.decompress_to_buffer(frame, &mut slot))
         })
-        .map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("chunk does not decompress to its {size} bytes: {e}"),
-            )
-        })?;
-    if n != size as usize || out.len() != size as usize {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("chunk decompresses to {n} bytes, its header says {size}"),
-        ));
     }
-    Ok(())
+
+    /// A `Vec` seen by zstd as a buffer of at most `.1` bytes.
+    struct Limited<'a>(&'a mut Vec<u8>, usize);
+
+    // SAFETY: the capacity reported is at most the Vec's own spare capacity from its start (the
+    // Vec is empty and has reserved at least `.1` bytes), and `filled_until` sets its length to
+    // bytes zstd initialised, as `WriteBuf` requires.
+    unsafe impl zstd::zstd_safe::WriteBuf for Limited<'_> {
+        fn as_slice(&self) -> &[u8] {
+            self.0.as_slice()
+        }
+        fn capacity(&self) -> usize {
+            self.1.min(self.0.capacity())
+        }
+        fn as_mut_ptr(&mut self) -> *mut u8 {
+            self.0.as_mut_ptr()
+        }
+        unsafe fn filled_until(&mut self, n: usize) {
+            // SAFETY: the caller (zstd) initialised the first `n` bytes, `n` ≤ the capacity.
+            unsafe { self.0.set_len(n) }
+        }
+    }
 }
 
-/// A `Vec` seen by zstd as a buffer of at most `.1` bytes.
-struct Limited<'a>(&'a mut Vec<u8>, usize);
+#[cfg(not(feature = "zstd"))]
+mod backend {
+    use std::io;
 
-// SAFETY: the capacity reported is at most the Vec's own spare capacity from its start (the
-// Vec is empty and has reserved at least `.1` bytes), and `filled_until` sets its length to
-// bytes zstd initialised, as `WriteBuf` requires.
-unsafe impl zstd::zstd_safe::WriteBuf for Limited<'_> {
-    fn as_slice(&self) -> &[u8] {
-        self.0.as_slice()
+    /// No compressor in this build: none can be made.
+    pub enum Compressor {}
+
+    fn none() -> io::Error {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "zstd compression needs typhon-recorder's `zstd` feature, which this build lacks",
+        )
     }
-    fn capacity(&self) -> usize {
-        self.1.min(self.0.capacity())
+
+    pub fn version() -> &'static str {
+        "none"
     }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.0.as_mut_ptr()
+
+    pub fn compressor(_level: i32) -> io::Result<Compressor> {
+        Err(none())
     }
-    unsafe fn filled_until(&mut self, n: usize) {
-        // SAFETY: the caller (zstd) initialised the first `n` bytes, `n` ≤ the capacity.
-        unsafe { self.0.set_len(n) }
+
+    pub fn compress(z: &mut Compressor, _: &[u8], _: &mut Vec<u8>) -> io::Result<usize> {
+        match *z {}
+    }
+
+    pub fn decompress(_: &[u8], _: &mut Vec<u8>, _: u32) -> io::Result<usize> {
+        Err(none())
     }
 }
