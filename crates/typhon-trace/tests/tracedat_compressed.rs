@@ -187,27 +187,7 @@ fn another_compression_is_refused_by_name() {
 fn a_chunk_count_past_the_cpu_s_region_stops_at_its_end() {
     // Two CPUs; CPU 1 says it has 4 billion chunks: they are read only up to CPU 2's data
     // (each byte is read for one CPU at most), and CPU 2 is read whole.
-    let mut data = Vec::new();
-    for p in 0..2u64 {
-        let mut w = PageWriter::new(4096).unwrap();
-        for j in 0..50 {
-            w.try_push(1 + p * 100 + j, &[j as u8; 20]).unwrap();
-        }
-        data.extend_from_slice(w.finish());
-    }
-    let mut out = std::io::Cursor::new(Vec::new());
-    write_tracedat_v7(
-        &mut out,
-        &FileMeta::new(4096),
-        Compression::Zstd { level: 1 },
-        1,
-        &mut [
-            SlotPages::from_bytes(1, &data),
-            SlotPages::from_bytes(2, &data),
-        ],
-    )
-    .unwrap();
-    let mut d = out.into_inner();
+    let mut d = two_cpus(2);
     let at = first_chunk(&d) - 4;
     d[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     let (ok, errs) = read_all(d);
