@@ -8,6 +8,8 @@
 //!   OUT.parts/counters        (what no page carries)   │    (+ assembly-0.journal: which slots
 //!   OUT.parts/slot-001.pages  (slot 1's pages)         │     it holds, at which offsets, and
 //!   OUT.parts/slot-002.pages                           │     what it was when renamed)
+//!   OUT.parts/slot-002.pending (compressed: a chunk    │
+//!                         not yet full, see `chunks`)  │
 //! ```
 //!
 //! Like trace-cmd, which records one file per CPU and assembles them at the end, the sink appends
@@ -30,9 +32,10 @@
 //!
 //! A compressed recording ([`FileSink::create_with`], SPEC §11) keeps the same directory, but
 //! each part file holds zstd chunks of whole pages, compressed by a compressor thread as a
-//! slot's pages fill a chunk and at the end of every flush cycle (`chunks`); finishing copies
-//! the chunks as they are into a trace.dat version 7, and `recover` stops a slot at a torn
-//! last chunk (counted in `torn_chunks` and `torn_bytes`). `session.json` names the
+//! slot's pages fill a chunk; the pages of a chunk not yet full go to `slot-NNN.pending` at the
+//! end of every flush cycle (`chunks`). Finishing copies the chunks as they are into a trace.dat
+//! version 7; `recover` stops a slot at a torn last chunk (counted in `torn_chunks` and
+//! `torn_bytes`) and makes the pending pages its last chunk. `session.json` names the
 //! compression, so `recover` knows which form the parts are in.
 //!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
@@ -53,7 +56,7 @@ use crate::sink::tracedat::{
     ChunkCompressor, Compression, FileMeta, SlotMeta, DEFAULT_CHUNK_PAGES,
 };
 use crate::sink::{SessionSummary, Sink, Unstored};
-use assemble::{assemble, cleanup, names, Source};
+use assemble::{assemble, cleanup, failpoint, names, Source};
 use chunks::{Compressor, Gather};
 use counters::CountersFile;
 use paths::*;
@@ -225,8 +228,8 @@ impl FileSink {
 
     /// [`Self::create`] for a recording written as `compression` says: compressed, each
     /// slot's part file holds chunks of `chunk_pages` pages (0: [`DEFAULT_CHUNK_PAGES`]),
-    /// compressed by the flusher as they fill and at the end of every flush cycle, and
-    /// finishing assembles a trace.dat version 7.
+    /// compressed by a compressor thread as they fill (the pages of a chunk not yet full wait
+    /// in the slot's pending file), and finishing assembles a trace.dat version 7.
     ///
     /// ```
     /// use typhon_recorder::sink::{FileSink, Sink, SessionSummary};
@@ -391,15 +394,41 @@ impl FileSink {
         }
     }
 
+    /// Hands every slot's last, partial chunk to the compressor, waits for all to be written
+    /// (or counted lost), then removes the pending files, whose pages are now in chunks (a kill
+    /// in between leaves both; `recover` then sees that the part file has the chunk).
+    fn last_chunks(&mut self) -> Vec<Option<chunks::ChunkFile>> {
+        if self.compressor.is_none() {
+            return Vec::new();
+        }
+        for slot in 0..=255u8 {
+            if !self.gathers[slot as usize].is_empty() {
+                self.send_chunk(slot);
+            }
+        }
+        let files = self
+            .compressor
+            .as_mut()
+            .map(|c| c.finish())
+            .unwrap_or_default();
+        failpoint();
+        for slot in 0..=255u8 {
+            if let Err(e) = self.gathers[slot as usize].forget_pending(&self.dir, slot) {
+                // Left behind: `recover` would find its chunk in the part file and skip it.
+                eprintln!("typhon-recorder: {e}");
+            }
+        }
+        failpoint();
+        files
+    }
+
     fn assemble_all(&mut self, summary: &SessionSummary) -> io::Result<()> {
         let page = self.page_size as u64;
+        let cfiles = self.last_chunks();
         if let Err(e) = self.flush() {
-            if let Some(c) = self.compressor.as_mut() {
-                // The chunks the disk refused are counted and handed back (`chunk_failures`),
-                // those still queued too once written or refused; what reached the disk stays
-                // for `recover`.
-                drop(c.finish());
-                let _ = self.chunk_failures();
+            if self.compressor.is_some() {
+                // The chunks the disk refused are counted and handed back (`chunk_failures`);
+                // what reached the disk stays for `recover`.
                 return Err(io::Error::new(
                     e.kind(),
                     format!("writing the last chunks: {e} (their pages are lost, and counted)"),
@@ -440,11 +469,6 @@ impl FileSink {
                 chunks: None,
             });
         }
-        let cfiles = self
-            .compressor
-            .as_mut()
-            .map(|c| c.finish())
-            .unwrap_or_default();
         if let Err(e) = self.chunk_failures() {
             return Err(io::Error::new(
                 e.kind(),
@@ -564,12 +588,21 @@ impl Sink for FileSink {
         // keeps its unwritten bytes buffered, to go out with the next one.
         let mut first = Ok(());
         if self.compressor.is_some() {
+            first = self.chunk_failures();
+            // A chunk goes to the compressor only when full (`chunks`): what is gathered goes
+            // to the slot's pending file. Nothing is lost when that fails (the pages are still
+            // gathered, and written again next cycle); the error is returned, and a kill before
+            // the next cycle would lose them.
             for slot in 0..=255u8 {
-                if !self.gathers[slot as usize].is_empty() {
-                    self.send_chunk(slot);
+                let g = &mut self.gathers[slot as usize];
+                if !g.is_empty() {
+                    if let Err(e) = g.keep(&self.dir, slot) {
+                        if first.is_ok() {
+                            first = Err(e);
+                        }
+                    }
                 }
             }
-            first = self.chunk_failures();
         }
         for f in self.files.iter_mut().flatten() {
             if let Err(e) = f.flush() {

@@ -30,6 +30,19 @@ pub(super) fn slot_file(dir: &Path, slot: u8) -> PathBuf {
     dir.join(slot_name(slot))
 }
 
+/// A compressed recording's pages that are not yet in a chunk of the slot's part file
+/// (`slot-001.pending`, see `chunks`).
+pub(super) fn pending_file(dir: &Path, slot: u8) -> PathBuf {
+    dir.join(pending_name(slot))
+}
+
+/// A pending file starts with these 8 bytes, then the u64 (little-endian) index of the chunk
+/// its pages will be, then whole pages.
+pub(super) const PENDING_MAGIC: &[u8; 8] = b"typhpnd1";
+
+/// Bytes before a pending file's pages.
+pub(super) const PENDING_HEADER: u64 = 16;
+
 pub(super) fn assembly_files(dir: &Path, n: u32) -> (PathBuf, PathBuf) {
     (
         dir.join(format!("assembly-{n}.dat")),
@@ -45,6 +58,7 @@ pub(super) enum Known {
     Losses,
     Counters,
     Slot(u8),
+    Pending(u8),
     AssemblyDat(u32),
     AssemblyJournal(u32),
 }
@@ -73,6 +87,11 @@ pub(super) fn known(name: &str) -> Option<Known> {
             {
                 Known::Slot(u8::try_from(num(n)?).ok()?)
             } else if let Some(n) = name
+                .strip_prefix("slot-")
+                .and_then(|r| r.strip_suffix(".pending"))
+            {
+                Known::Pending(u8::try_from(num(n)?).ok()?)
+            } else if let Some(n) = name
                 .strip_prefix("assembly-")
                 .and_then(|r| r.strip_suffix(".dat"))
             {
@@ -89,6 +108,7 @@ pub(super) fn known(name: &str) -> Option<Known> {
     };
     let canonical = match k {
         Known::Slot(s) => slot_name(s),
+        Known::Pending(s) => pending_name(s),
         Known::AssemblyDat(n) => format!("assembly-{n}.dat"),
         Known::AssemblyJournal(n) => format!("assembly-{n}.journal"),
         _ => return Some(k),
@@ -98,6 +118,10 @@ pub(super) fn known(name: &str) -> Option<Known> {
 
 fn slot_name(slot: u8) -> String {
     format!("slot-{slot:03}.pages")
+}
+
+fn pending_name(slot: u8) -> String {
+    format!("slot-{slot:03}.pending")
 }
 
 /// What an assembly's journal says: the slots the assembly holds (slot, offset, length), and,
@@ -169,6 +193,15 @@ pub(super) fn looks_ours(k: Known, path: &Path) -> bool {
         }
         Known::AssemblyJournal(_) => {
             read_small(path, 64 * 1024).is_ok_and(|t| parse_journal(&t).is_some())
+        }
+        Known::Pending(_) => {
+            // Empty, or the header's start (a kill between the cut and the header's write).
+            let mut head = [0u8; 8];
+            let Ok(f) = open_regular(path, false) else {
+                return false;
+            };
+            let n = f.take(8).read(&mut head).unwrap_or(usize::MAX);
+            n <= 8 && head[..n] == PENDING_MAGIC[..n]
         }
         _ => true,
     }
