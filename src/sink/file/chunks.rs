@@ -22,6 +22,10 @@
 //! them the slot's last chunk, unless the part file already holds the chunk of that index
 //! (a kill after the chunk was written, before the pending file was cleared). A kill loses
 //! only the full chunks still queued, [`QUEUE`], beyond what an uncompressed recording loses.
+//! Pending pages go to the kernel's page cache and are cut once their chunk is handed over,
+//! normally long before the kernel writes dirty pages back (30 s by default): the disk sees
+//! the compressed chunks. (Under the heavy demo, 4 × 200 000 records/s, about 70% of the pages
+//! pass through a pending file; the flusher's cost is a copy of each into the page cache.)
 //! The queue is bounded: when the compressor falls behind, the flusher waits for it, the rings
 //! fill and producers drop records (counted), as with a slow disk; producers never wait.
 //! A chunk the disk refuses is cut back off its file and its pages and records are reported as
