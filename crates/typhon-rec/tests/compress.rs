@@ -567,8 +567,8 @@ fn a_kill_between_flush_cycles_loses_no_gathered_page() {
 }
 
 /// A pending file whose chunk the part file already holds (a kill after the chunk was written,
-/// before the file was removed) is not added twice; a file named as a pending one whose bytes
-/// are not one is left as it is, unread.
+/// before the file was removed) is not added twice; a partial last page is left out and
+/// counted; a file named as a pending one whose bytes are not one is left as it is, unread.
 #[test]
 fn recover_adds_a_pending_file_once_and_only_its_own() {
     let dir = tmp("z-pending-dup");
@@ -591,11 +591,17 @@ fn recover_adds_a_pending_file_once_and_only_its_own() {
     let mut b = std::fs::read(&p3).unwrap();
     b[8..16].copy_from_slice(&0u64.to_le_bytes());
     std::fs::write(&p3, &b).unwrap();
+    // A write the kill cut short: slot 1's pending page followed by part of another.
+    let p1 = parts.join("slot-001.pending");
+    let mut b1 = std::fs::read(&p1).unwrap();
+    b1.extend_from_slice(&[7u8; 100]);
+    std::fs::write(&p1, &b1).unwrap();
     let foreign = parts.join("slot-009.pending");
     std::fs::write(&foreign, b"not a pending file").unwrap();
     let r = typhon_recorder::sink::recover(&out).unwrap();
     assert!(r.errors.is_empty(), "{r:?}");
     assert_eq!(r.left, vec![foreign.clone()]);
+    assert_eq!((r.torn_bytes, r.torn_chunks), (100, 0));
     assert_eq!(std::fs::read(&foreign).unwrap(), b"not a pending file");
     // Slot 3's fourth page (k = 3) was only in the pending file: taken as already in a chunk.
     let want: Vec<(u32, u64)> = kill_records()

@@ -113,8 +113,8 @@ fn an_unfinished_recording_is_said_to_be_recoverable() {
     s.write_page(1, &page(1, 0, 5)).unwrap();
     s.flush().unwrap();
     drop(s); // as a kill would leave it: the lock is free
-    // Another test of this binary spawning a child at the drop gives the child a copy of the
-    // lock's descriptor, held until its exec: the directory is live for that moment.
+             // Another test of this binary spawning a child at the drop gives the child a copy of the
+             // lock's descriptor, held until its exec: the directory is live for that moment.
     let mut e = String::new();
     for _ in 0..200 {
         e = FileSink::create(&out, 4096).err().unwrap().to_string();
