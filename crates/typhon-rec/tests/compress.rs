@@ -502,6 +502,21 @@ fn compressed_cycle_child() {
     std::process::abort();
 }
 
+/// Runs `compressed_cycle_child` recording to `out`, killed after its flush cycles.
+fn cycle_child(out: &Path) -> std::process::Output {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "compressed_cycle_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CYCLE_CHILD, out)
+        .env("TYPHON_COMPRESS_INLINE", "1")
+        .output()
+        .unwrap()
+}
+
 /// A compressed recording's chunks are whole however few pages a flush cycle brings (one
 /// chunk per cycle made the light default demo 10.1 bytes a record instead of 9.1): the pages
 /// of a chunk not yet full wait in the slot's pending file, and a kill loses none of them.
@@ -511,17 +526,7 @@ fn compressed_cycle_child() {
 fn a_kill_between_flush_cycles_loses_no_gathered_page() {
     let dir = tmp("z-cycle-kill");
     let out = dir.join("c.dat");
-    let o = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "compressed_cycle_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CYCLE_CHILD, &out)
-        .env("TYPHON_COMPRESS_INLINE", "1")
-        .output()
-        .unwrap();
+    let o = cycle_child(&out);
     assert!(
         !o.status.success() && String::from_utf8_lossy(&o.stdout).contains("CHILD-FLUSHED"),
         "{}",
@@ -573,17 +578,7 @@ fn a_kill_between_flush_cycles_loses_no_gathered_page() {
 fn recover_adds_a_pending_file_once_and_only_its_own() {
     let dir = tmp("z-pending-dup");
     let out = dir.join("d.dat");
-    let o = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "compressed_cycle_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CYCLE_CHILD, &out)
-        .env("TYPHON_COMPRESS_INLINE", "1")
-        .output()
-        .unwrap();
+    let o = cycle_child(&out);
     assert!(String::from_utf8_lossy(&o.stdout).contains("CHILD-FLUSHED"));
     let parts = typhon_recorder::sink::parts_dir(&out);
     // Slot 3's part file holds one chunk (index 0): a pending file for index 0 is in it.
