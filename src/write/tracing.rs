@@ -153,7 +153,32 @@ pub fn exit(tracing_id: u64) {
     }
     // SAFETY: as in `enter`.
     let w = unsafe { &mut *w };
-    let found = (0..w.depth).rev().find(|&i| {
+    // The common exit, in order: the innermost entry, checked before any search.
+    if let Some(top) = w.depth.checked_sub(1) {
+        if let Some(e) = w.stack.entries.get(top) {
+            // Relaxed: this thread stored them.
+            if e.meta.load(Ordering::Relaxed) & META_TRACING != 0
+                && e.trace_lo.load(Ordering::Relaxed) == tracing_id
+            {
+                let (id, start, parent) = (
+                    e.id.load(Ordering::Relaxed),
+                    e.start.load(Ordering::Relaxed),
+                    e.parent.load(Ordering::Relaxed),
+                );
+                let end = w.clock.raw();
+                w.end_top(top, id, start, parent, end);
+                return;
+            }
+        }
+    }
+    exit_below(w, tracing_id);
+}
+
+/// [`exit`] of an entry below the innermost (exits out of order) or of none.
+#[cold]
+#[inline(never)]
+fn exit_below(w: &mut Writer, tracing_id: u64) {
+    let found = (0..w.depth.saturating_sub(1)).rev().find(|&i| {
         let e = &w.stack.entries[i];
         // Relaxed: this thread stored them.
         e.meta.load(Ordering::Relaxed) & META_TRACING != 0
@@ -161,11 +186,7 @@ pub fn exit(tracing_id: u64) {
     });
     if let Some(i) = found {
         let end = w.clock.raw();
-        if i + 1 == w.depth {
-            w.end_innermost(end);
-        } else {
-            w.end_spans_from(i, end);
-        }
+        w.end_spans_from(i, end);
     }
 }
 

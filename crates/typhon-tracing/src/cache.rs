@@ -20,7 +20,7 @@
 //! Registry frees its id for reuse; an enter loads it with Acquire. So an enter of a reused id
 //! never sees the token of the span that had it before.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use typhon_recorder::bridge::SpanName;
@@ -70,17 +70,40 @@ pub(crate) struct Entered {
     pub(crate) name: Arc<SpanName>,
 }
 
+/// One cached span; an empty slot has id 0, which no `tracing` span has, so it never matches.
 struct Slot {
-    stack: u64,
     id: u64,
+    stack: u64,
     token: u64,
-    span: Entered,
+    span: Option<Entered>,
 }
 
+type Table = [Slot; CACHED];
+
 thread_local! {
-    /// Filled at a thread's first miss. Each slot owns its name, so a span closed or renamed
+    /// This thread's table, null until its first miss. A `Cell` of a raw pointer has no
+    /// destructor, so reading it is one thread-relative load: no lazy-initialisation state,
+    /// no destructor registration check and no borrow flag on the enter's path.
+    static TABLE: Cell<*mut Table> = const { Cell::new(std::ptr::null_mut()) };
+    /// Frees `TABLE`'s allocation at thread exit; touched on misses only (its first touch
+    /// registers its destructor). Each slot owns its name, so a span closed or renamed
     /// meanwhile leaves the slot stale (it no longer matches), never dangling.
-    static CACHE: RefCell<Vec<Option<Slot>>> = const { RefCell::new(Vec::new()) };
+    static OWNER: Owner = const { Owner };
+}
+
+struct Owner;
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // Enters from later thread-exit destructors see no table and take the Registry's path
+        // (and cannot make a new one: `OWNER` is gone).
+        let table = TABLE.with(|t| t.replace(std::ptr::null_mut()));
+        if !table.is_null() {
+            // SAFETY: a non-null `TABLE` came from `Box::into_raw` in `fill`, and it was just
+            // taken out, so nothing else can reach it.
+            drop(unsafe { Box::from_raw(table) });
+        }
+    }
 }
 
 #[inline(always)]
@@ -93,40 +116,48 @@ fn index(id: u64) -> usize {
 /// `f`) when the thread must look the span up.
 #[inline(always)]
 pub(crate) fn with_cached<R>(stack: u64, id: u64, f: impl FnOnce(&Entered) -> R) -> Option<R> {
-    let live = bucket(stack, id).load(Ordering::Acquire);
-    if live == 0 {
+    let table = TABLE.with(Cell::get);
+    if table.is_null() {
         return None;
     }
-    CACHE
-        .try_with(|c| {
-            let c = c.try_borrow().ok()?;
-            match c.get(index(id)) {
-                // The token alone names one span of one stack; the id and stack make a match
-                // of another bucket's token impossible to mistake.
-                Some(Some(s)) if s.token == live && s.id == id && s.stack == stack => {
-                    Some(f(&s.span))
-                }
-                _ => None,
-            }
-        })
-        .ok()
-        .flatten()
+    // SAFETY: a non-null `TABLE` points at this thread's live table (`OWNER` frees it only
+    // after nulling `TABLE`), of which the index takes one slot in bounds. Only this thread
+    // touches it, and only `fill` writes to it; `fill` is not called while this reference
+    // lives: `f` is the recorder's enter, which never calls back into `tracing` or this layer.
+    let s = unsafe { &*(table as *const Slot).add(index(id)) };
+    // The token alone names one span of one stack; the id and stack make a match of another
+    // bucket's token impossible to mistake. Empty slots fail on the id.
+    if s.id != id || s.stack != stack || bucket(stack, id).load(Ordering::Acquire) != s.token {
+        return None;
+    }
+    s.span.as_ref().map(f)
 }
 
 /// Keeps span `id`'s (of `stack`) description, looked up under `token`, for this thread's next
 /// enters.
 pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
-    let _ = CACHE.try_with(|c| {
-        if let Ok(mut c) = c.try_borrow_mut() {
-            if c.is_empty() {
-                c.resize_with(CACHED, || None);
-            }
-            c[index(id)] = Some(Slot {
-                stack,
-                id,
-                token,
-                span,
-            });
+    let mut table = TABLE.with(Cell::get);
+    if table.is_null() {
+        // Only once `OWNER` will free it (not during or after this thread's exit).
+        if OWNER.try_with(|_| ()).is_err() {
+            return;
         }
-    });
+        let b: Box<Table> = Box::new(std::array::from_fn(|_| Slot {
+            id: 0,
+            stack: 0,
+            token: 0,
+            span: None,
+        }));
+        table = Box::into_raw(b);
+        TABLE.with(|t| t.set(table));
+    }
+    // SAFETY: as in `with_cached`: this thread's live table, one slot in bounds, and no other
+    // reference into it is live (nothing here calls out).
+    let s = unsafe { &mut *(table as *mut Slot).add(index(id)) };
+    *s = Slot {
+        id,
+        stack,
+        token,
+        span: Some(span),
+    };
 }
