@@ -134,9 +134,11 @@ pub use write::named::{
     named_phase_start_at, phase, try_named_instant, try_named_phase_end, try_named_phase_start,
     PhaseGuard,
 };
-pub use write::spans::{
-    span, span_at, span_begin, span_end, traced_span, traced_span_at, try_span, SpanGuard,
+pub use write::span_api::{
+    span, span_at, span_begin, span_end, span_static, span_static_at, traced_span, traced_span_at,
+    try_span,
 };
+pub use write::spans::SpanGuard;
 pub use write::{WriteError, SPAN_DEPTH, SPAN_NAME_BYTES};
 
 /// The writes of a `tracing` layer (the `typhon-tracing` crate's `TyphonLayer` makes them; SPEC

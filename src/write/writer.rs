@@ -287,18 +287,26 @@ pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
 /// closure could run, under the same rules: no reentry, nothing else reaching `HOT` meanwhile.
 #[inline(always)]
 pub(crate) fn current_writer() -> *mut Writer {
+    current_writer_gen().0
+}
+
+/// [`current_writer`] and the generation of the recorder it belongs to (`core.gen`, which the
+/// thread keeps beside it: comparing a guard's generation with it reads no `Core`).
+#[inline(always)]
+pub(crate) fn current_writer_gen() -> (*mut Writer, u64) {
     let h: *mut Hot = HOT.with(|h| h.get());
     // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
     // other reference to it is live here.
     let h = unsafe { &mut *h };
     let gen = refresh(h);
     match h.writer.as_mut() {
-        Some(w) => w,
+        // `claim` sets `h.gen` to the generation of the core whose writer it installs.
+        Some(w) => (w, h.gen),
         None => {
             if gen != 0 {
                 count_no_slot();
             }
-            std::ptr::null_mut()
+            (std::ptr::null_mut(), 0)
         }
     }
 }
