@@ -63,19 +63,8 @@ use std::sync::atomic::Ordering;
 /// ```
 #[must_use = "a span ends when this guard is dropped"]
 pub struct SpanGuard {
-    /// The span's id, 0 when nothing is recorded.
-    id: u64,
-    /// The generation of the recorder it was opened under.
-    gen: u64,
-    /// The span's start (raw ticks) and parent, kept here so that its end, in order, need not
-    /// read them back from the thread's stack.
-    start: u64,
-    parent: u64,
-    /// A NamedSpan's name, for its in-order end to copy into the record without reading its
-    /// entry: the `&'static str` itself, or the copy in the thread's stack (which stays put
-    /// while the span is open). Null for a TracedSpan, whose end reads the entry.
-    name: *const u8,
-    name_len: usize,
+    /// What its end needs (id 0 when nothing is recorded), passed to it by value.
+    span: Opened,
     /// Not `Send`. The guard borrows nothing: the recorder copied the name into the thread's
     /// stack when the span began, so `span(&format!(..))` needs no `let` for the name.
     _marker: std::marker::PhantomData<*const ()>,
@@ -89,7 +78,7 @@ impl SpanGuard {
     /// assert_eq!(s.id(), 0); // no recorder installed
     /// ```
     pub fn id(&self) -> u64 {
-        self.id
+        self.span.id
     }
 
     /// Ends the span at a caller-supplied time in raw ticks (spans opened inside it and still
@@ -103,23 +92,25 @@ impl SpanGuard {
     // already in registers; left to the inliner, the end was called out of line.
     #[inline(always)]
     pub fn end_at(self, ts: u64) {
-        if self.id != 0 {
-            close_guard(&self, Some(ts));
+        // Ended here: the drop has nothing left to do (the guard owns nothing). Not run even if
+        // the end unwound, so the guard needs no copy in memory for an unwind's drop.
+        let g = std::mem::ManuallyDrop::new(self);
+        if g.span.id != 0 {
+            close_guard(g.span, Some(ts));
         }
-        // Ended: the drop has nothing left to do (the guard owns nothing), and skipping it
-        // keeps the guard out of memory (its drop glue took it by reference).
-        std::mem::forget(self);
     }
 
     #[inline(always)]
     pub(crate) fn inert() -> Self {
         SpanGuard {
-            id: 0,
-            gen: 0,
-            start: 0,
-            parent: 0,
-            name: std::ptr::null(),
-            name_len: 0,
+            span: Opened {
+                id: 0,
+                gen: 0,
+                start: 0,
+                parent: 0,
+                name: std::ptr::null(),
+                name_len: 0,
+            },
             _marker: std::marker::PhantomData,
         }
     }
@@ -128,8 +119,8 @@ impl SpanGuard {
 impl Drop for SpanGuard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.id != 0 {
-            close_guard(self, None);
+        if self.span.id != 0 {
+            close_guard(self.span, None);
         }
     }
 }
@@ -198,13 +189,18 @@ impl Writer {
         name: &'static str,
         at: Option<u64>,
         size: usize,
-    ) -> Result<Opened, WriteError> {
+        gen: u64,
+    ) -> Option<Opened> {
+        // An `Option`, not a `Result` with its `WriteError`: no guard reports the error, and a
+        // `Result` kept the guard in memory rather than in registers.
         if size > self.max_record {
-            return Err(self.too_large(size));
+            self.refuse();
+            return None;
         }
         let depth = self.depth;
         if depth >= SPAN_DEPTH {
-            return Err(self.stack_full(depth, self.stack.names_end(depth) * 8));
+            self.refuse();
+            return None;
         }
         let name_at = self.stack.names_end(depth);
         let start = self.ts(at);
@@ -215,25 +211,14 @@ impl Writer {
             .push_static(depth, name_at, id, start, parent, name);
         self.depth = depth + 1;
         self.top_id = id;
-        Ok(Opened {
+        Some(Opened {
             id,
-            gen: self.core.gen,
+            gen,
             start,
             parent,
             name: name.as_ptr(),
             name_len: name.len(),
         })
-    }
-
-    /// A span whose record is larger than a page: refused and counted.
-    #[cold]
-    #[inline(never)]
-    fn too_large(&self, size: usize) -> WriteError {
-        self.refuse();
-        WriteError::TooLarge {
-            size,
-            max: self.max_record,
-        }
     }
 
     /// A span begun past the stack's room: refused and counted (see [`SpanGuard`]).
@@ -410,7 +395,7 @@ fn fill(
 /// thread's innermost span of the running recorder, inline at the drop, with the start and
 /// parent the guard kept; a guard dropped out of order, or of another recorder, out of line.
 #[inline(always)]
-pub(crate) fn close_guard(g: &SpanGuard, at: Option<u64>) {
+pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
     let (id, gen, start, parent) = (g.id, g.gen, g.start, g.parent);
     // With no recorder installed there is no writer: nothing to write or count.
     let (w, writer_gen) = current_writer_gen();
@@ -487,38 +472,60 @@ pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>)
     guard_of(open_span_in(state, name, ctx, at).ok().flatten())
 }
 
-/// The begin of [`span_static`] and [`span_static_at`]: [`begin_span`] of a NamedSpan whose
-/// name needs no copy. The same checks, in the same order, with the same counts.
+/// The begin of [`span_static`](crate::span_static) and
+/// [`span_static_at`](crate::span_static_at): [`begin_span`] of a NamedSpan whose name needs
+/// no copy, refusing and counting what it refuses. The NUL check is skipped for the name the
+/// thread's last static span was checked with (see `Writer::static_checked`); a name too
+/// large for a page is refused by the writer's page limit, never above 65534 bytes.
 #[inline(always)]
 pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     let state = kind_state(TraceEventKind::NAMED_SPAN);
     if cfg!(feature = "compile-out") || state == KIND_OFF {
         return SpanGuard::inert();
     }
-    let size = records::named_span_len(name);
-    if size > codec::CommonHeader::MAX_RECORD || records::has_nul(name.as_bytes()) {
-        return refuse_name(size);
-    }
+    // The cold paths return nothing: a guard they returned (through memory) kept the hot
+    // path's guard in memory too.
     if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
-        }
+        begin_static_not_on(name, state);
         return SpanGuard::inert();
     }
-    let w = current_writer();
+    let (w, gen) = current_writer_gen();
     if w.is_null() {
         return SpanGuard::inert();
     }
+    let key = (name.as_ptr(), name.len());
     // SAFETY: the thread's own writer, used only within this call, which does not reenter the
-    // recorder (see `current_writer`).
+    // recorder (see `current_writer`); no reference to it is live across `refuse_name`.
+    if unsafe { (*w).static_checked } != key {
+        if records::has_nul(name.as_bytes()) {
+            refuse_name(records::named_span_len(name));
+            return SpanGuard::inert();
+        }
+        // SAFETY: as above.
+        unsafe { (*w).static_checked = key };
+    }
+    // SAFETY: as above.
     let w = unsafe { &mut *w };
-    guard_of(w.open_span_static(name, at, size).ok())
+    guard_of(w.open_span_static(name, at, records::named_span_len(name), gen))
+}
+
+/// [`begin_static`] while NamedSpan is filtered: a bad name is refused (as [`open_span`]
+/// refuses it), any other counted as filtered.
+#[cold]
+#[inline(never)]
+fn begin_static_not_on(name: &'static str, state: u8) {
+    let size = records::named_span_len(name);
+    if size > codec::CommonHeader::MAX_RECORD || records::has_nul(name.as_bytes()) {
+        refuse_name(size);
+    } else if state == KIND_FILTERED {
+        count_filtered();
+    }
 }
 
 /// A static name [`begin_static`] refuses: counted as [`open_span`] counts it.
 #[cold]
 #[inline(never)]
-fn refuse_name(size: usize) -> SpanGuard {
+fn refuse_name(size: usize) {
     if size > codec::CommonHeader::MAX_RECORD {
         let _ = refused(WriteError::TooLarge {
             size,
@@ -527,19 +534,13 @@ fn refuse_name(size: usize) -> SpanGuard {
     } else {
         let _ = refused(WriteError::Invalid("span name contains a NUL byte".into()));
     }
-    SpanGuard::inert()
 }
 
 #[inline(always)]
 pub(crate) fn guard_of(o: Option<Opened>) -> SpanGuard {
     match o {
-        Some(o) => SpanGuard {
-            id: o.id,
-            gen: o.gen,
-            start: o.start,
-            parent: o.parent,
-            name: o.name,
-            name_len: o.name_len,
+        Some(span) => SpanGuard {
+            span,
             _marker: std::marker::PhantomData,
         },
         None => SpanGuard::inert(),

@@ -38,11 +38,12 @@ pub(crate) struct Entry {
     pub(crate) parent: AtomicU64,
     pub(crate) trace_hi: AtomicU64,
     pub(crate) trace_lo: AtomicU64,
-    /// `name_at << 32 | name_len << 3 | static << 2 | tracing << 1 | traced`: a copied name
-    /// is `name_len` bytes from word `name_at` of [`SpanStack::names`]; a `static` one lives
-    /// in the program (`name_ptr`), takes no words (`name_len` 0 here) and `name_at` is where
-    /// the names in use end; `traced`: it has a context (`trace_*`); `tracing`: it is an entry
-    /// of a `tracing` span (key and id in `trace_*`).
+    /// `names_end << 32 | name_len << 3 | static << 2 | tracing << 1 | traced`: a copied name
+    /// is `name_len` bytes in the words of [`SpanStack::names`] that end at word `names_end`
+    /// (where the next span's name goes: kept here, not the name's first word, so that a
+    /// push finds it with one load and a shift); a `static` one lives in the program
+    /// (`name_ptr`) and takes no words (`name_len` 0 here); `traced`: it has a context
+    /// (`trace_*`); `tracing`: it is an entry of a `tracing` span (key and id in `trace_*`).
     pub(crate) meta: AtomicU64,
     /// Where the name's bytes are, for the owning thread's end: its copy in `names`, or the
     /// `&'static str`'s own. One pointer for both, so that the end does not branch on which.
@@ -132,10 +133,7 @@ impl SpanStack {
     pub(crate) fn names_end(&self, depth: usize) -> usize {
         match depth.checked_sub(1) {
             None => 0,
-            Some(top) => {
-                let m = self.entries[top].meta.load(Ordering::Relaxed);
-                (m >> 32) as usize + meta_len(m).div_ceil(8)
-            }
+            Some(top) => (self.entries[top].meta.load(Ordering::Relaxed) >> 32) as usize,
         }
     }
 
@@ -184,7 +182,7 @@ impl SpanStack {
             None => 0,
         };
         e.meta.store(
-            (at as u64) << 32
+            ((at + name.len().div_ceil(8)) as u64) << 32
                 | (name.len() as u64) << 3
                 | if tracing { META_TRACING } else { 0 }
                 | traced,
@@ -287,8 +285,10 @@ impl SpanStack {
             let m = e.meta.load(Ordering::Relaxed);
             let static_ptr = e.name_ptr.load(Ordering::Relaxed);
             let static_len = e.name_len.load(Ordering::Relaxed);
-            let at = (m >> 32) as usize;
             let len = meta_len(m);
+            let Some(at) = ((m >> 32) as usize).checked_sub(len.div_ceil(8)) else {
+                continue;
+            };
             // A static name is read once the entry is known whole (below); a copy now, word
             // by word, as the owner may be storing the next span's name over it.
             let mut name = Vec::new();

@@ -31,6 +31,10 @@ pub(crate) struct Writer {
     /// The innermost open span's id, 0 when none is: kept beside `depth` so that a span's
     /// begin (its parent) and a guard's end (is it the innermost?) read no stack entry.
     pub(crate) top_id: u64,
+    /// The `&'static str` (address, length) this thread's last static span began with, known
+    /// to hold no NUL: a static name does not change, so a span that begins with the same one
+    /// again (a loop, a frame's spans) skips the check. Null when there is none yet.
+    pub(crate) static_checked: (*const u8, usize),
 }
 
 impl Drop for Writer {
@@ -202,6 +206,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             stack,
             depth: 0,
             top_id: 0,
+            static_checked: (std::ptr::null(), 0),
         };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {
@@ -395,6 +400,7 @@ impl Writer {
     }
 
     #[cold]
+    #[inline(never)]
     pub(crate) fn refuse(&self) {
         self.core
             .registry
