@@ -150,8 +150,7 @@ impl Writer {
             return Err(self.stack_full(depth, name_at * 8 + name.len()));
         }
         let start = self.ts(at);
-        let id = (self.slot as u64) << 56 | (self.span_counter & ((1 << 56) - 1));
-        self.span_counter += 1;
+        let id = self.next_span_id();
         let parent = self.top_id;
         self.stack.push_kind(
             depth,
@@ -180,23 +179,18 @@ impl Writer {
         })
     }
 
-    /// [`open_span`](Self::open_span) of a NamedSpan named by a `&'static str` (its record's
-    /// `size` checked here against the page): the entry points at the name, nothing is copied,
-    /// and only the depth can be out of room.
+    /// [`open_span`](Self::open_span) of a NamedSpan named by a `&'static str`, already
+    /// checked by the caller (no NUL, its record fits a page): the entry points at the name,
+    /// nothing is copied, and only the depth can be out of room.
     #[inline(always)]
     pub(crate) fn open_span_static(
         &mut self,
         name: &'static str,
         at: Option<u64>,
-        size: usize,
         gen: u64,
     ) -> Option<Opened> {
         // An `Option`, not a `Result` with its `WriteError`: no guard reports the error, and a
         // `Result` kept the guard in memory rather than in registers.
-        if size > self.max_record {
-            self.refuse();
-            return None;
-        }
         let depth = self.depth;
         if depth >= SPAN_DEPTH {
             self.refuse();
@@ -204,8 +198,7 @@ impl Writer {
         }
         let name_at = self.stack.names_end(depth);
         let start = self.ts(at);
-        let id = (self.slot as u64) << 56 | (self.span_counter & ((1 << 56) - 1));
-        self.span_counter += 1;
+        let id = self.next_span_id();
         let parent = self.top_id;
         self.stack
             .push_static(depth, name_at, id, start, parent, name);
@@ -219,6 +212,14 @@ impl Writer {
             name: name.as_ptr(),
             name_len: name.len(),
         })
+    }
+
+    /// The next span id of this slot (`slot << 56 | counter`, SPEC §2).
+    #[inline(always)]
+    fn next_span_id(&mut self) -> u64 {
+        let id = self.span_id_base | (self.span_counter & ((1 << 56) - 1));
+        self.span_counter += 1;
+        id
     }
 
     /// A span begun past the stack's room: refused and counted (see [`SpanGuard`]).
@@ -474,19 +475,21 @@ pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>)
 
 /// The begin of [`span_static`](crate::span_static) and
 /// [`span_static_at`](crate::span_static_at): [`begin_span`] of a NamedSpan whose name needs
-/// no copy, refusing and counting what it refuses. The NUL check is skipped for the name the
-/// thread's last static span was checked with (see `Writer::static_checked`); a name too
-/// large for a page is refused by the writer's page limit, never above 65534 bytes.
+/// no copy, refusing and counting what it refuses. The checks (no NUL, a record that fits the
+/// page, whose limit is never above 65534 bytes) are skipped for the name the thread's last
+/// static span passed them with (see `Writer::static_checked`).
 #[inline(always)]
 pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     let state = kind_state(TraceEventKind::NAMED_SPAN);
-    if cfg!(feature = "compile-out") || state == KIND_OFF {
+    if cfg!(feature = "compile-out") {
         return SpanGuard::inert();
     }
-    // The cold paths return nothing: a guard they returned (through memory) kept the hot
-    // path's guard in memory too.
+    // One compare on the hot path. The cold paths return nothing: a guard they returned
+    // (through memory) kept the hot path's guard in memory too.
     if state != KIND_ON {
-        begin_static_not_on(name, state);
+        if state != KIND_OFF {
+            begin_static_not_on(name, state);
+        }
         return SpanGuard::inert();
     }
     let (w, gen) = current_writer_gen();
@@ -497,8 +500,15 @@ pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     // SAFETY: the thread's own writer, used only within this call, which does not reenter the
     // recorder (see `current_writer`); no reference to it is live across `refuse_name`.
     if unsafe { (*w).static_checked } != key {
+        let size = records::named_span_len(name);
         if records::has_nul(name.as_bytes()) {
-            refuse_name(records::named_span_len(name));
+            refuse_name(size);
+            return SpanGuard::inert();
+        }
+        // SAFETY: as above.
+        if size > unsafe { (*w).max_record } {
+            // SAFETY: as above.
+            unsafe { (*w).refuse() };
             return SpanGuard::inert();
         }
         // SAFETY: as above.
@@ -506,7 +516,7 @@ pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     }
     // SAFETY: as above.
     let w = unsafe { &mut *w };
-    guard_of(w.open_span_static(name, at, records::named_span_len(name), gen))
+    guard_of(w.open_span_static(name, at, gen))
 }
 
 /// [`begin_static`] while NamedSpan is filtered: a bad name is refused (as [`open_span`]

@@ -19,6 +19,8 @@ pub(crate) struct Writer {
     pub(crate) producer: std::mem::ManuallyDrop<Producer>,
     pub(crate) clock: crate::write::clock::RawClock,
     pub(crate) span_counter: u64,
+    /// `slot << 56`, the top byte of this writer's span ids (one OR makes an id).
+    pub(crate) span_id_base: u64,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     pub(crate) last_raw: u64,
     /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
@@ -32,8 +34,9 @@ pub(crate) struct Writer {
     /// begin (its parent) and a guard's end (is it the innermost?) read no stack entry.
     pub(crate) top_id: u64,
     /// The `&'static str` (address, length) this thread's last static span began with, known
-    /// to hold no NUL: a static name does not change, so a span that begins with the same one
-    /// again (a loop, a frame's spans) skips the check. Null when there is none yet.
+    /// to hold no NUL and to fit this recorder's page: a static name does not change, so a
+    /// span that begins with the same one again (a loop, a frame's spans) skips both checks.
+    /// Null when there is none yet.
     pub(crate) static_checked: (*const u8, usize),
 }
 
@@ -199,6 +202,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
             // Relaxed: see SPAN_COUNTERS.
+            span_id_base: (slot as u64) << 56,
             span_counter: parked
                 .span_counter
                 .max(SPAN_COUNTERS[slot as usize].load(Ordering::Relaxed)),
