@@ -42,14 +42,13 @@ pub(crate) struct Entry {
     /// is `name_len` bytes in the words of [`SpanStack::names`] that end at word `names_end`
     /// (where the next span's name goes: kept here, not the name's first word, so that a
     /// push finds it with one load and a shift); a `static` one lives in the program
-    /// (`name_ptr`) and takes no words (`name_len` 0 here); `traced`: it has a context
-    /// (`trace_*`); `tracing`: it is an entry of a `tracing` span (key and id in `trace_*`).
+    /// (`name_ptr`) and takes no words; `traced`: it has a context (`trace_*`); `tracing`: it
+    /// is an entry of a `tracing` span (key and id in `trace_*`).
     pub(crate) meta: AtomicU64,
     /// Where the name's bytes are, for the owning thread's end: its copy in `names`, or the
     /// `&'static str`'s own. One pointer for both, so that the end does not branch on which.
     /// The flusher reads `name_ptr` only for a static name; a copy it reads word by word.
     pub(crate) name_ptr: AtomicPtr<u8>,
-    pub(crate) name_len: AtomicUsize,
 }
 
 impl Entry {
@@ -62,7 +61,6 @@ impl Entry {
             trace_lo: AtomicU64::new(0),
             meta: AtomicU64::new(0),
             name_ptr: AtomicPtr::new(std::ptr::null_mut()),
-            name_len: AtomicUsize::new(0),
         }
     }
 }
@@ -74,7 +72,7 @@ pub(crate) const META_TRACING: u64 = 2;
 /// `meta` bit: the entry's name is a `&'static str`, not copied (see [`Entry::meta`]).
 pub(crate) const META_STATIC: u64 = 4;
 
-/// The length of an entry's copied name (0 for a static one), from its `meta`.
+/// The length of an entry's name, from its `meta`.
 #[inline(always)]
 pub(crate) const fn meta_len(m: u64) -> usize {
     ((m as u32) >> 3) as usize
@@ -191,7 +189,6 @@ impl SpanStack {
         let words = &self.names[at..];
         store_name(words, name);
         e.name_ptr.store(words_ptr(words), Ordering::Relaxed);
-        e.name_len.store(name.len(), Ordering::Relaxed);
         e.id.store(id, Ordering::Release);
         // Relaxed: the flusher checks each entry's id, not the depth, for what is complete.
         self.depth.store(depth + 1, Ordering::Relaxed);
@@ -214,12 +211,13 @@ impl SpanStack {
         // Relaxed: published by the Release store of `id` below, as in `push_kind`.
         e.start.store(start, Ordering::Relaxed);
         e.parent.store(parent, Ordering::Relaxed);
-        e.meta
-            .store((at as u64) << 32 | META_STATIC, Ordering::Relaxed);
+        e.meta.store(
+            (at as u64) << 32 | (name.len() as u64) << 3 | META_STATIC,
+            Ordering::Relaxed,
+        );
         // The pointer is only read through, never written: `*mut` is `AtomicPtr`'s type.
         e.name_ptr
             .store(name.as_ptr().cast_mut(), Ordering::Relaxed);
-        e.name_len.store(name.len(), Ordering::Relaxed);
         e.id.store(id, Ordering::Release);
         // Relaxed: as in `push_kind`.
         self.depth.store(depth + 1, Ordering::Relaxed);
@@ -247,9 +245,9 @@ impl SpanStack {
     pub(crate) fn name(&self, e: &Entry) -> &[u8] {
         // Relaxed: this thread stored them.
         let p = e.name_ptr.load(Ordering::Relaxed);
-        let len = e.name_len.load(Ordering::Relaxed);
-        // SAFETY: the entry is open, so the push that opened it stored both: a `&'static str`'s
-        // pointer and length, or those of its copy in `names` (checked by the push's caller to
+        let len = meta_len(e.meta.load(Ordering::Relaxed));
+        // SAFETY: the entry is open, so the push that opened it stored both (the length in
+        // `meta`): a `&'static str`'s pointer and length, or those of its copy in `names` (checked by the push's caller to
         // lie within them, words that are plain `u64`s in memory: `AtomicU64` has `u64`'s
         // layout). Only the owning thread (the caller) stores to them, and not while the
         // borrow lives (the caller writes the record, then pushes again); the flusher's
@@ -284,16 +282,16 @@ impl SpanStack {
             let lo = e.trace_lo.load(Ordering::Relaxed);
             let m = e.meta.load(Ordering::Relaxed);
             let static_ptr = e.name_ptr.load(Ordering::Relaxed);
-            let static_len = e.name_len.load(Ordering::Relaxed);
             let len = meta_len(m);
-            let Some(at) = ((m >> 32) as usize).checked_sub(len.div_ceil(8)) else {
-                continue;
-            };
             // A static name is read once the entry is known whole (below); a copy now, word
             // by word, as the owner may be storing the next span's name over it.
             let mut name = Vec::new();
             if m & META_STATIC == 0 {
-                let Some(words) = self.names.get(at..at + len.div_ceil(8)) else {
+                let words = len.div_ceil(8);
+                let Some(at) = ((m >> 32) as usize).checked_sub(words) else {
+                    continue;
+                };
+                let Some(words) = self.names.get(at..at + words) else {
                     continue;
                 };
                 name = words
@@ -309,13 +307,11 @@ impl SpanStack {
                 continue;
             }
             let name: &str = if m & META_STATIC != 0 {
-                // SAFETY: the id did not change, so `meta`, `name_ptr` and `name_len` are all
-                // of the one span `push_static` stored: the pointer and length of a
-                // `&'static str`, valid on any thread for the rest of the program.
+                // SAFETY: the id did not change, so `meta` and `name_ptr` are both of the one
+                // span `push_static` stored: the length and pointer of a `&'static str`, valid
+                // on any thread for the rest of the program.
                 unsafe {
-                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                        static_ptr, static_len,
-                    ))
+                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(static_ptr, len))
                 }
             } else {
                 let Ok(name) = std::str::from_utf8(&name) else {
