@@ -68,11 +68,11 @@
 //!   [`ingress_admitted`], [`ingress_dropped`], [`command_consumed`], [`egress_sent`]), CeLog
 //!   events through [`CeLog`] (or CE's positional [`celog_data`]) with [`celog_set_zones`],
 //!   [`write_record`].
-//! - **Spans**: [`span!`] (which formats; a literal name is not copied), [`span_static`] for
-//!   a `&'static str` (the fast path: no copy at begin), [`span`](fn@span) for a name made at
-//!   run time (copied) and [`traced_span`] (taking a [`TraceContext`] or what
-//!   [`command_causal_id`] returns) give a [`SpanGuard`] that ends the span when dropped; [`try_span`] says why one was refused; [`span_begin`] / [`span_end`]
-//!   for code that cannot hold a guard.
+//! - **Spans**: [`span!`] (which formats; a literal name is not copied), [`span_static`] for a
+//!   `&'static str` (the fast path: no copy at begin), [`span`](fn@span) for a name made at run
+//!   time (copied) and [`traced_span`] (taking a [`TraceContext`] or what [`command_causal_id`]
+//!   returns) give a [`SpanGuard`] that ends the span when dropped; [`try_span`] says why one was
+//!   refused; [`span_begin`] / [`span_end`] for code that cannot hold a guard.
 //! - **Threads**: [`set_thread_info`] names the thread; [`register_thread`] claims its slot
 //!   before its first event.
 //! - **Formats**: [`codec`] (the record layouts, the kind table, `CorrelationInstantCodec`,

@@ -15,8 +15,8 @@ use std::sync::atomic::Ordering;
 /// # Nesting, order and recorders
 ///
 /// A thread's open spans (guards and [`span_begin`](crate::span_begin) spans alike) form a
-/// stack; a new span's parent is the innermost one still open (0 at top level). The recorder keeps the stack with
-/// each span's name, so that it can end spans whose guards never do:
+/// stack; a new span's parent is the innermost one still open (0 at top level). The recorder
+/// keeps the stack with each span's name, so that it can end spans whose guards never do:
 /// - dropping a guard that is not the innermost (a `Vec` of guards dropped outermost first)
 ///   ends it **and every span opened inside it that is still open**, at the same time; the
 ///   inner guards' own drops then write nothing. So every span ends within its parent.
@@ -39,17 +39,18 @@ use std::sync::atomic::Ordering;
 /// neither the file nor a counter, and a span it parents may then lack it.
 ///
 /// A guard whose span the recorder refused opens nothing and is counted as refused
-/// ([`try_span`](crate::try_span) returns the error instead): a name with a NUL byte, a
-/// record larger than a page, or a thread with no room left for another open span ([`WriteError::SpanStackFull`]:
-/// [`SPAN_DEPTH`](crate::SPAN_DEPTH) spans open, or their names past
-/// [`SPAN_NAME_BYTES`](crate::SPAN_NAME_BYTES)). The spans opened inside a refused one have the
-/// innermost span that was opened as their parent.
+/// ([`try_span`](crate::try_span) returns the error instead): a name with a NUL byte, a record
+/// larger than a page, or a thread with no room left for another open span
+/// ([`WriteError::SpanStackFull`]: [`SPAN_DEPTH`](crate::SPAN_DEPTH) spans open, or their copied
+/// names past [`SPAN_NAME_BYTES`](crate::SPAN_NAME_BYTES)). The spans opened inside a refused one
+/// have the innermost span that was opened as their parent.
 ///
 /// Cost: the stack is fixed in size, allocated when its slot is first claimed, so no span
-/// allocates. A span's begin stores its fields and name there (relaxed stores to memory only
+/// allocates. A span's begin stores its fields there, and its name unless it is a `&'static str`
+/// ([`span_static`](crate::span_static), which the entry points at; relaxed stores to memory only
 /// its thread writes), its end one word more (the entry is marked free before its record is
-/// written, so that the flusher's read at finish, a seqlock keyed on the span id, never takes
-/// a span that was also written). No lock, no shared cache line written.
+/// written, so that the flusher's read at finish, a seqlock keyed on the span id, never takes a
+/// span that was also written). No lock, no shared cache line written.
 ///
 /// ```
 /// # let _g = typhon_recorder::doc_lock();
@@ -65,8 +66,8 @@ use std::sync::atomic::Ordering;
 pub struct SpanGuard {
     /// What its end needs (id 0 when nothing is recorded), passed to it by value.
     span: Opened,
-    /// Not `Send`. The guard borrows nothing: the recorder copied the name into the thread's
-    /// stack when the span began, so `span(&format!(..))` needs no `let` for the name.
+    /// Not `Send`. The guard borrows nothing: the recorder copied a `&str` name into the
+    /// thread's stack when the span began, so `span(&format!(..))` needs no `let` for the name.
     _marker: std::marker::PhantomData<*const ()>,
 }
 
@@ -558,10 +559,10 @@ pub(crate) fn guard_of(o: Option<Opened>) -> SpanGuard {
 }
 
 /// Opens a span (the one begin path of guards and of [`span_begin`](crate::span_begin)):
-/// `Ok(Some(opened))`, `Ok(None)` when nothing is recorded (compiled out, no recorder,
-/// filtered, no slot), `Err` for a span the recorder refuses (counted as refused while a recorder runs): a
-/// name with a NUL, a record over 65534 bytes (whether or not a recorder runs), a record
-/// larger than the running recorder's pages hold.
+/// `Ok(Some(opened))`, `Ok(None)` when nothing is recorded (compiled out, no recorder, filtered, no
+/// slot), `Err` for a span the recorder refuses (counted as refused while a recorder runs): a name
+/// with a NUL, a record over 65534 bytes (whether or not a recorder runs), a record larger than the
+/// running recorder's pages hold.
 #[inline(always)]
 pub(crate) fn open_span(
     name: &str,

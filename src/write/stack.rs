@@ -246,12 +246,12 @@ impl SpanStack {
         // Relaxed: this thread stored them.
         let p = e.name_ptr.load(Ordering::Relaxed);
         let len = meta_len(e.meta.load(Ordering::Relaxed));
-        // SAFETY: the entry is open, so the push that opened it stored both (the length in
-        // `meta`): a `&'static str`'s pointer and length, or those of its copy in `names` (checked by the push's caller to
-        // lie within them, words that are plain `u64`s in memory: `AtomicU64` has `u64`'s
-        // layout). Only the owning thread (the caller) stores to them, and not while the
-        // borrow lives (the caller writes the record, then pushes again); the flusher's
-        // concurrent atomic loads are reads too, so there is no data race.
+        // SAFETY: the entry is open, so the push that opened it stored both (the length in `meta`):
+        // a `&'static str`'s pointer and length, or those of its copy in `names` (checked by the
+        // push's caller to lie within them, words that are plain `u64`s in memory: `AtomicU64` has
+        // `u64`'s layout). Only the owning thread (the caller) stores to them, and not while the
+        // borrow lives (the caller writes the record, then pushes again); the flusher's concurrent
+        // atomic loads are reads too, so there is no data race.
         unsafe { std::slice::from_raw_parts(p, len) }
     }
 

@@ -201,8 +201,8 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             core,
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
-            // Relaxed: see SPAN_COUNTERS.
             span_id_base: (slot as u64) << 56,
+            // Relaxed: see SPAN_COUNTERS.
             span_counter: parked
                 .span_counter
                 .max(SPAN_COUNTERS[slot as usize].load(Ordering::Relaxed)),
