@@ -22,6 +22,8 @@ KEYS = [
     ("write, caller timestamp", "write_caller_ts_ns"),
     ("span pair, recorder clock", "span_ns"),
     ("span pair, caller times", "span_caller_ts_ns"),
+    ("span pair, `&str` name, recorder clock", "span_str_ns"),
+    ("span pair, `&str` name, caller times", "span_str_caller_ts_ns"),
     ("crossbeam ArrayQueue push", "arrayqueue_ns"),
     ("fastrace LocalSpan", "peer_span_ns"),
     ("puffin `profile_scope!`", "puffin_span_ns"),

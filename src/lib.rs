@@ -68,10 +68,11 @@
 //!   [`ingress_admitted`], [`ingress_dropped`], [`command_consumed`], [`egress_sent`]), CeLog
 //!   events through [`CeLog`] (or CE's positional [`celog_data`]) with [`celog_set_zones`],
 //!   [`write_record`].
-//! - **Spans**: [`span`] (or [`span!`], which formats) and [`traced_span`] (taking a
-//!   [`TraceContext`] or what [`command_causal_id`] returns) give a [`SpanGuard`] that ends the
-//!   span when dropped; [`try_span`] says why one was refused; [`span_begin`] / [`span_end`]
-//!   for code that cannot hold a guard.
+//! - **Spans**: [`span!`] (which formats; a literal name is not copied), [`span_static`] for a
+//!   `&'static str` (the fast path: no copy at begin), [`span`](fn@span) for a name made at run
+//!   time (copied) and [`traced_span`] (taking a [`TraceContext`] or what [`command_causal_id`]
+//!   returns) give a [`SpanGuard`] that ends the span when dropped; [`try_span`] says why one was
+//!   refused; [`span_begin`] / [`span_end`] for code that cannot hold a guard.
 //! - **Threads**: [`set_thread_info`] names the thread; [`register_thread`] claims its slot
 //!   before its first event.
 //! - **Formats**: [`codec`] (the record layouts, the kind table, `CorrelationInstantCodec`,
@@ -134,9 +135,11 @@ pub use write::named::{
     named_phase_start_at, phase, try_named_instant, try_named_phase_end, try_named_phase_start,
     PhaseGuard,
 };
-pub use write::spans::{
-    span, span_at, span_begin, span_end, traced_span, traced_span_at, try_span, SpanGuard,
+pub use write::span_api::{
+    span, span_at, span_begin, span_end, span_static, span_static_at, traced_span, traced_span_at,
+    try_span,
 };
+pub use write::spans::SpanGuard;
 pub use write::{WriteError, SPAN_DEPTH, SPAN_NAME_BYTES};
 
 /// The writes of a `tracing` layer (the `typhon-tracing` crate's `TyphonLayer` makes them; SPEC

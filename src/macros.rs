@@ -23,8 +23,9 @@ pub fn __span_fmt(args: std::fmt::Arguments<'_>) -> SpanGuard {
     {
         return SpanGuard::inert();
     }
+    // A literal with no arguments is a `&'static str`: the fast path, with no copy at begin.
     if let Some(s) = args.as_str() {
-        return crate::span(s);
+        return crate::span_static(s);
     }
     let reused = NAME_BUF.try_with(|b| {
         // Taken (a `Display` of an argument that itself opens a span): the other path below.
@@ -41,7 +42,7 @@ pub fn __span_fmt(args: std::fmt::Arguments<'_>) -> SpanGuard {
 
 /// Opens a span named like `format!` would (`span!("load {path}")`), and returns its guard;
 /// the name is formatted only when spans are recorded. `span!("frame")` is
-/// [`span("frame")`](crate::span).
+/// [`span_static("frame")`](crate::span_static): a literal name is not copied at the begin.
 ///
 /// ```
 /// # let _g = typhon_recorder::doc_lock();

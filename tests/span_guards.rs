@@ -99,8 +99,8 @@ fn check_invariant(spans: &[Span], clock_times: bool) {
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Open a guard (traced or not).
-    Open(bool),
+    /// Open a guard: 0 traced, 1 a copied name, 2 a `&'static str` name (`span_static`).
+    Open(u8),
     /// Drop the live guard at this index (mod the number live).
     Drop(usize),
     /// `mem::forget` the live guard at this index.
@@ -112,7 +112,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => any::<bool>().prop_map(Op::Open),
+        3 => (0u8..3).prop_map(Op::Open),
         3 => any::<usize>().prop_map(Op::Drop),
         1 => any::<usize>().prop_map(Op::Forget),
         1 => Just(Op::Begin),
@@ -125,6 +125,8 @@ fn op() -> impl Strategy<Value = Op> {
 struct Ran {
     live: Vec<SpanGuard>,
     opened: BTreeSet<u64>,
+    /// The name each span was opened with.
+    names: BTreeMap<u64, String>,
     begun: Vec<u64>,
     open: Vec<u64>,
 }
@@ -133,6 +135,7 @@ struct Ran {
 fn run(ops: &[Op]) -> Ran {
     let mut live: Vec<SpanGuard> = Vec::new();
     let mut opened = BTreeSet::new();
+    let mut names = BTreeMap::new();
     let mut begun: Vec<u64> = Vec::new();
     let mut open: Vec<u64> = Vec::new();
     // Ending `id` ends every span opened inside it.
@@ -143,19 +146,33 @@ fn run(ops: &[Op]) -> Ran {
     };
     for (n, op) in ops.iter().enumerate() {
         match op {
-            Op::Open(traced) => {
-                let g = if *traced {
-                    typhon_recorder::traced_span(
-                        "traced",
-                        TraceContext {
-                            hi: 1,
-                            lo: n as u64,
-                        },
-                    )
-                } else {
-                    typhon_recorder::span(if n % 2 == 0 { "even" } else { "odd-name" })
+            Op::Open(kind) => {
+                // Copied and static names of 1 to 24 bytes, nested in any mix: a static name
+                // takes no room in the stack's names, so the copies above it must still land
+                // after the copies below it.
+                const STATIC: [&str; 3] = ["s", "static-name", "a-static-name-of-24-byte"];
+                let (g, name) = match kind {
+                    0 => (
+                        typhon_recorder::traced_span(
+                            "traced",
+                            TraceContext {
+                                hi: 1,
+                                lo: n as u64,
+                            },
+                        ),
+                        "traced".to_string(),
+                    ),
+                    1 => {
+                        let name = format!("copy-{n}{}", "x".repeat(n % 19));
+                        (typhon_recorder::span(&name), name)
+                    }
+                    _ => {
+                        let name = STATIC[n % 3];
+                        (typhon_recorder::span_static(name), name.to_string())
+                    }
                 };
                 assert_ne!(g.id(), 0);
+                names.insert(g.id(), name);
                 opened.insert(g.id());
                 open.push(g.id());
                 live.push(g);
@@ -168,6 +185,7 @@ fn run(ops: &[Op]) -> Ran {
             Op::Forget(i) if !live.is_empty() => std::mem::forget(live.remove(i % live.len())),
             Op::Begin => {
                 let id = typhon_recorder::span_begin("begun", None, None).unwrap();
+                names.insert(id, "begun".to_string());
                 opened.insert(id);
                 begun.push(id);
                 open.push(id);
@@ -187,8 +205,16 @@ fn run(ops: &[Op]) -> Ran {
     Ran {
         live,
         opened,
+        names,
         begun,
         open,
+    }
+}
+
+/// Each span of `spans` carries the name it was opened with.
+fn check_names(spans: &[Span], names: &BTreeMap<u64, String>) {
+    for s in spans {
+        assert_eq!(Some(&s.name), names.get(&s.id), "{s:?}");
     }
 }
 
@@ -216,13 +242,15 @@ proptest! {
             let ran = run(&ops);
             // The rest drop in creation order: outermost first.
             drop(ran.live);
-            ran.opened
+            (ran.opened, ran.names)
         })
         .join()
         .unwrap();
+        let (opened, names) = opened;
         let stats = rec.finish().unwrap();
         let spans = spans(&sink);
         check_invariant(&spans, true);
+        check_names(&spans, &names);
         prop_assert_eq!(ids(&spans), opened, "every span opened is written once");
         prop_assert_eq!(stats.slot(1).map_or(0, |s| s.refused), 0);
         prop_assert_eq!(unclosed(&stats), 0, "the thread ended them all");
@@ -245,6 +273,7 @@ proptest! {
         let first_stats = rec.finish().unwrap();
         let first = spans(&s1);
         check_invariant(&first, true);
+        check_names(&first, &first_run.names);
         prop_assert_eq!(ids(&first), first_run.opened.clone());
         prop_assert_eq!(unclosed(&first_stats), first_run.open.len() as u64);
 
@@ -272,6 +301,7 @@ proptest! {
         drop(kept);
         let second = spans(&s2);
         check_invariant(&second, true);
+        check_names(&second, &ran.names);
         prop_assert_eq!(ids(&second), ran.opened);
         for s in &second {
             prop_assert!(!first_run.opened.contains(&s.id), "a span of the first recorder: {:?}", s);
@@ -451,6 +481,66 @@ fn spans_past_the_stack_room_are_refused_and_counted() {
     check_invariant(&spans, true);
     assert_eq!(spans.len(), typhon_recorder::SPAN_DEPTH + 2);
     assert!(spans.iter().all(|s| s.name != "over"));
+}
+
+/// `span_static` under the stack's limits: one of its 64 entries, none of its name bytes; a
+/// static name refused like a copied one (NUL, past a page), and counted; a static span still
+/// open at finish is written then by the flusher, with its name.
+#[test]
+fn static_spans_take_an_entry_but_no_name_room() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = recorder(&sink);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        let mut v: Vec<SpanGuard> = (0..typhon_recorder::SPAN_DEPTH - 1)
+            .map(|_| typhon_recorder::span_static("deep"))
+            .collect();
+        v.push(typhon_recorder::span(&"n".repeat(4000))); // the names' room is all free
+        assert!(v.iter().all(|g| g.id() != 0));
+        assert_eq!(typhon_recorder::span_static("over").id(), 0, "64 open");
+        v.truncate(2);
+        // 4000 bytes of names open: a copied name of 100 no longer fits, a static one does.
+        let long = typhon_recorder::span(&"l".repeat(4000));
+        assert!(typhon_recorder::try_span(&"m".repeat(100), None, None).is_err());
+        let s = typhon_recorder::span_static("static-above-a-long-copy");
+        assert_ne!(s.id(), 0);
+        let c = typhon_recorder::span("copy-above-a-static");
+        assert_ne!(c.id(), 0);
+        drop((c, s, long));
+        assert_eq!(typhon_recorder::span_static("a\0b").id(), 0);
+        static BIG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let big: &'static str = BIG.get_or_init(|| "b".repeat(5000));
+        assert_eq!(typhon_recorder::span_static(big).id(), 0);
+        drop(v);
+        let forgotten = typhon_recorder::span_static("open-at-finish");
+        tx.send(forgotten.id()).unwrap();
+        std::mem::forget(forgotten);
+        done_rx.recv().unwrap(); // the thread outlives the finish
+    });
+    let open_id = rx.recv().unwrap();
+    let stats = rec.finish().unwrap();
+    done_tx.send(()).unwrap();
+    t.join().unwrap();
+    let s = stats.slot(1).unwrap();
+    // "over", the copy of 100, the NUL and the 5000-byte name.
+    assert_eq!(s.refused, 4);
+    assert_eq!(unclosed(&stats), 1);
+    let spans = spans(&sink);
+    check_invariant(&spans, true);
+    // 63 "deep", the 4000-byte copy, the long one, the static and the copy above it, and
+    // the one open at finish.
+    assert_eq!(spans.len(), typhon_recorder::SPAN_DEPTH + 4);
+    let named = |n: &str| spans.iter().filter(|s| s.name == n).count();
+    assert_eq!(named("deep"), typhon_recorder::SPAN_DEPTH - 1);
+    assert_eq!(named("static-above-a-long-copy"), 1);
+    assert_eq!(named("copy-above-a-static"), 1);
+    let last = spans
+        .iter()
+        .find(|s| s.id == open_id)
+        .expect("written at finish");
+    assert_eq!(last.name, "open-at-finish");
 }
 
 #[test]

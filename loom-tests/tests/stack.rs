@@ -84,3 +84,58 @@ fn a_read_racing_a_pop_and_push_gets_one_whole_span_or_none() {
         assert_eq!(read(&s), vec![B], "once the owner is done, B is open");
     });
 }
+
+/// As above, with B a static name (`push_static`: the entry points at the `&'static str`, no
+/// words are copied) replacing a copied A, and the reverse: a read gets A, B or nothing,
+/// whole, never A's fields with B's name or a static pointer read before its span was whole.
+#[test]
+fn a_read_racing_a_static_push_gets_one_whole_span_or_none() {
+    const S: Span = (0x0100_0000_0000_0003, 30, 9, None, "static-name");
+    for (first, second) in [(A, S), (S, A)] {
+        builder().check(move || {
+            let s = Arc::new(SpanStack::new());
+            let put = |s: &SpanStack, span: Span| {
+                if span == S {
+                    s.push_static(0, 0, span.0, span.1, span.2, span.4);
+                } else {
+                    push(s, span);
+                }
+            };
+            put(&s, first);
+            let owner = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    s.invalidate(0);
+                    put(&s, second);
+                })
+            };
+            let seen = read_named(&s, &[first.4, second.4]);
+            assert!(seen.len() <= 1, "{seen:?}");
+            if let Some(span) = seen.first() {
+                assert!(*span == first || *span == second, "a torn span: {span:?}");
+            }
+            owner.join().unwrap();
+            assert_eq!(read_named(&s, &[first.4, second.4]), vec![second]);
+        });
+    }
+}
+
+/// The NamedSpans in what `open_records` returned, their names among `names`.
+fn read_named(s: &SpanStack, names: &[&'static str]) -> Vec<Span> {
+    s.open_records(1, 100)
+        .iter()
+        .map(|r| match decode(r).expect("a whole record").1 {
+            Record::NamedSpan { span, name } => {
+                let name = names.iter().find(|n| **n == name);
+                (
+                    span.span_id,
+                    100 - span.duration_ns as u64,
+                    span.parent_span_id,
+                    None,
+                    *name.expect("a name that was pushed"),
+                )
+            }
+            other => panic!("not a named span: {other:?}"),
+        })
+        .collect()
+}

@@ -11,7 +11,8 @@
 //! - [`ring`]: the lock-free single-producer/single-consumer ring of one thread slot;
 //! - [`slots`]: the 255 user slots, claimed by threads and retired at thread exit;
 //! - `writer`: the thread-local claim on a slot;
-//! - `api` and `spans`: the free functions and the span guards; `named`: the instants and
+//! - `api`, `span_api` and `spans`: the free functions, the span functions and the span
+//!   guards under them; `named`: the instants and
 //!   phases that carry their names; `celog`: the CeLog event builder.
 
 pub(crate) mod api;
@@ -20,6 +21,7 @@ pub mod clock;
 pub(crate) mod named;
 pub mod ring;
 pub mod slots;
+pub(crate) mod span_api;
 pub(crate) mod spans;
 pub mod stack;
 pub mod tracing;

@@ -14,9 +14,9 @@ use std::sync::atomic::Ordering;
 ///
 /// # Nesting, order and recorders
 ///
-/// A thread's open spans (guards and [`span_begin`] spans alike) form a stack; a new span's
-/// parent is the innermost one still open (0 at top level). The recorder keeps the stack with
-/// each span's name, so that it can end spans whose guards never do:
+/// A thread's open spans (guards and [`span_begin`](crate::span_begin) spans alike) form a
+/// stack; a new span's parent is the innermost one still open (0 at top level). The recorder
+/// keeps the stack with each span's name, so that it can end spans whose guards never do:
 /// - dropping a guard that is not the innermost (a `Vec` of guards dropped outermost first)
 ///   ends it **and every span opened inside it that is still open**, at the same time; the
 ///   inner guards' own drops then write nothing. So every span ends within its parent.
@@ -39,17 +39,18 @@ use std::sync::atomic::Ordering;
 /// neither the file nor a counter, and a span it parents may then lack it.
 ///
 /// A guard whose span the recorder refused opens nothing and is counted as refused
-/// ([`try_span`] returns the error instead): a name with a NUL byte, a record larger than a
-/// page, or a thread with no room left for another open span ([`WriteError::SpanStackFull`]:
-/// [`SPAN_DEPTH`](crate::SPAN_DEPTH) spans open, or their names past
-/// [`SPAN_NAME_BYTES`](crate::SPAN_NAME_BYTES)). The spans opened inside a refused one have the
-/// innermost span that was opened as their parent.
+/// ([`try_span`](crate::try_span) returns the error instead): a name with a NUL byte, a record
+/// larger than a page, or a thread with no room left for another open span
+/// ([`WriteError::SpanStackFull`]: [`SPAN_DEPTH`](crate::SPAN_DEPTH) spans open, or their copied
+/// names past [`SPAN_NAME_BYTES`](crate::SPAN_NAME_BYTES)). The spans opened inside a refused one
+/// have the innermost span that was opened as their parent.
 ///
 /// Cost: the stack is fixed in size, allocated when its slot is first claimed, so no span
-/// allocates. A span's begin stores its fields and name there (relaxed stores to memory only
+/// allocates. A span's begin stores its fields there, and its name unless it is a `&'static str`
+/// ([`span_static`](crate::span_static), which the entry points at; relaxed stores to memory only
 /// its thread writes), its end one word more (the entry is marked free before its record is
-/// written, so that the flusher's read at finish, a seqlock keyed on the span id, never takes
-/// a span that was also written). No lock, no shared cache line written.
+/// written, so that the flusher's read at finish, a seqlock keyed on the span id, never takes a
+/// span that was also written). No lock, no shared cache line written.
 ///
 /// ```
 /// # let _g = typhon_recorder::doc_lock();
@@ -63,16 +64,10 @@ use std::sync::atomic::Ordering;
 /// ```
 #[must_use = "a span ends when this guard is dropped"]
 pub struct SpanGuard {
-    /// The span's id, 0 when nothing is recorded.
-    id: u64,
-    /// The generation of the recorder it was opened under.
-    gen: u64,
-    /// The span's start (raw ticks) and parent, kept here so that its end, in order, need not
-    /// read them back from the thread's stack.
-    start: u64,
-    parent: u64,
-    /// Not `Send`. The guard borrows nothing: the recorder copied the name into the thread's
-    /// stack when the span began, so `span(&format!(..))` needs no `let` for the name.
+    /// What its end needs (id 0 when nothing is recorded), passed to it by value.
+    span: Opened,
+    /// Not `Send`. The guard borrows nothing: the recorder copied a `&str` name into the
+    /// thread's stack when the span began, so `span(&format!(..))` needs no `let` for the name.
     _marker: std::marker::PhantomData<*const ()>,
 }
 
@@ -84,7 +79,7 @@ impl SpanGuard {
     /// assert_eq!(s.id(), 0); // no recorder installed
     /// ```
     pub fn id(&self) -> u64 {
-        self.id
+        self.span.id
     }
 
     /// Ends the span at a caller-supplied time in raw ticks (spans opened inside it and still
@@ -94,31 +89,39 @@ impl SpanGuard {
     /// let s = typhon_recorder::span_at("x", 10);
     /// s.end_at(20);
     /// ```
-    #[inline]
-    pub fn end_at(mut self, ts: u64) {
-        if self.id != 0 {
-            close_guard(&self, Some(ts));
+    // Always inline, as the drop: the in-order end is the common case and runs on arguments
+    // already in registers; left to the inliner, the end was called out of line.
+    #[inline(always)]
+    pub fn end_at(self, ts: u64) {
+        // Ended here: the drop has nothing left to do (the guard owns nothing). Not run even if
+        // the end unwound, so the guard needs no copy in memory for an unwind's drop.
+        let g = std::mem::ManuallyDrop::new(self);
+        if g.span.id != 0 {
+            close_guard(g.span, Some(ts));
         }
-        self.id = 0;
     }
 
     #[inline(always)]
     pub(crate) fn inert() -> Self {
         SpanGuard {
-            id: 0,
-            gen: 0,
-            start: 0,
-            parent: 0,
+            span: Opened {
+                id: 0,
+                gen: 0,
+                start: 0,
+                parent: 0,
+                name: std::ptr::null(),
+                name_len: 0,
+            },
             _marker: std::marker::PhantomData,
         }
     }
 }
 
 impl Drop for SpanGuard {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        if self.id != 0 {
-            close_guard(self, None);
+        if self.span.id != 0 {
+            close_guard(self.span, None);
         }
     }
 }
@@ -148,8 +151,7 @@ impl Writer {
             return Err(self.stack_full(depth, name_at * 8 + name.len()));
         }
         let start = self.ts(at);
-        let id = (self.slot as u64) << 56 | (self.span_counter & ((1 << 56) - 1));
-        self.span_counter += 1;
+        let id = self.next_span_id();
         let parent = self.top_id;
         self.stack.push_kind(
             depth,
@@ -163,12 +165,62 @@ impl Writer {
         );
         self.depth = depth + 1;
         self.top_id = id;
+        let copy = if ctx.is_none() && !tracing {
+            self.stack.names_at(name_at)
+        } else {
+            std::ptr::null()
+        };
         Ok(Opened {
             id,
             gen: self.core.gen,
             start,
             parent,
+            name: copy,
+            name_len: name.len(),
         })
+    }
+
+    /// [`open_span`](Self::open_span) of a NamedSpan named by a `&'static str`, already
+    /// checked by the caller (no NUL, its record fits a page): the entry points at the name,
+    /// nothing is copied, and only the depth can be out of room.
+    #[inline(always)]
+    pub(crate) fn open_span_static(
+        &mut self,
+        name: &'static str,
+        at: Option<u64>,
+        gen: u64,
+    ) -> Option<Opened> {
+        // An `Option`, not a `Result` with its `WriteError`: no guard reports the error, and a
+        // `Result` kept the guard in memory rather than in registers.
+        let depth = self.depth;
+        if depth >= SPAN_DEPTH {
+            self.refuse();
+            return None;
+        }
+        let name_at = self.stack.names_end(depth);
+        let start = self.ts(at);
+        let id = self.next_span_id();
+        let parent = self.top_id;
+        self.stack
+            .push_static(depth, name_at, id, start, parent, name);
+        self.depth = depth + 1;
+        self.top_id = id;
+        Some(Opened {
+            id,
+            gen,
+            start,
+            parent,
+            name: name.as_ptr(),
+            name_len: name.len(),
+        })
+    }
+
+    /// The next span id of this slot (`slot << 56 | counter`, SPEC §2).
+    #[inline(always)]
+    fn next_span_id(&mut self) -> u64 {
+        let id = self.span_id_base | (self.span_counter & ((1 << 56) - 1));
+        self.span_counter += 1;
+        id
     }
 
     /// A span begun past the stack's room: refused and counted (see [`SpanGuard`]).
@@ -227,6 +279,7 @@ impl Writer {
         let e = &stack.entries[top];
         // Relaxed: this thread stored it.
         let m = e.meta.load(Ordering::Relaxed);
+        let name = stack.name(e);
         let tracing = m & crate::write::stack::META_TRACING != 0;
         let ctx = (m & crate::write::stack::META_TRACED != 0).then(|| TraceContext {
             hi: e.trace_hi.load(Ordering::Relaxed),
@@ -245,7 +298,7 @@ impl Writer {
         };
         write_span(
             &mut self.producer,
-            stack.name(m),
+            name,
             ctx,
             tracing,
             self.slot,
@@ -259,8 +312,48 @@ impl Writer {
     }
 }
 
-/// Writes a span's record: name `name` (an entry's, see [`SpanStack::name`](crate::write::stack::SpanStack::name)), starting at
-/// `start` (raw ticks).
+impl Writer {
+    /// [`end_top`](Self::end_top) of a NamedSpan whose guard has its name: no read of the
+    /// entry but the store that invalidates it, and a record with no context to branch on.
+    #[inline(always)]
+    pub(crate) fn end_top_named(
+        &mut self,
+        top: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        end: u64,
+        name: &[u8],
+    ) {
+        let stack = &*self.stack;
+        // Before the record, as in `end_top`.
+        stack.invalidate(top);
+        stack.depth.store(top, Ordering::Relaxed);
+        self.depth = top;
+        self.top_id = parent;
+        let ext = records::SpanExt {
+            duration_ns: end.wrapping_sub(start) as i64,
+            span_id: id,
+            parent_span_id: parent,
+        };
+        write_span(
+            &mut self.producer,
+            name,
+            None,
+            false,
+            self.slot,
+            start,
+            &ext,
+        );
+        if self.producer.passed_half() {
+            self.wake_flusher();
+        }
+        self.last_raw = end;
+    }
+}
+
+/// Writes a span's record: name `name` (an entry's, see
+/// [`SpanStack::name`](crate::write::stack::SpanStack::name)), starting at `start` (raw ticks).
 #[inline(always)]
 pub(crate) fn write_span(
     producer: &mut Producer,
@@ -271,8 +364,8 @@ pub(crate) fn write_span(
     start: u64,
     ext: &records::SpanExt,
 ) {
-    // SAFETY: the stack's names hold whole `&str`s, each stored from its entry's first word
-    // with its length in the entry, so an entry's `name` is one whole UTF-8 name.
+    // SAFETY: an entry's `name` is a whole `&str`: a `&'static str`, or one copied whole into
+    // the stack's names from its entry's first word, with its length in the entry.
     let name = unsafe { std::str::from_utf8_unchecked(name) };
     let size = match ctx {
         None => records::named_span_len(name),
@@ -304,10 +397,10 @@ fn fill(
 /// thread's innermost span of the running recorder, inline at the drop, with the start and
 /// parent the guard kept; a guard dropped out of order, or of another recorder, out of line.
 #[inline(always)]
-pub(crate) fn close_guard(g: &SpanGuard, at: Option<u64>) {
+pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
     let (id, gen, start, parent) = (g.id, g.gen, g.start, g.parent);
     // With no recorder installed there is no writer: nothing to write or count.
-    let w = current_writer();
+    let (w, writer_gen) = current_writer_gen();
     if w.is_null() {
         return;
     }
@@ -316,13 +409,22 @@ pub(crate) fn close_guard(g: &SpanGuard, at: Option<u64>) {
     let w = unsafe { &mut *w };
 
     // The innermost span of this recorder: `top_id` is `id` only while this span is open at
-    // the top of the stack (ids are never reused), so `depth - 1` is its entry.
-    if w.top_id == id && w.core.gen == gen {
+    // the top of the stack (ids are never reused), so `depth - 1` is its entry. The
+    // generation is the thread's copy of `w.core.gen`: one compare, no load through `core`.
+    if w.top_id == id && writer_gen == gen {
         let end = match at {
             Some(t) => t,
             None => w.clock.raw(),
         };
-        w.end_top(w.depth - 1, id, start, parent, end);
+        if g.name.is_null() {
+            w.end_top(w.depth - 1, id, start, parent, end);
+        } else {
+            // SAFETY: a NamedSpan's guard, open (its id is the innermost's): `name` is its
+            // `&'static str`, or its copy in this thread's stack, which no push overwrites
+            // while it is open; either way `name_len` bytes, and only read here.
+            let name = unsafe { std::slice::from_raw_parts(g.name, g.name_len) };
+            w.end_top_named(w.depth - 1, id, start, parent, end, name);
+        }
     } else {
         close_other(w, id, gen, at);
     }
@@ -365,39 +467,127 @@ pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>)
     } else {
         TraceEventKind::NAMED_SPAN
     };
-    if cfg!(feature = "compile-out") || kind_state(kind) == KIND_OFF {
+    let state = kind_state(kind);
+    if cfg!(feature = "compile-out") || state == KIND_OFF {
         return SpanGuard::inert();
     }
-    guard_of(open_span(name, ctx, at).ok().flatten())
+    guard_of(open_span_in(state, name, ctx, at).ok().flatten())
+}
+
+/// The begin of [`span_static`](crate::span_static) and
+/// [`span_static_at`](crate::span_static_at): [`begin_span`] of a NamedSpan whose name needs
+/// no copy, refusing and counting what it refuses. The checks (no NUL, a record that fits the
+/// page, whose limit is never above 65534 bytes) are skipped for the name the thread's last
+/// static span passed them with (see `Writer::static_checked`).
+#[inline(always)]
+pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
+    let state = kind_state(TraceEventKind::NAMED_SPAN);
+    if cfg!(feature = "compile-out") {
+        return SpanGuard::inert();
+    }
+    // One compare on the hot path. The cold paths return nothing: a guard they returned
+    // (through memory) kept the hot path's guard in memory too.
+    if state != KIND_ON {
+        if state != KIND_OFF {
+            begin_static_not_on(name, state);
+        }
+        return SpanGuard::inert();
+    }
+    let (w, gen) = current_writer_gen();
+    if w.is_null() {
+        return SpanGuard::inert();
+    }
+    let key = (name.as_ptr(), name.len());
+    // SAFETY: the thread's own writer, used only within this call, which does not reenter the
+    // recorder (see `current_writer`); no reference to it is live across `refuse_name`.
+    if unsafe { (*w).static_checked } != key {
+        let size = records::named_span_len(name);
+        if records::has_nul(name.as_bytes()) {
+            refuse_name(size);
+            return SpanGuard::inert();
+        }
+        // SAFETY: as above.
+        if size > unsafe { (*w).max_record } {
+            // SAFETY: as above.
+            unsafe { (*w).refuse() };
+            return SpanGuard::inert();
+        }
+        // SAFETY: as above.
+        unsafe { (*w).static_checked = key };
+    }
+    // SAFETY: as above.
+    let w = unsafe { &mut *w };
+    guard_of(w.open_span_static(name, at, gen))
+}
+
+/// [`begin_static`] while NamedSpan is filtered: a bad name is refused (as [`open_span`]
+/// refuses it), any other counted as filtered.
+#[cold]
+#[inline(never)]
+fn begin_static_not_on(name: &'static str, state: u8) {
+    let size = records::named_span_len(name);
+    if size > codec::CommonHeader::MAX_RECORD || records::has_nul(name.as_bytes()) {
+        refuse_name(size);
+    } else if state == KIND_FILTERED {
+        count_filtered();
+    }
+}
+
+/// A static name [`begin_static`] refuses: counted as [`open_span`] counts it.
+#[cold]
+#[inline(never)]
+fn refuse_name(size: usize) {
+    if size > codec::CommonHeader::MAX_RECORD {
+        let _ = refused(WriteError::TooLarge {
+            size,
+            max: codec::CommonHeader::MAX_RECORD,
+        });
+    } else {
+        let _ = refused(WriteError::Invalid("span name contains a NUL byte".into()));
+    }
 }
 
 #[inline(always)]
 pub(crate) fn guard_of(o: Option<Opened>) -> SpanGuard {
     match o {
-        Some(o) => SpanGuard {
-            id: o.id,
-            gen: o.gen,
-            start: o.start,
-            parent: o.parent,
+        Some(span) => SpanGuard {
+            span,
             _marker: std::marker::PhantomData,
         },
         None => SpanGuard::inert(),
     }
 }
 
-/// Opens a span (the one begin path of guards and of [`span_begin`]): `Ok(Some(opened))`, `Ok(None)` when nothing is recorded (compiled out, no recorder, filtered, no
-/// slot), `Err` for a span the recorder refuses (counted as refused while a recorder runs): a
-/// name with a NUL, a record over 65534 bytes (whether or not a recorder runs), a record
-/// larger than the running recorder's pages hold.
+/// Opens a span (the one begin path of guards and of [`span_begin`](crate::span_begin)):
+/// `Ok(Some(opened))`, `Ok(None)` when nothing is recorded (compiled out, no recorder, filtered, no
+/// slot), `Err` for a span the recorder refuses (counted as refused while a recorder runs): a name
+/// with a NUL, a record over 65534 bytes (whether or not a recorder runs), a record larger than the
+/// running recorder's pages hold.
 #[inline(always)]
 pub(crate) fn open_span(
     name: &str,
     ctx: Option<TraceContext>,
     at: Option<u64>,
 ) -> Result<Option<Opened>, WriteError> {
-    let (kind, size) = match ctx {
-        None => (TraceEventKind::NAMED_SPAN, records::named_span_len(name)),
-        Some(_) => (TraceEventKind::TRACED_SPAN, records::traced_span_len(name)),
+    let kind = if ctx.is_some() {
+        TraceEventKind::TRACED_SPAN
+    } else {
+        TraceEventKind::NAMED_SPAN
+    };
+    open_span_in(kind_state(kind), name, ctx, at)
+}
+
+/// [`open_span`] with its kind's state already loaded (one relaxed load a span, not two).
+#[inline(always)]
+fn open_span_in(
+    state: u8,
+    name: &str,
+    ctx: Option<TraceContext>,
+    at: Option<u64>,
+) -> Result<Option<Opened>, WriteError> {
+    let size = match ctx {
+        None => records::named_span_len(name),
+        Some(_) => records::traced_span_len(name),
     };
     if cfg!(feature = "compile-out") {
         return Ok(None);
@@ -414,7 +604,6 @@ pub(crate) fn open_span(
             "span name contains a NUL byte".into(),
         )));
     }
-    let state = kind_state(kind);
     if state != KIND_ON {
         if state == KIND_FILTERED {
             count_filtered();
@@ -438,160 +627,7 @@ pub(crate) struct Opened {
     pub(crate) gen: u64,
     pub(crate) start: u64,
     pub(crate) parent: u64,
-}
-
-/// Opens a span without a guard, for callers that cannot hold one (the C ABI, engines whose
-/// begin and end are separate calls): a NamedSpan, or a TracedSpan when `ctx` is given, starting
-/// now or at `at` (raw ticks). End it with [`span_end`] on the same thread; spans end innermost
-/// first. Returns the span id, or 0 when nothing is recorded (no recorder, filtered, no slot,
-/// compiled out) — [`span_end`] accepts 0 as a no-op. A span still open when its thread exits
-/// is ended then.
-///
-/// Guard spans ([`span`]) and these share one stack per thread: each one's parent is the
-/// thread's innermost open span of either sort (see [`SpanGuard`]).
-///
-/// # Errors
-/// [`WriteError::Invalid`] for a name with a NUL byte and [`WriteError::TooLarge`] for a record
-/// over 65534 bytes, whether or not a recorder runs; [`WriteError::TooLarge`] also for a record
-/// larger than the running recorder's pages hold. While a recorder runs each is counted as
-/// refused.
-///
-/// ```
-/// # let _g = typhon_recorder::doc_lock();
-/// use typhon_recorder::{span_begin, span_end, RecorderBuilder, WriteError};
-/// let sink = typhon_recorder::sink::MemorySink::new();
-/// let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
-/// let outer = span_begin("frame", None, None).unwrap();
-/// let inner = span_begin("physics", None, None).unwrap();
-/// assert!(span_end(outer, None).is_err()); // not the innermost
-/// span_end(inner, None).unwrap();
-/// span_end(outer, None).unwrap();
-/// // A name too large for a 4 KiB page is refused, and counted.
-/// let big = "x".repeat(5000);
-/// assert!(matches!(span_begin(&big, None, None), Err(WriteError::TooLarge { .. })));
-/// let stats = rec.finish().unwrap();
-/// assert_eq!(stats.user_written(), 3); // ThreadInfo + 2 spans
-/// assert_eq!(stats.slot(1).unwrap().refused, 1);
-/// ```
-pub fn span_begin(
-    name: &str,
-    ctx: Option<TraceContext>,
-    at: Option<u64>,
-) -> Result<u64, WriteError> {
-    Ok(open_span(name, ctx, at)?.map_or(0, |o| o.id))
-}
-
-/// Ends the span `span_id` opened with [`span_begin`] (or a guard) on this thread, now or at
-/// `at` (raw ticks), and writes its record. `span_id` 0 (nothing was recorded) is a no-op.
-///
-/// # Errors
-/// [`WriteError::SpanMismatch`] if `span_id` is not this thread's innermost open span: nothing
-/// is ended then (and nothing counted: the span stays open and can still end). A span of an
-/// earlier recorder is not open in this one, so ending it is a mismatch too.
-///
-/// ```
-/// use typhon_recorder::{span_begin, span_end};
-/// let id = span_begin("x", None, Some(10)).unwrap(); // 0: no recorder installed
-/// span_end(id, Some(20)).unwrap();
-/// assert!(span_end(12345, None).is_err());
-/// ```
-pub fn span_end(span_id: u64, at: Option<u64>) -> Result<(), WriteError> {
-    if span_id == 0 {
-        return Ok(());
-    }
-    let mismatch = |innermost| WriteError::SpanMismatch { span_id, innermost };
-    with_writer(|w| {
-        let innermost = w.innermost();
-        if innermost != span_id {
-            return Err(mismatch(innermost));
-        }
-        let end = match at {
-            Some(t) => t,
-            None => w.clock.raw(),
-        };
-        w.end_innermost(end);
-        Ok(())
-    })
-    .unwrap_or(Err(mismatch(0)))
-}
-
-/// Opens a NamedSpan; it ends when the guard drops. Its parent is the thread's innermost open
-/// span. A span the recorder refuses (a name with a NUL byte, a record larger than a page) is
-/// not opened and is counted as refused, never truncated; [`try_span`] reports it.
-///
-/// The name is copied when the span begins, so the guard borrows nothing: a name made on the
-/// spot needs no `let` of its own.
-///
-/// ```
-/// let _outer = typhon_recorder::span("frame");
-/// let _inner = typhon_recorder::span("physics");
-/// for level in 0..2 {
-///     let _l = typhon_recorder::span(&format!("load level {level}"));
-/// }
-/// ```
-#[inline]
-pub fn span(name: &str) -> SpanGuard {
-    begin_span(name, None, None)
-}
-
-/// [`span`], [`span_at`], [`traced_span`] or [`traced_span_at`] that reports a refused span:
-/// a TracedSpan when `ctx` is given, starting now or at `at` (raw ticks). The guard is inert
-/// (id 0) when nothing is recorded (no recorder, filtered, no slot).
-///
-/// # Errors
-/// As [`span_begin`]: [`WriteError::Invalid`] for a name with a NUL byte,
-/// [`WriteError::TooLarge`] for a record over 65534 bytes or larger than the running
-/// recorder's pages hold (each counted as refused while a recorder runs).
-///
-/// ```
-/// use typhon_recorder::{try_span, WriteError};
-/// let g = try_span("update", None, None).unwrap();
-/// drop(g);
-/// assert!(matches!(try_span("a\0b", None, None), Err(WriteError::Invalid(_))));
-/// ```
-#[inline]
-pub fn try_span(
-    name: &str,
-    ctx: Option<TraceContext>,
-    at: Option<u64>,
-) -> Result<SpanGuard, WriteError> {
-    Ok(guard_of(open_span(name, ctx, at)?))
-}
-
-/// [`span`] starting at a caller-supplied time in raw ticks (end it with [`SpanGuard::end_at`]
-/// or by dropping it).
-///
-/// ```
-/// let s = typhon_recorder::span_at("load", 100);
-/// s.end_at(200);
-/// ```
-#[inline]
-pub fn span_at(name: &str, start: u64) -> SpanGuard {
-    begin_span(name, None, Some(start))
-}
-
-/// Opens a TracedSpan carrying a trace context: a W3C trace id
-/// ([`TraceContext::from_w3c_bytes`]) or a command's causal id: what
-/// [`command_causal_id`](crate::command_causal_id) returns is taken as it is (any
-/// `(hi, lo)` pair converts into a [`TraceContext`]).
-///
-/// ```
-/// let _s = typhon_recorder::traced_span("apply-command", typhon_recorder::command_causal_id(7, 100, 3));
-/// let w3c = typhon_recorder::TraceContext::from_w3c_bytes([0xab; 16]);
-/// let _t = typhon_recorder::traced_span("request", w3c);
-/// ```
-#[inline]
-pub fn traced_span(name: &str, ctx: impl Into<TraceContext>) -> SpanGuard {
-    begin_span(name, Some(ctx.into()), None)
-}
-
-/// [`traced_span`] starting at a caller-supplied time in raw ticks.
-///
-/// ```
-/// let s = typhon_recorder::traced_span_at("x", typhon_recorder::command_causal_id(7, 1, 2), 5);
-/// s.end_at(9);
-/// ```
-#[inline]
-pub fn traced_span_at(name: &str, ctx: impl Into<TraceContext>, start: u64) -> SpanGuard {
-    begin_span(name, Some(ctx.into()), Some(start))
+    /// A NamedSpan's name (see [`SpanGuard`]), null for any other span.
+    pub(crate) name: *const u8,
+    pub(crate) name_len: usize,
 }

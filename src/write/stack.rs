@@ -11,7 +11,7 @@
 //! a later span is stored there. A read that sees the id change, or 0, takes nothing.
 
 use crate::codec::records::{self, TraceContext};
-use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Open spans a thread can have at once; a span begun beyond is refused
 /// ([`WriteError::SpanStackFull`](crate::WriteError::SpanStackFull), counted as refused).
@@ -31,7 +31,6 @@ pub const SPAN_NAME_BYTES: usize = 4096;
 const NAME_WORDS: usize = SPAN_NAME_BYTES / 8;
 
 /// One open span: what its record needs when it ends.
-#[derive(Default)]
 pub(crate) struct Entry {
     /// The span id, 0 while the entry holds no open span (the seqlock word, see the module).
     pub(crate) id: AtomicU64,
@@ -39,21 +38,44 @@ pub(crate) struct Entry {
     pub(crate) parent: AtomicU64,
     pub(crate) trace_hi: AtomicU64,
     pub(crate) trace_lo: AtomicU64,
-    /// `name_at << 32 | name_len << 2 | tracing << 1 | traced`: its name is `name_len` bytes
-    /// from word `name_at` of [`SpanStack::names`]; `traced`: it has a context (`trace_*`);
-    /// `tracing`: it is an entry of a `tracing` span (key and id in `trace_*`).
+    /// `names_end << 32 | name_len << 3 | static << 2 | tracing << 1 | traced`: a copied name
+    /// is `name_len` bytes in the words of [`SpanStack::names`] that end at word `names_end`
+    /// (where the next span's name goes: kept here, not the name's first word, so that a
+    /// push finds it with one load and a shift); a `static` one lives in the program
+    /// (`name_ptr`) and takes no words; `traced`: it has a context (`trace_*`); `tracing`: it
+    /// is an entry of a `tracing` span (key and id in `trace_*`).
     pub(crate) meta: AtomicU64,
+    /// Where the name's bytes are, for the owning thread's end: its copy in `names`, or the
+    /// `&'static str`'s own. One pointer for both, so that the end does not branch on which.
+    /// The flusher reads `name_ptr` only for a static name; a copy it reads word by word.
+    pub(crate) name_ptr: AtomicPtr<u8>,
+}
+
+impl Entry {
+    fn new() -> Self {
+        Entry {
+            id: AtomicU64::new(0),
+            start: AtomicU64::new(0),
+            parent: AtomicU64::new(0),
+            trace_hi: AtomicU64::new(0),
+            trace_lo: AtomicU64::new(0),
+            meta: AtomicU64::new(0),
+            name_ptr: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
 }
 
 /// `meta` bit: the entry has a 16-byte context.
 pub(crate) const META_TRACED: u64 = 1;
 /// `meta` bit: the entry is a `tracing` span's (a TracingSpan record).
 pub(crate) const META_TRACING: u64 = 2;
+/// `meta` bit: the entry's name is a `&'static str`, not copied (see [`Entry::meta`]).
+pub(crate) const META_STATIC: u64 = 4;
 
-/// The name length of an entry's `meta`.
+/// The length of an entry's name, from its `meta`.
 #[inline(always)]
 pub(crate) const fn meta_len(m: u64) -> usize {
-    ((m as u32) >> 2) as usize
+    ((m as u32) >> 3) as usize
 }
 
 /// See the module docs.
@@ -86,7 +108,7 @@ impl SpanStack {
     pub fn new() -> Self {
         SpanStack {
             depth: AtomicUsize::new(0),
-            entries: boxed_array(Entry::default),
+            entries: boxed_array(Entry::new),
             names: boxed_array(|| AtomicU64::new(0)),
         }
     }
@@ -109,10 +131,7 @@ impl SpanStack {
     pub(crate) fn names_end(&self, depth: usize) -> usize {
         match depth.checked_sub(1) {
             None => 0,
-            Some(top) => {
-                let m = self.entries[top].meta.load(Ordering::Relaxed);
-                (m >> 32) as usize + meta_len(m).div_ceil(8)
-            }
+            Some(top) => (self.entries[top].meta.load(Ordering::Relaxed) >> 32) as usize,
         }
     }
 
@@ -161,16 +180,53 @@ impl SpanStack {
             None => 0,
         };
         e.meta.store(
-            (at as u64) << 32
-                | (name.len() as u64) << 2
+            ((at + name.len().div_ceil(8)) as u64) << 32
+                | (name.len() as u64) << 3
                 | if tracing { META_TRACING } else { 0 }
                 | traced,
             Ordering::Relaxed,
         );
-        store_name(&self.names[at..], name);
+        let words = &self.names[at..];
+        store_name(words, name);
+        e.name_ptr.store(words_ptr(words), Ordering::Relaxed);
         e.id.store(id, Ordering::Release);
         // Relaxed: the flusher checks each entry's id, not the depth, for what is complete.
         self.depth.store(depth + 1, Ordering::Relaxed);
+    }
+
+    /// Pushes a NamedSpan whose name is a `&'static str`: the entry points at it, nothing is
+    /// copied, and it takes no room in `names` (`at`, where the names in use end, is kept for
+    /// the spans pushed above it). `depth` is checked by the caller. Owning thread only.
+    #[inline(always)]
+    pub fn push_static(
+        &self,
+        depth: usize,
+        at: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        name: &'static str,
+    ) {
+        let e = &self.entries[depth];
+        // Relaxed: published by the Release store of `id` below, as in `push_kind`.
+        e.start.store(start, Ordering::Relaxed);
+        e.parent.store(parent, Ordering::Relaxed);
+        e.meta.store(
+            (at as u64) << 32 | (name.len() as u64) << 3 | META_STATIC,
+            Ordering::Relaxed,
+        );
+        // The pointer is only read through, never written: `*mut` is `AtomicPtr`'s type.
+        e.name_ptr
+            .store(name.as_ptr().cast_mut(), Ordering::Relaxed);
+        e.id.store(id, Ordering::Release);
+        // Relaxed: as in `push_kind`.
+        self.depth.store(depth + 1, Ordering::Relaxed);
+    }
+
+    /// Where a name copied from word `at` is, for the owning thread to read (null under loom).
+    #[inline(always)]
+    pub(crate) fn names_at(&self, at: usize) -> *const u8 {
+        words_ptr(&self.names[at.min(NAME_WORDS)..]).cast_const()
     }
 
     /// Invalidates the entry at `top` (the innermost) before it is written out and popped:
@@ -183,24 +239,27 @@ impl SpanStack {
         fence(Ordering::Release);
     }
 
-    /// The name of the entry whose `meta` is `m`. Owning thread only.
+    /// The name of the open entry `e` of this stack. Owning thread only.
     #[inline(always)]
     #[cfg(not(loom))]
-    pub(crate) fn name(&self, m: u64) -> &[u8] {
-        let at = ((m >> 32) as usize).min(NAME_WORDS);
-        let len = meta_len(m).min((NAME_WORDS - at) * 8);
-        // SAFETY: `at * 8 + len` lies within `names` (clamped above), whose words are plain
-        // `u64`s in memory (`AtomicU64` has `u64`'s layout). Only the owning thread (the caller)
-        // stores to them, so nothing writes while this reads; the flusher's concurrent atomic
-        // loads are reads too, so there is no data race.
-        unsafe { std::slice::from_raw_parts(self.names.as_ptr().cast::<u8>().add(at * 8), len) }
+    pub(crate) fn name(&self, e: &Entry) -> &[u8] {
+        // Relaxed: this thread stored them.
+        let p = e.name_ptr.load(Ordering::Relaxed);
+        let len = meta_len(e.meta.load(Ordering::Relaxed));
+        // SAFETY: the entry is open, so the push that opened it stored both (the length in `meta`):
+        // a `&'static str`'s pointer and length, or those of its copy in `names` (checked by the
+        // push's caller to lie within them, words that are plain `u64`s in memory: `AtomicU64` has
+        // `u64`'s layout). Only the owning thread (the caller) stores to them, and not while the
+        // borrow lives (the caller writes the record, then pushes again); the flusher's concurrent
+        // atomic loads are reads too, so there is no data race.
+        unsafe { std::slice::from_raw_parts(p, len) }
     }
 
     /// Under loom the words are loom's atomics, not `u64`s in memory, so the name cannot be
     /// borrowed in place; the models drive the stack directly and never end a span through the
     /// writer.
     #[cfg(loom)]
-    pub(crate) fn name(&self, _m: u64) -> &[u8] {
+    pub(crate) fn name(&self, _e: &Entry) -> &[u8] {
         panic!("SpanStack::name is not modelled under loom")
     }
 
@@ -222,24 +281,43 @@ impl SpanStack {
             let hi = e.trace_hi.load(Ordering::Relaxed);
             let lo = e.trace_lo.load(Ordering::Relaxed);
             let m = e.meta.load(Ordering::Relaxed);
-            let at = (m >> 32) as usize;
+            let static_ptr = e.name_ptr.load(Ordering::Relaxed);
             let len = meta_len(m);
-            let Some(words) = self.names.get(at..at + len.div_ceil(8)) else {
-                continue;
-            };
-            let mut name: Vec<u8> = words
-                .iter()
-                .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
-                .collect();
-            name.truncate(len);
+            // A static name is read once the entry is known whole (below); a copy now, word
+            // by word, as the owner may be storing the next span's name over it.
+            let mut name = Vec::new();
+            if m & META_STATIC == 0 {
+                let words = len.div_ceil(8);
+                let Some(at) = ((m >> 32) as usize).checked_sub(words) else {
+                    continue;
+                };
+                let Some(words) = self.names.get(at..at + words) else {
+                    continue;
+                };
+                name = words
+                    .iter()
+                    .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+                    .collect();
+                name.truncate(len);
+            }
             // Acquire: pairs with `invalidate`'s fence; if any load above saw a later span's
             // store, the id below is no longer the one read first.
             fence(Ordering::Acquire);
             if e.id.load(Ordering::Relaxed) != id {
                 continue;
             }
-            let Ok(name) = std::str::from_utf8(&name) else {
-                continue;
+            let name: &str = if m & META_STATIC != 0 {
+                // SAFETY: the id did not change, so `meta` and `name_ptr` are both of the one
+                // span `push_static` stored: the length and pointer of a `&'static str`, valid
+                // on any thread for the rest of the program.
+                unsafe {
+                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(static_ptr, len))
+                }
+            } else {
+                let Ok(name) = std::str::from_utf8(&name) else {
+                    continue;
+                };
+                name
             };
             let ctx = (m & META_TRACED != 0).then_some(TraceContext { hi, lo });
             let tracing = m & META_TRACING != 0;
@@ -257,6 +335,21 @@ impl SpanStack {
             out.push(rec);
         }
         out
+    }
+}
+
+/// The address of the first of `words`, for the owning thread to read its copied name
+/// through (null under loom, where no name is read so).
+#[inline(always)]
+fn words_ptr(words: &[AtomicU64]) -> *mut u8 {
+    #[cfg(not(loom))]
+    {
+        words.as_ptr().cast::<u8>().cast_mut()
+    }
+    #[cfg(loom)]
+    {
+        let _ = words;
+        std::ptr::null_mut()
     }
 }
 
@@ -326,8 +419,7 @@ mod tests {
         for n in 0..200 {
             let name = &text.as_bytes()[..n];
             s.push(0, 3, 7, 1, 0, None, name);
-            let m = s.entries[0].meta.load(Ordering::Relaxed);
-            assert_eq!(s.name(m), name, "length {n}");
+            assert_eq!(s.name(&s.entries[0]), name, "length {n}");
             assert_eq!(s.names_end(1), 3 + n.div_ceil(8));
             let recs = s.open_records(1, 5);
             assert_eq!(recs.len(), 1);

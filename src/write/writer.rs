@@ -19,6 +19,8 @@ pub(crate) struct Writer {
     pub(crate) producer: std::mem::ManuallyDrop<Producer>,
     pub(crate) clock: crate::write::clock::RawClock,
     pub(crate) span_counter: u64,
+    /// `slot << 56`, the top byte of this writer's span ids (one OR makes an id).
+    pub(crate) span_id_base: u64,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     pub(crate) last_raw: u64,
     /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
@@ -31,6 +33,11 @@ pub(crate) struct Writer {
     /// The innermost open span's id, 0 when none is: kept beside `depth` so that a span's
     /// begin (its parent) and a guard's end (is it the innermost?) read no stack entry.
     pub(crate) top_id: u64,
+    /// The `&'static str` (address, length) this thread's last static span began with, known
+    /// to hold no NUL and to fit this recorder's page: a static name does not change, so a
+    /// span that begins with the same one again (a loop, a frame's spans) skips both checks.
+    /// Null when there is none yet.
+    pub(crate) static_checked: (*const u8, usize),
 }
 
 impl Drop for Writer {
@@ -194,6 +201,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             core,
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
+            span_id_base: (slot as u64) << 56,
             // Relaxed: see SPAN_COUNTERS.
             span_counter: parked
                 .span_counter
@@ -202,6 +210,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             stack,
             depth: 0,
             top_id: 0,
+            static_checked: (std::ptr::null(), 0),
         };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {
@@ -287,18 +296,26 @@ pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
 /// closure could run, under the same rules: no reentry, nothing else reaching `HOT` meanwhile.
 #[inline(always)]
 pub(crate) fn current_writer() -> *mut Writer {
+    current_writer_gen().0
+}
+
+/// [`current_writer`] and the generation of the recorder it belongs to (`core.gen`, which the
+/// thread keeps beside it: comparing a guard's generation with it reads no `Core`).
+#[inline(always)]
+pub(crate) fn current_writer_gen() -> (*mut Writer, u64) {
     let h: *mut Hot = HOT.with(|h| h.get());
     // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
     // other reference to it is live here.
     let h = unsafe { &mut *h };
     let gen = refresh(h);
     match h.writer.as_mut() {
-        Some(w) => w,
+        // `claim` sets `h.gen` to the generation of the core whose writer it installs.
+        Some(w) => (w, h.gen),
         None => {
             if gen != 0 {
                 count_no_slot();
             }
-            std::ptr::null_mut()
+            (std::ptr::null_mut(), 0)
         }
     }
 }
@@ -387,6 +404,7 @@ impl Writer {
     }
 
     #[cold]
+    #[inline(never)]
     pub(crate) fn refuse(&self) {
         self.core
             .registry

@@ -44,6 +44,22 @@ fn body_span_caller_ts(now: u64) {
 }
 
 #[inline(never)]
+fn body_span_static() {
+    for _ in 0..N {
+        let s = typhon_recorder::span_static(black_box("update"));
+        black_box(&s);
+    }
+}
+
+#[inline(never)]
+fn body_span_static_caller_ts(now: u64) {
+    for i in 0..N {
+        let s = typhon_recorder::span_static_at(black_box("update"), now + 2 * i);
+        s.end_at(now + 2 * i + 1);
+    }
+}
+
+#[inline(never)]
 fn body_tracing_span(s: &tracing::Span) {
     for _ in 0..N {
         let g = s.enter();
@@ -81,6 +97,10 @@ fn main() {
         body_span();
         rec.drain();
         body_span_caller_ts(now);
+        rec.drain();
+        body_span_static();
+        rec.drain();
+        body_span_static_caller_ts(now);
         rec.drain();
     }
     let floor = tracing::Dispatch::new(tracing_subscriber::registry().with(Nothing));

@@ -105,7 +105,7 @@ enum Kind {
 
 fn bars(r: &BenchReport, path: &Path) -> Res {
     use Kind::*;
-    let all: [(&str, &NsFigure, Kind); 14] = [
+    let all: [(&str, &NsFigure, Kind); 15] = [
         ("a clock read (quanta Clock::raw)", &r.clock, Floor),
         ("store floor: 24 B + release", &r.store_floor, Floor),
         ("our write, recorder clock", &r.write_clock, Ours),
@@ -113,6 +113,7 @@ fn bars(r: &BenchReport, path: &Path) -> Res {
         ("crossbeam ArrayQueue push", &r.arrayqueue, Peer),
         ("our span pair, recorder clock", &r.span, Ours),
         ("our span pair, caller times", &r.span_caller_ts, Ours),
+        ("our span pair, &str name (copied)", &r.span_str, Ours),
         ("fastrace LocalSpan", &r.peer_span, Peer),
         ("puffin profile_scope!", &r.puffin_span, Peer),
         ("Tracy span!", &r.tracy_span, Peer),

@@ -148,10 +148,15 @@ pub struct BenchReport {
     pub celog_ts: NsFigure,
     /// CeLog event (8 data bytes) without a timestamp.
     pub celog_no_ts: NsFigure,
-    /// Span begin/end pair with the recorder's clock (two clock reads).
+    /// Span begin/end pair with the recorder's clock (two clock reads), named by a
+    /// `&'static str` (`span_static`, what `span!` of a literal calls).
     pub span: NsFigure,
-    /// Span begin/end pair with caller-supplied times.
+    /// Span begin/end pair with caller-supplied times (`span_static_at`).
     pub span_caller_ts: NsFigure,
+    /// [`span`](Self::span) named by a `&str` (`span`: the name is copied at begin).
+    pub span_str: NsFigure,
+    /// [`span_caller_ts`](Self::span_caller_ts) named by a `&str` (`span_at`).
+    pub span_str_caller_ts: NsFigure,
     /// Bare 24-byte store plus Release publish of a local SPSC-like ring.
     pub store_floor: NsFigure,
     /// crossbeam `ArrayQueue::push` of a 24-byte record under the conditions our writes are
@@ -268,6 +273,8 @@ impl BenchReport {
             "mpsc_ns": self.mpsc.median,
             "span_ns": self.span.median,
             "span_caller_ts_ns": self.span_caller_ts.median,
+            "span_str_ns": self.span_str.median,
+            "span_str_caller_ts_ns": self.span_str_caller_ts.median,
             "celog_ts_ns": self.celog_ts.median,
             "celog_no_ts_ns": self.celog_no_ts.median,
             "peer": self.peer,
@@ -362,6 +369,7 @@ impl BenchReport {
             "arrayqueue": fig(&self.arrayqueue), "arrayqueue_local": fig(&self.arrayqueue_local),
             "mpsc": fig(&self.mpsc), "span": fig(&self.span),
             "span_caller_ts": fig(&self.span_caller_ts), "peer_span": fig(&self.peer_span),
+            "span_str": fig(&self.span_str), "span_str_caller_ts": fig(&self.span_str_caller_ts),
             "puffin_span": fig(&self.puffin_span),
             "celog_ts": fig(&self.celog_ts), "celog_no_ts": fig(&self.celog_no_ts),
             "disabled": fig(&self.disabled), "disabled_loop": fig(&self.disabled_loop),
@@ -399,6 +407,9 @@ mod tests {
             "store_floor_ns",
             "arrayqueue_ns",
             "span_ns",
+            "span_caller_ts_ns",
+            "span_str_ns",
+            "span_str_caller_ts_ns",
             "peer",
             "peer_span_ns",
             "p50_ns",

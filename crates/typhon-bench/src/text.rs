@@ -35,6 +35,12 @@ impl fmt::Display for BenchReport {
         row(f, "CeLog event, no timestamp", &self.celog_no_ts)?;
         row(f, "span pair, recorder clock", &self.span)?;
         row(f, "span pair, caller timestamps", &self.span_caller_ts)?;
+        row(f, "span pair, &str name, recorder clock", &self.span_str)?;
+        row(
+            f,
+            "span pair, &str name, caller times",
+            &self.span_str_caller_ts,
+        )?;
         row(f, "crossbeam ArrayQueue push", &self.arrayqueue)?;
         row(
             f,

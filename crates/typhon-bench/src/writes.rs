@@ -27,12 +27,14 @@ enum Body {
     ArrayQueue,
     Span,
     SpanCallerTs,
+    SpanStr,
+    SpanStrCallerTs,
     PeerSpan,
     Puffin,
     Tracy,
 }
 
-const BODIES: [Body; 10] = [
+const BODIES: [Body; 12] = [
     Body::Clock,
     Body::StoreFloor,
     Body::WriteClock,
@@ -40,6 +42,8 @@ const BODIES: [Body; 10] = [
     Body::ArrayQueue,
     Body::Span,
     Body::SpanCallerTs,
+    Body::SpanStr,
+    Body::SpanStrCallerTs,
     Body::PeerSpan,
     Body::Puffin,
     Body::Tracy,
@@ -130,13 +134,28 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
                         let _ = aq.push(Rec24([black_box(i), 7, 9]));
                     }
                 }
+                // The form the docs give for a literal name (`span!("update")` is this call),
+                // as the peers' spans below are each given a static name.
                 Body::Span => {
+                    for _ in 0..RUN {
+                        let s = typhon_recorder::span_static(black_box("update"));
+                        black_box(&s);
+                    }
+                }
+                Body::SpanCallerTs => {
+                    for i in 0..RUN {
+                        let s = typhon_recorder::span_static_at(black_box("update"), now + 2 * i);
+                        s.end_at(now + 2 * i + 1);
+                    }
+                }
+                // The `&str` forms, for names made at run time: the name is copied at begin.
+                Body::SpanStr => {
                     for _ in 0..RUN {
                         let s = typhon_recorder::span(black_box("update"));
                         black_box(&s);
                     }
                 }
-                Body::SpanCallerTs => {
+                Body::SpanStrCallerTs => {
                     for i in 0..RUN {
                         let s = typhon_recorder::span_at(black_box("update"), now + 2 * i);
                         s.end_at(now + 2 * i + 1);
@@ -152,9 +171,12 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
             // emptying the queue) finishes before the next body's run starts, so no run pays
             // for another's, and each of ours and ArrayQueue's starts with an empty buffer.
             match b {
-                Body::WriteClock | Body::WriteCallerTs | Body::Span | Body::SpanCallerTs => {
-                    settle_recorder()
-                }
+                Body::WriteClock
+                | Body::WriteCallerTs
+                | Body::Span
+                | Body::SpanCallerTs
+                | Body::SpanStr
+                | Body::SpanStrCallerTs => settle_recorder(),
                 Body::PeerSpan => fastrace::flush(),
                 Body::Puffin => puffin::GlobalProfiler::lock().new_frame(),
                 Body::ArrayQueue if go_tx.send(()).is_ok() => {
@@ -201,6 +223,8 @@ fn side_by_side(r: &mut BenchReport, t: &Timer, now: u64) {
         &mut r.arrayqueue,
         &mut r.span,
         &mut r.span_caller_ts,
+        &mut r.span_str,
+        &mut r.span_str_caller_ts,
         &mut r.peer_span,
         &mut r.puffin_span,
         &mut r.tracy_span,
