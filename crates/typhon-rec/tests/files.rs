@@ -112,17 +112,11 @@ fn an_unfinished_recording_is_said_to_be_recoverable() {
     let mut s = FileSink::create(&out, 4096).unwrap();
     s.write_page(1, &page(1, 0, 5)).unwrap();
     s.flush().unwrap();
-    drop(s); // as a kill would leave it: the lock is free
-             // Another test of this binary spawning a child at the drop gives the child a copy of the
-             // lock's descriptor, held until its exec: the directory is live for that moment.
-    let mut e = String::new();
-    for _ in 0..200 {
-        e = FileSink::create(&out, 4096).err().unwrap().to_string();
-        if !e.contains("a live recording") {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    // As a kill would leave it: the lock is free. (A child another test of this binary spawns
+    // at the drop holds a copy of the lock's descriptor until its exec: the sink waits that
+    // moment out, paths.rs `flock_patiently`.)
+    drop(s);
+    let e = FileSink::create(&out, 4096).err().unwrap().to_string();
     assert!(
         e.contains(&format!("typhon-rec recover {}", out.display())),
         "{e}"

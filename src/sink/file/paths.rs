@@ -419,6 +419,24 @@ fn try_flock(f: &File, op: libc::c_int) -> io::Result<bool> {
     }
 }
 
+/// [`try_flock`], tried again for up to 250 ms while another process holds the lock: a child
+/// the recording process spawned a moment before it ended holds a copy of the lock's
+/// descriptor from its fork until its exec (close-on-exec closes it only then), so a
+/// directory whose recorder just ended can look live for that moment. A live recording is
+/// still refused, 250 ms later.
+fn flock_patiently(f: &File, op: libc::c_int) -> io::Result<bool> {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(250);
+    loop {
+        if try_flock(f, op)? {
+            return Ok(true);
+        }
+        if std::time::Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// The pid the lock note of `dir` names: read only if it is a small regular file, never
 /// written; "unknown" if it names none.
 fn holder(dir: &Path) -> String {
@@ -443,7 +461,7 @@ fn live_error(dir: &Path) -> io::Error {
 /// Takes the lock of the parts directory `dir`, refusing one a live process holds.
 pub(super) fn take_lock(dir: &Path) -> io::Result<DirLock> {
     let f = open_dir(dir)?;
-    if !try_flock(&f, libc::LOCK_EX).map_err(|e| at(dir, "locking", e))? {
+    if !flock_patiently(&f, libc::LOCK_EX).map_err(|e| at(dir, "locking", e))? {
         return Err(live_error(dir));
     }
     Ok(DirLock {
@@ -486,7 +504,7 @@ pub(super) fn refuse_existing(dir: &Path, out: &Path) -> io::Error {
         Err(e) => return at(dir, "creating", e),
     }
     if let Ok(f) = open_dir(dir) {
-        if let Ok(false) = try_flock(&f, libc::LOCK_SH) {
+        if let Ok(false) = flock_patiently(&f, libc::LOCK_SH) {
             return busy(format!(
                 "cannot record to {}: {}: a live recording, pid {}, is writing it; choose another output",
                 out.display(),
