@@ -707,11 +707,18 @@ fn finishing_needs_only_the_largest_slot_free() {
     assert!(sum > 3 * largest, "four similar slots: {sum} {largest}");
     // What finishing needs beyond the largest slot: the trace.dat's own header (the formats of
     // every kind, the cmdlines and the metadata: about 120 KiB) and a few pages. 128 KiB of
-    // slack left 4 KiB spare, and failed about once in ten runs under load.
-    let leave = largest + 256 * 1024;
-    assert!(leave < sum);
+    // slack left 4 KiB spare, and failed about once in ten runs under load; 256 KiB failed once
+    // in a CI run (the pages the recorder still writes while the disk is filled). 512 KiB is
+    // still far less than the recording (the claim: not the whole recording again).
+    let leave = largest + 512 * 1024;
+    assert!(leave < sum / 2, "{leave} {sum}");
     fill(&fs.0, leave);
-    let stats = rec.finish().unwrap_or_else(|e| panic!("{e}"));
+    let stats = rec.finish().unwrap_or_else(|e| {
+        panic!(
+            "{e}; parts then {sum} bytes (largest {largest}), left {leave}, now {:?}",
+            part_sizes(&out)
+        )
+    });
     assert_eq!(records(&out).len() as u64, stats.total_written());
     assert!(!parts_dir(&out).exists());
 }
