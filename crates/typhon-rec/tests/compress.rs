@@ -367,28 +367,28 @@ const KILL_CHILD: &str = "TYPHON_COMPRESS_KILL_CHILD";
 const KILL_SLOTS: [(u8, u64); 3] = [(0, 2), (1, 7), (3, 4)];
 
 fn kill_page(slot: u8, k: u64) -> Vec<u8> {
-    let mut w = typhon_recorder::page::PageWriter::new(4096).unwrap();
-    for j in 0..5 {
-        w.try_push(u64::from(slot) * 1_000_000 + k * 1000 + j + 1, &[slot; 20])
-            .unwrap();
-    }
-    w.finish().to_vec()
+    test_page(slot, k, 5)
 }
 
-/// The child half of `a_kill_at_any_step_of_a_compressed_finish_loses_nothing`.
-#[test]
-fn compressed_kill_child() {
-    use typhon_recorder::sink::{FileSink, SessionSummary, Sink};
-    let Some(out) = std::env::var_os(KILL_CHILD) else {
-        return;
-    };
-    let mut s = FileSink::create_with(
+/// The kill tests' sink: zstd level 1, three pages to a chunk.
+fn kill_sink(out: std::ffi::OsString) -> typhon_recorder::sink::FileSink {
+    typhon_recorder::sink::FileSink::create_with(
         std::path::PathBuf::from(out),
         4096,
         Compression::Zstd { level: 1 },
         3,
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// The child half of `a_kill_at_any_step_of_a_compressed_finish_loses_nothing`.
+#[test]
+fn compressed_kill_child() {
+    use typhon_recorder::sink::{SessionSummary, Sink};
+    let Some(out) = std::env::var_os(KILL_CHILD) else {
+        return;
+    };
+    let mut s = kill_sink(out);
     for (slot, n) in KILL_SLOTS {
         for k in 0..n {
             s.write_page(slot, &kill_page(slot, k)).unwrap();
@@ -405,28 +405,7 @@ fn compressed_kill_child() {
 
 /// The (slot, time) of every record of the kill tests' pages, sorted.
 fn kill_records() -> Vec<(u32, u64)> {
-    let mut want: Vec<(u32, u64)> = KILL_SLOTS
-        .iter()
-        .flat_map(|&(slot, n)| {
-            (0..n).flat_map(move |k| {
-                (0..5).map(move |j| {
-                    (
-                        u32::from(slot),
-                        u64::from(slot) * 1_000_000 + k * 1000 + j + 1,
-                    )
-                })
-            })
-        })
-        .collect();
-    want.sort();
-    want
-}
-
-/// The (slot, time) of every record of a file, sorted.
-fn sorted_records(p: &Path) -> Vec<(u32, u64)> {
-    let mut v: Vec<(u32, u64)> = our_records(p).iter().map(|r| (r.0, r.1)).collect();
-    v.sort();
-    v
+    test_page_records(&KILL_SLOTS)
 }
 
 /// A compressed recording's finish killed at every step (the last chunks written, the pending
@@ -443,17 +422,14 @@ fn a_kill_at_any_step_of_a_compressed_finish_loses_nothing() {
     let mut recovered = 0;
     for k in 1..100 {
         let out = dir.join(format!("k{k}.dat"));
-        let o = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "compressed_kill_child",
-                "--exact",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(KILL_CHILD, &out)
-            .env("TYPHON_FAILPOINT_FINISH", k.to_string())
-            .output()
-            .unwrap();
+        let step = k.to_string();
+        let o = run_test_child(
+            "compressed_kill_child",
+            &[
+                (KILL_CHILD, out.as_os_str()),
+                ("TYPHON_FAILPOINT_FINISH", step.as_ref()),
+            ],
+        );
         if o.status.success() {
             assert!(String::from_utf8_lossy(&o.stdout).contains("CHILD-DONE"));
             assert_eq!(got(&out), want);
@@ -480,17 +456,11 @@ const CYCLE_CHILD: &str = "TYPHON_COMPRESS_CYCLE_CHILD";
 #[test]
 fn compressed_cycle_child() {
     use std::io::Write;
-    use typhon_recorder::sink::{FileSink, Sink};
+    use typhon_recorder::sink::Sink;
     let Some(out) = std::env::var_os(CYCLE_CHILD) else {
         return;
     };
-    let mut s = FileSink::create_with(
-        std::path::PathBuf::from(out),
-        4096,
-        Compression::Zstd { level: 1 },
-        3,
-    )
-    .unwrap();
+    let mut s = kill_sink(out);
     for (slot, n) in KILL_SLOTS {
         for k in 0..n {
             s.write_page(slot, &kill_page(slot, k)).unwrap();
@@ -504,17 +474,13 @@ fn compressed_cycle_child() {
 
 /// Runs `compressed_cycle_child` recording to `out`, killed after its flush cycles.
 fn cycle_child(out: &Path) -> std::process::Output {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "compressed_cycle_child",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CYCLE_CHILD, out)
-        .env("TYPHON_COMPRESS_INLINE", "1")
-        .output()
-        .unwrap()
+    run_test_child(
+        "compressed_cycle_child",
+        &[
+            (CYCLE_CHILD, out.as_os_str()),
+            ("TYPHON_COMPRESS_INLINE", "1".as_ref()),
+        ],
+    )
 }
 
 /// A compressed recording's chunks are whole however few pages a flush cycle brings (one

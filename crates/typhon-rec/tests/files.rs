@@ -7,7 +7,6 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use typhon_recorder::page::PageWriter;
 use typhon_recorder::sink::{parts_dir, recover, FileSink};
 use typhon_recorder::sink::{SessionSummary, Sink};
 use typhon_recorder::{doc_lock, RecorderBuilder, RecorderError};
@@ -18,12 +17,7 @@ use common::*;
 
 /// A page of `slot` holding `n` records whose timestamps encode (slot, page, record).
 fn page(slot: u8, k: u64, n: u64) -> Vec<u8> {
-    let mut w = PageWriter::new(4096).unwrap();
-    for j in 0..n {
-        w.try_push(u64::from(slot) * 1_000_000 + k * 1000 + j + 1, &[slot; 20])
-            .unwrap();
-    }
-    w.finish().to_vec()
+    test_page(slot, k, n)
 }
 
 fn summary() -> SessionSummary {
@@ -556,27 +550,7 @@ fn kill_child() {
 }
 
 fn expected_kill_records() -> Vec<(u32, u64)> {
-    let mut v: Vec<(u32, u64)> = KILL_SLOTS
-        .iter()
-        .flat_map(|&(slot, n)| {
-            (0..n).flat_map(move |k| {
-                (0..5).map(move |j| {
-                    (
-                        u32::from(slot),
-                        u64::from(slot) * 1_000_000 + k * 1000 + j + 1,
-                    )
-                })
-            })
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-fn sorted_records(out: &Path) -> Vec<(u32, u64)> {
-    let mut v: Vec<(u32, u64)> = records(out).iter().map(|r| (r.0, r.1)).collect();
-    v.sort();
-    v
+    test_page_records(&KILL_SLOTS)
 }
 
 /// A kill at every step of finishing (each sync, journal line, part deletion, the rename and
@@ -592,12 +566,14 @@ fn a_kill_at_any_step_of_finishing_loses_nothing() {
     let mut finished = false;
     for k in 1..100 {
         let out = dir.join(format!("k{k}.dat"));
-        let o = Command::new(std::env::current_exe().unwrap())
-            .args(["kill_child", "--exact", "--nocapture", "--test-threads=1"])
-            .env(KILL_CHILD, &out)
-            .env("TYPHON_FAILPOINT_FINISH", k.to_string())
-            .output()
-            .unwrap();
+        let step = k.to_string();
+        let o = run_test_child(
+            "kill_child",
+            &[
+                (KILL_CHILD, out.as_os_str()),
+                ("TYPHON_FAILPOINT_FINISH", step.as_ref()),
+            ],
+        );
         if o.status.success() {
             assert!(String::from_utf8_lossy(&o.stdout).contains("CHILD-DONE"));
             assert_eq!(sorted_records(&out), want);
@@ -626,12 +602,13 @@ fn a_kill_at_any_step_of_finishing_loses_nothing() {
     // A finish killed mid-way, then `recover` killed at each of its steps, then `recover`.
     for j in 1..100 {
         let out = dir.join(format!("r{j}.dat"));
-        let st = Command::new(std::env::current_exe().unwrap())
-            .args(["kill_child", "--exact", "--nocapture", "--test-threads=1"])
-            .env(KILL_CHILD, &out)
-            .env("TYPHON_FAILPOINT_FINISH", "7")
-            .output()
-            .unwrap();
+        let st = run_test_child(
+            "kill_child",
+            &[
+                (KILL_CHILD, out.as_os_str()),
+                ("TYPHON_FAILPOINT_FINISH", "7".as_ref()),
+            ],
+        );
         assert!(!st.status.success());
         let st = Command::new(BIN)
             .args(["recover".as_ref(), out.as_os_str()])

@@ -16,6 +16,55 @@ pub fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// A 4 KiB page of `n` records of slot `slot`: record `j` at time
+/// `slot * 1_000_000 + k * 1000 + j + 1`, its payload 20 bytes of `slot` (a kind trace-cmd knows).
+pub fn test_page(slot: u8, k: u64, n: u64) -> Vec<u8> {
+    let mut w = typhon_recorder::page::PageWriter::new(4096).unwrap();
+    for j in 0..n {
+        w.try_push(u64::from(slot) * 1_000_000 + k * 1000 + j + 1, &[slot; 20])
+            .unwrap();
+    }
+    w.finish().to_vec()
+}
+
+/// The (slot, time) of every record of `n` [`test_page`]s of 5 records for each `(slot, n)`,
+/// sorted.
+pub fn test_page_records(slots: &[(u8, u64)]) -> Vec<(u32, u64)> {
+    let mut v: Vec<(u32, u64)> = slots
+        .iter()
+        .flat_map(|&(slot, n)| {
+            (0..n).flat_map(move |k| {
+                (0..5).map(move |j| {
+                    (
+                        u32::from(slot),
+                        u64::from(slot) * 1_000_000 + k * 1000 + j + 1,
+                    )
+                })
+            })
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The (cpu, time) of every record of a trace.dat, sorted.
+pub fn sorted_records(out: &Path) -> Vec<(u32, u64)> {
+    let mut v: Vec<(u32, u64)> = records(out).iter().map(|r| (r.0, r.1)).collect();
+    v.sort();
+    v
+}
+
+/// Runs the test `test` of this test binary alone, with `env` set: the child half of a test
+/// that kills or crashes a recording process.
+pub fn run_test_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([test, "--exact", "--nocapture", "--test-threads=1"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
 /// Every record of a trace.dat, checked (an error fails the test).
 pub fn records(file: &Path) -> Vec<(u32, u64, u8)> {
     // Streaming: it reads compressed (v7 zstd) files too.
