@@ -38,6 +38,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -127,6 +128,14 @@ impl Gather {
         }
     }
 
+    /// The gathered pages went to the compressor as chunk `sent`: the next ones are the next
+    /// chunk's, and what the pending file holds is stale.
+    fn handed_over(&mut self) {
+        self.sent += 1;
+        self.stale |= self.kept > 0;
+        self.kept = 0;
+    }
+
     /// Removes the pending file, once every chunk handed over is written or counted lost.
     pub(super) fn forget_pending(&mut self, dir: &Path, slot: u8) -> io::Result<()> {
         match self.file.take() {
@@ -174,13 +183,41 @@ impl ChunkFile {
     }
 }
 
+/// Chunks that could not be written, for the flusher to count. The flusher asks after every
+/// page: `any` spares it the lock while there are none (the usual case).
+#[derive(Default)]
+struct Failures {
+    any: AtomicBool,
+    list: Mutex<Vec<(u8, io::Error, Lost)>>,
+}
+
+impl Failures {
+    fn push(&self, f: (u8, io::Error, Lost)) {
+        // A poisoned lock: a panic elsewhere; the failure is still recorded.
+        self.list.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+        // Relaxed: the list is under the lock; the flag only says to look. Set after the
+        // unlock, so a `take` that sees it locks after this push (had its lock come first, its
+        // swap would have happened before this store and could not have read it).
+        self.any.store(true, Ordering::Relaxed);
+    }
+
+    fn take(&self) -> Vec<(u8, io::Error, Lost)> {
+        // Relaxed, as in `push`. Cleared before the list is taken: a failure pushed in between
+        // sets it again, and is taken now or next time.
+        if !self.any.swap(false, Ordering::Relaxed) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.list.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 /// What compresses and writes chunks: the files, the compressor, and the failures to report.
 struct Writer {
     dir: PathBuf,
     files: Vec<Option<ChunkFile>>,
     z: ChunkCompressor,
     out: Vec<u8>,
-    failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>,
+    failures: Arc<Failures>,
 }
 
 impl Writer {
@@ -188,10 +225,8 @@ impl Writer {
         let r = self.try_chunk(slot, g);
         if let Err(e) = r {
             let e = at(&slot_file(&self.dir, slot), "writing", e);
-            // A poisoned lock: a panic elsewhere; the failure is still recorded.
             let records = g.records(g.data.len() / g.pages.max(1) as usize);
-            let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-            f.push((slot, e, (g.pages, records)));
+            self.failures.push((slot, e, (g.pages, records)));
         }
     }
 
@@ -229,12 +264,12 @@ pub(super) struct Compressor {
     spare: Option<Receiver<Vec<u8>>>,
     thread: Option<std::thread::JoinHandle<Writer>>,
     inline: Option<Writer>,
-    failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>,
+    failures: Arc<Failures>,
 }
 
 impl Compressor {
     pub(super) fn new(dir: &Path, z: ChunkCompressor) -> Self {
-        let failures = Arc::new(Mutex::new(Vec::new()));
+        let failures = Arc::new(Failures::default());
         let mut w = Writer {
             dir: dir.to_path_buf(),
             files: (0..256).map(|_| None).collect(),
@@ -280,7 +315,7 @@ impl Compressor {
         }
     }
 
-    fn inline(w: Writer, failures: Arc<Mutex<Vec<(u8, io::Error, Lost)>>>) -> Self {
+    fn inline(w: Writer, failures: Arc<Failures>) -> Self {
         Self {
             tx: None,
             spare: None,
@@ -296,9 +331,7 @@ impl Compressor {
             w.chunk(slot, g);
             g.data.clear();
             g.pages = 0;
-            g.sent += 1;
-            g.stale |= g.kept > 0;
-            g.kept = 0;
+            g.handed_over();
             return;
         }
         let mut data = self
@@ -312,16 +345,13 @@ impl Compressor {
             pages: std::mem::take(&mut g.pages),
             ..Gather::default()
         };
-        g.sent += 1;
-        g.stale |= g.kept > 0;
-        g.kept = 0;
+        g.handed_over();
         if let Some(tx) = &self.tx {
             if let Err(back) = tx.send(Job::Chunk(slot, full)) {
-                // The thread is gone (it panicked): compress here from now on.
+                // The thread is gone (it panicked): its chunks are counted lost from now on.
                 let Job::Chunk(slot, g) = back.0;
                 let records = g.records(g.data.len() / g.pages.max(1) as usize);
-                let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-                f.push((
+                self.failures.push((
                     slot,
                     io::Error::other("the compressor thread stopped"),
                     (g.pages, records),
@@ -332,7 +362,7 @@ impl Compressor {
 
     /// The chunks that could not be written since the last call.
     pub(super) fn failures(&mut self) -> Vec<(u8, io::Error, Lost)> {
-        std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()))
+        self.failures.take()
     }
 
     /// Waits for every chunk handed over to be written, and returns the part files.
@@ -342,8 +372,7 @@ impl Compressor {
             match t.join() {
                 Ok(w) => return w.files,
                 Err(_) => {
-                    let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-                    f.push((
+                    self.failures.push((
                         0,
                         io::Error::other("the compressor thread panicked"),
                         (0, 0),

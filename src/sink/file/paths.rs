@@ -182,29 +182,28 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Journal> {
 /// an assembly starts as a trace.dat does, a journal parses. Anything else is not deleted.
 pub(super) fn looks_ours(k: Known, path: &Path) -> bool {
     match k {
-        Known::AssemblyDat(_) => {
-            let magic = crate::sink::tracedat::MAGIC;
-            let mut head = [0u8; 10];
-            let Ok(f) = open_regular(path, false) else {
-                return false;
-            };
-            let n = f.take(10).read(&mut head).unwrap_or(usize::MAX);
-            n <= magic.len() && head[..n] == magic[..n]
-        }
+        Known::AssemblyDat(_) => begins_as(path, crate::sink::tracedat::MAGIC),
         Known::AssemblyJournal(_) => {
             read_small(path, 64 * 1024).is_ok_and(|t| parse_journal(&t).is_some())
         }
-        Known::Pending(_) => {
-            // Empty, or the header's start (a kill between the cut and the header's write).
-            let mut head = [0u8; 8];
-            let Ok(f) = open_regular(path, false) else {
-                return false;
-            };
-            let n = f.take(8).read(&mut head).unwrap_or(usize::MAX);
-            n <= 8 && head[..n] == PENDING_MAGIC[..n]
-        }
+        // Empty, or the header's start (a kill between the cut and the header's write).
+        Known::Pending(_) => begins_as(path, PENDING_MAGIC),
         _ => true,
     }
+}
+
+/// Whether the regular file `path` starts with `magic`, or with a part of it and ends there
+/// (a kill while it was written).
+fn begins_as(path: &Path, magic: &[u8]) -> bool {
+    let Ok(f) = open_regular(path, false) else {
+        return false;
+    };
+    let mut head = vec![0u8; magic.len()];
+    let n = f
+        .take(magic.len() as u64)
+        .read(&mut head)
+        .unwrap_or(usize::MAX);
+    n <= magic.len() && head[..n] == magic[..n]
 }
 
 pub(super) fn at(path: &Path, what: &str, e: io::Error) -> io::Error {

@@ -594,15 +594,15 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     // A compressed slot's pages that had not filled a chunk yet: its pending file's.
     for (k, path) in &entries {
         let Known::Pending(slot) = *k else { continue };
-        if !chunked {
+        let Compression::Zstd { level } = compression else {
             rec.errors.push(format!(
                 "{} belongs to a compressed recording, this one is not: not read, left as it is",
                 path.display()
             ));
             rec.left.push(path.clone());
             continue;
-        }
-        match add_pending(&dir, slot, path, page, compression, &mut sources) {
+        };
+        match add_pending(&dir, slot, path, page, level, &mut sources) {
             Ok(torn) => rec.torn_bytes += torn,
             Err(e) => {
                 rec.errors.push(e.to_string());

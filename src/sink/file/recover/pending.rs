@@ -2,15 +2,15 @@
 
 use super::super::assemble::Source;
 use super::super::paths::*;
-use crate::sink::tracedat::{ChunkCompressor, Compression, DEFAULT_CHUNK_PAGES};
+use crate::sink::tracedat::{ChunkCompressor, DEFAULT_CHUNK_PAGES};
 use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// Makes the whole pages of slot `slot`'s pending file (`path`) the last chunks of its part
-/// file, unless that already holds the chunk they were gathered for (a kill after the chunk
-/// was written and before the pending file was removed). A partial last page (a write the
+/// Makes the whole pages of slot `slot`'s pending file (`path`) the last chunks (zstd `level`)
+/// of its part file, unless that already holds the chunk they were gathered for (a kill after
+/// the chunk was written and before the pending file was removed). A partial last page (a write the
 /// kill cut short) is left out; its bytes are returned, for `torn_bytes`. Read and compressed
 /// [`DEFAULT_CHUNK_PAGES`] pages at a time, so a pending file of any size takes bounded memory.
 pub(super) fn add_pending(
@@ -18,7 +18,7 @@ pub(super) fn add_pending(
     slot: u8,
     path: &Path,
     page: u64,
-    compression: Compression,
+    level: i32,
     sources: &mut BTreeMap<u8, Source>,
 ) -> io::Result<u64> {
     let f = open_regular(path, false)?;
@@ -50,10 +50,6 @@ pub(super) fn add_pending(
     if pages == 0 {
         return Ok(torn);
     }
-    let level = match compression {
-        Compression::Zstd { level } => level,
-        Compression::None => unreachable!("only compressed recordings have pending files"),
-    };
     let mut z = ChunkCompressor::new(level).map_err(|e| at(path, "compressing", e))?;
     let part = slot_file(dir, slot);
     let (file, mut end, mut chunks) = match sources.remove(&slot) {
