@@ -469,14 +469,7 @@ impl FileSink {
                 chunks: None,
             });
         }
-        if let Err(e) = self.chunk_failures() {
-            return Err(io::Error::new(
-                e.kind(),
-                format!(
-                    "writing the last chunks: {e} (their pages could not be written and are lost)"
-                ),
-            ));
-        }
+        // (The compressor is joined: every chunk it could not write was taken by `flush` above.)
         for (slot, f) in cfiles.into_iter().enumerate() {
             let Some(f) = f else { continue };
             sources.push(Source {
