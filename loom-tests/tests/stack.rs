@@ -120,6 +120,29 @@ fn a_read_racing_a_static_push_gets_one_whole_span_or_none() {
     }
 }
 
+/// The owner has A open and begins and ends a static span S inside it while the flusher
+/// reads, which stops at the first free entry: the read gets A alone or A then S, each whole,
+/// and never S without A below it.
+#[test]
+fn a_read_racing_a_push_and_pop_above_an_open_span_gets_the_open_one() {
+    const S: Span = (0x0100_0000_0000_0003, 30, A.0, None, "static-name");
+    builder().check(|| {
+        let s = Arc::new(SpanStack::new());
+        push(&s, A);
+        let owner = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.push_static(1, s.names_end(1), S.0, S.1, S.2, S.4);
+                s.invalidate(1);
+            })
+        };
+        let seen = read_named(&s, &[A.4, S.4]);
+        assert!(seen == vec![A] || seen == vec![A, S], "{seen:?}");
+        owner.join().unwrap();
+        assert_eq!(read_named(&s, &[A.4, S.4]), vec![A]);
+    });
+}
+
 /// The NamedSpans in what `open_records` returned, their names among `names`.
 fn read_named(s: &SpanStack, names: &[&'static str]) -> Vec<Span> {
     s.open_records(1, 100)

@@ -106,7 +106,6 @@ impl SpanGuard {
         SpanGuard {
             span: Opened {
                 id: 0,
-                gen: 0,
                 start: 0,
                 parent: 0,
                 name: std::ptr::null(),
@@ -146,9 +145,12 @@ impl Writer {
             });
         }
         let depth = self.depth;
+        if depth >= SPAN_DEPTH {
+            return Err(self.stack_full(depth, name.len()));
+        }
         let name_at = self.stack.names_end(depth);
-        if depth >= SPAN_DEPTH || name_at * 8 + name.len() > SPAN_NAME_BYTES {
-            return Err(self.stack_full(depth, name_at * 8 + name.len()));
+        if name_at * 8 + name.len() > SPAN_NAME_BYTES {
+            return Err(self.stack_full(depth, name.len()));
         }
         let start = self.ts(at);
         let id = self.next_span_id();
@@ -172,7 +174,6 @@ impl Writer {
         };
         Ok(Opened {
             id,
-            gen: self.core.gen,
             start,
             parent,
             name: copy,
@@ -188,7 +189,6 @@ impl Writer {
         &mut self,
         name: &'static str,
         at: Option<u64>,
-        gen: u64,
     ) -> Option<Opened> {
         // An `Option`, not a `Result` with its `WriteError`: no guard reports the error, and a
         // `Result` kept the guard in memory rather than in registers.
@@ -207,7 +207,6 @@ impl Writer {
         self.top_id = id;
         Some(Opened {
             id,
-            gen,
             start,
             parent,
             name: name.as_ptr(),
@@ -223,12 +222,16 @@ impl Writer {
         id
     }
 
-    /// A span begun past the stack's room: refused and counted (see [`SpanGuard`]).
+    /// A span begun past the stack's room (`open` spans open, its name `len` bytes long):
+    /// refused and counted (see [`SpanGuard`]).
     #[cold]
     #[inline(never)]
-    fn stack_full(&self, open: usize, name_bytes: usize) -> WriteError {
+    fn stack_full(&self, open: usize, len: usize) -> WriteError {
         self.refuse();
-        WriteError::SpanStackFull { open, name_bytes }
+        WriteError::SpanStackFull {
+            open,
+            name_bytes: self.stack.names_end(open) * 8 + len,
+        }
     }
 
     /// The id of the innermost open span, 0 when none is.
@@ -250,7 +253,7 @@ impl Writer {
             let t = if top == i {
                 end
             } else {
-                end.max(self.stack.entries[top].start.load(Ordering::Relaxed))
+                end.max(self.stack.entry(top).start.load(Ordering::Relaxed))
             };
             self.end_innermost(t);
         }
@@ -263,7 +266,7 @@ impl Writer {
         let Some(top) = self.depth.checked_sub(1) else {
             return;
         };
-        let e = &self.stack.entries[top];
+        let e = self.stack.entry(top);
         // Relaxed: this thread stored them.
         let id = e.id.load(Ordering::Relaxed);
         let start = e.start.load(Ordering::Relaxed);
@@ -276,7 +279,7 @@ impl Writer {
     #[inline(always)]
     pub(crate) fn end_top(&mut self, top: usize, id: u64, start: u64, parent: u64, end: u64) {
         let stack = &*self.stack;
-        let e = &stack.entries[top];
+        let e = stack.entry(top);
         // Relaxed: this thread stored it.
         let m = e.meta.load(Ordering::Relaxed);
         let name = stack.name(e);
@@ -288,7 +291,6 @@ impl Writer {
         // Before the record: once the flusher has drained it, it must not also find the span
         // open (it would write it twice at finish).
         stack.invalidate(top);
-        stack.depth.store(top, Ordering::Relaxed);
         self.depth = top;
         self.top_id = parent;
         let ext = records::SpanExt {
@@ -328,7 +330,6 @@ impl Writer {
         let stack = &*self.stack;
         // Before the record, as in `end_top`.
         stack.invalidate(top);
-        stack.depth.store(top, Ordering::Relaxed);
         self.depth = top;
         self.top_id = parent;
         let ext = records::SpanExt {
@@ -398,9 +399,9 @@ fn fill(
 /// parent the guard kept; a guard dropped out of order, or of another recorder, out of line.
 #[inline(always)]
 pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
-    let (id, gen, start, parent) = (g.id, g.gen, g.start, g.parent);
-    // With no recorder installed there is no writer: nothing to write or count.
-    let (w, writer_gen) = current_writer_gen();
+    let (id, start, parent) = (g.id, g.start, g.parent);
+    // With no writer there is nothing to write or count.
+    let w = writer_as_is();
     if w.is_null() {
         return;
     }
@@ -409,9 +410,10 @@ pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
     let w = unsafe { &mut *w };
 
     // The innermost span of this recorder: `top_id` is `id` only while this span is open at
-    // the top of the stack (ids are never reused), so `depth - 1` is its entry. The
-    // generation is the thread's copy of `w.core.gen`: one compare, no load through `core`.
-    if w.top_id == id && writer_gen == gen {
+    // the top of the stack, so `depth - 1` is its entry. Ids are never reused, not even across
+    // recorders (a slot's counter goes on, see `SPAN_COUNTERS`), so a guard of a finished
+    // recorder never matches the writer of the next one: the guard keeps no generation.
+    if w.top_id == id {
         let end = match at {
             Some(t) => t,
             None => w.clock.raw(),
@@ -426,23 +428,20 @@ pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
             w.end_top_named(w.depth - 1, id, start, parent, end, name);
         }
     } else {
-        close_other(w, id, gen, at);
+        close_other(w, id, at);
     }
 }
 
 /// [`close_guard`] of a span that is not the innermost open one, or of another recorder.
 #[cold]
 #[inline(never)]
-pub(crate) fn close_other(w: &mut Writer, id: u64, gen: u64, at: Option<u64>) {
-    if w.core.gen != gen {
-        // Its recorder has finished, and wrote the span then, counted as unclosed in its own
-        // file (see `SpanGuard`): nothing to write or count here.
-        return;
-    }
-    // Not found: it already ended, with a span that enclosed it.
+pub(crate) fn close_other(w: &mut Writer, id: u64, at: Option<u64>) {
+    // Not found: it already ended, with a span that enclosed it, or its recorder has finished
+    // and wrote it then, counted as unclosed in its own file (see `SpanGuard`; its id is no
+    // span's of this writer): nothing to write or count here.
     let i = (0..w.depth)
         .rev()
-        .find(|&i| w.stack.entries[i].id.load(Ordering::Relaxed) == id);
+        .find(|&i| w.stack.entry(i).id.load(Ordering::Relaxed) == id);
     if let Some(i) = i {
         let end = match at {
             Some(t) => t,
@@ -493,7 +492,7 @@ pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
         }
         return SpanGuard::inert();
     }
-    let (w, gen) = current_writer_gen();
+    let w = current_writer();
     if w.is_null() {
         return SpanGuard::inert();
     }
@@ -517,7 +516,7 @@ pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     }
     // SAFETY: as above.
     let w = unsafe { &mut *w };
-    guard_of(w.open_span_static(name, at, gen))
+    guard_of(w.open_span_static(name, at))
 }
 
 /// [`begin_static`] while NamedSpan is filtered: a bad name is refused (as [`open_span`]
@@ -624,7 +623,6 @@ fn open_span_in(
 #[derive(Clone, Copy)]
 pub(crate) struct Opened {
     pub(crate) id: u64,
-    pub(crate) gen: u64,
     pub(crate) start: u64,
     pub(crate) parent: u64,
     /// A NamedSpan's name (see [`SpanGuard`]), null for any other span.

@@ -11,7 +11,7 @@
 //! a later span is stored there. A read that sees the id change, or 0, takes nothing.
 
 use crate::codec::records::{self, TraceContext};
-use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{fence, AtomicPtr, AtomicU64, Ordering};
 
 /// Open spans a thread can have at once; a span begun beyond is refused
 /// ([`WriteError::SpanStackFull`](crate::WriteError::SpanStackFull), counted as refused).
@@ -30,7 +30,8 @@ pub const SPAN_DEPTH: usize = 64;
 pub const SPAN_NAME_BYTES: usize = 4096;
 const NAME_WORDS: usize = SPAN_NAME_BYTES / 8;
 
-/// One open span: what its record needs when it ends.
+/// One open span: what its record needs when it ends. A cache line each: a span's begin and
+/// end store only to its own entry's line.
 pub(crate) struct Entry {
     /// The span id, 0 while the entry holds no open span (the seqlock word, see the module).
     pub(crate) id: AtomicU64,
@@ -79,21 +80,36 @@ pub(crate) const fn meta_len(m: u64) -> usize {
 }
 
 /// See the module docs.
+///
+/// ```text
+///   entries[0]   entries[1]   entries[2]        entries[d]   entries[d+1] ..
+///  +----------+ +----------+ +----------+     +----------+ +----------+
+///  | sentinel | | depth 0  | | depth 1  | ... | innermost| | id 0     |  (free)
+///  | id 0     | | id, meta | | id, meta |     | id, meta | |          |
+///  +----------+ +----------+ +----------+     +----------+ +----------+
+/// ```
+///
+/// The owning thread keeps the depth `d` (how many are open) itself; the stack does not store
+/// it. The flusher reads from `entries[1]` up to the first free entry (id 0), since every
+/// entry above the open ones is free: a pop frees its entry before anything else.
 pub struct SpanStack {
-    /// How many entries are open (entries below hold spans, innermost last).
-    pub(crate) depth: AtomicUsize,
     /// Arrays, not slices, so that an index already checked against [`SPAN_DEPTH`] (or known
     /// below the depth) needs no second bounds check against a length loaded from memory.
-    pub(crate) entries: Box<[Entry; SPAN_DEPTH]>,
+    /// `entries[0]` is a sentinel that never holds a span (id 0; `meta` 0: no names in use
+    /// below the first span), so the entry below any open one, whose `meta` says where the
+    /// names in use end, is read without a branch for the first; see [`entry`](Self::entry).
+    entries: Box<[Entry; SPAN_DEPTH + 1]>,
     /// The open spans' names, each from a word boundary, little-endian bytes.
     pub(crate) names: Box<[AtomicU64; NAME_WORDS]>,
 }
 
 impl std::fmt::Debug for SpanStack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpanStack")
-            .field("depth", &self.depth.load(Ordering::Relaxed))
-            .finish()
+        let open = self.entries[1..]
+            .iter()
+            .take_while(|e| e.id.load(Ordering::Relaxed) != 0)
+            .count();
+        f.debug_struct("SpanStack").field("open", &open).finish()
     }
 }
 
@@ -107,7 +123,6 @@ impl SpanStack {
     /// An empty stack, with all its room allocated now (the only allocation it ever makes).
     pub fn new() -> Self {
         SpanStack {
-            depth: AtomicUsize::new(0),
             entries: boxed_array(Entry::new),
             names: boxed_array(|| AtomicU64::new(0)),
         }
@@ -117,22 +132,35 @@ impl SpanStack {
     /// exited after its recorder finished) must not look open to the flusher's read while the
     /// new thread overwrites it.
     pub fn clear(&self) {
+        // Relaxed: the claim that calls this is ordered before the new thread's spans by the
+        // slot lock it took, and `push`'s Release covers its own entries.
         for e in self.entries.iter() {
             e.id.store(0, Ordering::Relaxed);
         }
-        // Relaxed: the claim that calls this is ordered before the new thread's spans by the
-        // slot lock it took, and `push`'s Release covers its own entries.
-        self.depth.store(0, Ordering::Relaxed);
         fence(Ordering::Release);
     }
 
-    /// Words of names in use below the open entry `depth` (where the next name goes).
+    /// The entry of the span at `depth` (0: the outermost), `depth < SPAN_DEPTH`.
     #[inline(always)]
-    pub(crate) fn names_end(&self, depth: usize) -> usize {
-        match depth.checked_sub(1) {
-            None => 0,
-            Some(top) => (self.entries[top].meta.load(Ordering::Relaxed) >> 32) as usize,
-        }
+    pub(crate) fn entry(&self, depth: usize) -> &Entry {
+        &self.entries[depth + 1]
+    }
+
+    /// Words of names in use below the open entry `depth` (where the next name goes), for a
+    /// `depth` up to [`SPAN_DEPTH`]: the `meta` of the entry below, or of the sentinel.
+    ///
+    /// ```
+    /// use typhon_recorder::stack::SpanStack;
+    /// let s = SpanStack::new();
+    /// assert_eq!(s.names_end(0), 0);
+    /// s.push(0, 0, 1, 10, 0, None, b"nine byte");
+    /// assert_eq!(s.names_end(1), 2); // two words hold the copied name
+    /// s.push_static(1, 2, 2, 11, 1, "static");
+    /// assert_eq!(s.names_end(2), 2); // a static name takes none
+    /// ```
+    #[inline(always)]
+    pub fn names_end(&self, depth: usize) -> usize {
+        (self.entries[depth].meta.load(Ordering::Relaxed) >> 32) as usize
     }
 
     /// Pushes a span at `depth` (the current depth, checked by the caller to be below
@@ -167,7 +195,7 @@ impl SpanStack {
         tracing: bool,
         name: &[u8],
     ) {
-        let e = &self.entries[depth];
+        let e = self.entry(depth);
         // Relaxed: published by the Release store of `id` below (see the module docs).
         e.start.store(start, Ordering::Relaxed);
         e.parent.store(parent, Ordering::Relaxed);
@@ -190,8 +218,6 @@ impl SpanStack {
         store_name(words, name);
         e.name_ptr.store(words_ptr(words), Ordering::Relaxed);
         e.id.store(id, Ordering::Release);
-        // Relaxed: the flusher checks each entry's id, not the depth, for what is complete.
-        self.depth.store(depth + 1, Ordering::Relaxed);
     }
 
     /// Pushes a NamedSpan whose name is a `&'static str`: the entry points at it, nothing is
@@ -207,7 +233,7 @@ impl SpanStack {
         parent: u64,
         name: &'static str,
     ) {
-        let e = &self.entries[depth];
+        let e = self.entry(depth);
         // Relaxed: published by the Release store of `id` below, as in `push_kind`.
         e.start.store(start, Ordering::Relaxed);
         e.parent.store(parent, Ordering::Relaxed);
@@ -219,8 +245,6 @@ impl SpanStack {
         e.name_ptr
             .store(name.as_ptr().cast_mut(), Ordering::Relaxed);
         e.id.store(id, Ordering::Release);
-        // Relaxed: as in `push_kind`.
-        self.depth.store(depth + 1, Ordering::Relaxed);
     }
 
     /// Where a name copied from word `at` is, for the owning thread to read (null under loom).
@@ -233,7 +257,7 @@ impl SpanStack {
     /// from here a read of the flusher takes nothing of it, whatever is stored there next.
     #[inline(always)]
     pub fn invalidate(&self, top: usize) {
-        self.entries[top].id.store(0, Ordering::Relaxed);
+        self.entry(top).id.store(0, Ordering::Relaxed);
         // Release: orders the store above before every later store to the entry or names
         // (the seqlock writer's barrier; free on x86).
         fence(Ordering::Release);
@@ -265,16 +289,16 @@ impl SpanStack {
 
     /// The records of the spans open now, each ending at `end` (raw ticks, never before its
     /// start), for `slot`: what the flusher writes at finish. Any thread; an entry that changes
-    /// while it is read is skipped.
+    /// while it is read is skipped, and the read ends at the first free entry: the spans above
+    /// it, if any, began after the read had passed them (a span `finish` races, see
+    /// [`SpanGuard`](crate::SpanGuard)).
     pub fn open_records(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
-        // Relaxed: see `push`.
-        let depth = self.depth.load(Ordering::Relaxed).min(SPAN_DEPTH);
         let mut out = Vec::new();
-        for e in &self.entries[..depth] {
+        for e in &self.entries[1..] {
             // Acquire: pairs with `push`'s Release store of the id, so the fields are the span's.
             let id = e.id.load(Ordering::Acquire);
             if id == 0 {
-                continue;
+                break;
             }
             let start = e.start.load(Ordering::Relaxed);
             let parent = e.parent.load(Ordering::Relaxed);
@@ -419,7 +443,7 @@ mod tests {
         for n in 0..200 {
             let name = &text.as_bytes()[..n];
             s.push(0, 3, 7, 1, 0, None, name);
-            assert_eq!(s.name(&s.entries[0]), name, "length {n}");
+            assert_eq!(s.name(s.entry(0)), name, "length {n}");
             assert_eq!(s.names_end(1), 3 + n.div_ceil(8));
             let recs = s.open_records(1, 5);
             assert_eq!(recs.len(), 1);

@@ -20,7 +20,7 @@
 use crate::codec::records::{self, TraceContext};
 use crate::codec::{self, TraceEventKind as K};
 use crate::session::*;
-use crate::write::stack::META_TRACING;
+use crate::write::stack::{META_TRACING, SPAN_DEPTH};
 use crate::write::writer::*;
 use crate::write::WriteError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,7 +155,8 @@ pub fn exit(tracing_id: u64) {
     let w = unsafe { &mut *w };
     // The common exit, in order: the innermost entry, checked before any search.
     if let Some(top) = w.depth.checked_sub(1) {
-        if let Some(e) = w.stack.entries.get(top) {
+        if top < SPAN_DEPTH {
+            let e = w.stack.entry(top);
             // Relaxed: this thread stored them.
             if e.meta.load(Ordering::Relaxed) & META_TRACING != 0
                 && e.trace_lo.load(Ordering::Relaxed) == tracing_id
@@ -179,7 +180,7 @@ pub fn exit(tracing_id: u64) {
 #[inline(never)]
 fn exit_below(w: &mut Writer, tracing_id: u64) {
     let found = (0..w.depth.saturating_sub(1)).rev().find(|&i| {
-        let e = &w.stack.entries[i];
+        let e = w.stack.entry(i);
         // Relaxed: this thread stored them.
         e.meta.load(Ordering::Relaxed) & META_TRACING != 0
             && e.trace_lo.load(Ordering::Relaxed) == tracing_id

@@ -286,6 +286,25 @@ pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
     Some(f(w))
 }
 
+/// This thread's writer as it is, null when it has none, without bringing it up to the
+/// installed recorder (no claim, nothing counted): for a guard's end, which writes only when
+/// its span is the writer's innermost. Span ids are never reused (see [`SPAN_COUNTERS`]), so
+/// that writer is the one the span began under; if its recorder has finished since, which
+/// wrote the span as unclosed, the record goes into the finished recorder's ring, which no one
+/// reads any more, and the thread's next write takes the writer up to the next recorder.
+/// The same rules as for [`current_writer`]'s pointer apply.
+#[inline(always)]
+pub(crate) fn writer_as_is() -> *mut Writer {
+    let h: *mut Hot = HOT.with(|h| h.get());
+    // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
+    // other reference to it is live here.
+    let h = unsafe { &mut *h };
+    match h.writer.as_mut() {
+        Some(w) => w,
+        None => std::ptr::null_mut(),
+    }
+}
+
 /// [`with_writer`] without the closure, for the span begin and end: this thread's writer
 /// for the installed recorder (claiming a slot first if needed), null when it has none (then
 /// counted as `no_slot`, as `with_writer` does). A closure of a span's size, being neither
@@ -296,26 +315,18 @@ pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
 /// closure could run, under the same rules: no reentry, nothing else reaching `HOT` meanwhile.
 #[inline(always)]
 pub(crate) fn current_writer() -> *mut Writer {
-    current_writer_gen().0
-}
-
-/// [`current_writer`] and the generation of the recorder it belongs to (`core.gen`, which the
-/// thread keeps beside it: comparing a guard's generation with it reads no `Core`).
-#[inline(always)]
-pub(crate) fn current_writer_gen() -> (*mut Writer, u64) {
     let h: *mut Hot = HOT.with(|h| h.get());
     // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
     // other reference to it is live here.
     let h = unsafe { &mut *h };
     let gen = refresh(h);
     match h.writer.as_mut() {
-        // `claim` sets `h.gen` to the generation of the core whose writer it installs.
-        Some(w) => (w, h.gen),
+        Some(w) => w,
         None => {
             if gen != 0 {
                 count_no_slot();
             }
-            (std::ptr::null_mut(), 0)
+            std::ptr::null_mut()
         }
     }
 }
