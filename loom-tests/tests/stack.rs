@@ -71,7 +71,7 @@ fn a_read_racing_a_pop_and_push_gets_one_whole_span_or_none() {
         let owner = {
             let s = s.clone();
             thread::spawn(move || {
-                s.invalidate(0);
+                s.entries().invalidate(0);
                 push(&s, B);
             })
         };
@@ -96,7 +96,8 @@ fn a_read_racing_a_static_push_gets_one_whole_span_or_none() {
             let s = Arc::new(SpanStack::new());
             let put = |s: &SpanStack, span: Span| {
                 if span == S {
-                    s.push_static(0, 0, span.0, span.1, span.2, span.4);
+                    s.entries()
+                        .push_static(0, 0, span.0, span.1, span.2, span.4);
                 } else {
                     push(s, span);
                 }
@@ -105,7 +106,7 @@ fn a_read_racing_a_static_push_gets_one_whole_span_or_none() {
             let owner = {
                 let s = s.clone();
                 thread::spawn(move || {
-                    s.invalidate(0);
+                    s.entries().invalidate(0);
                     put(&s, second);
                 })
             };
@@ -132,8 +133,9 @@ fn a_read_racing_a_push_and_pop_above_an_open_span_gets_the_open_one() {
         let owner = {
             let s = s.clone();
             thread::spawn(move || {
-                s.push_static(1, s.names_end(1), S.0, S.1, S.2, S.4);
-                s.invalidate(1);
+                s.entries()
+                    .push_static(1, s.entries().names_end(1), S.0, S.1, S.2, S.4);
+                s.entries().invalidate(1);
             })
         };
         let seen = read_named(&s, &[A.4, S.4]);

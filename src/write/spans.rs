@@ -148,7 +148,7 @@ impl Writer {
         if depth >= SPAN_DEPTH {
             return Err(self.stack_full(depth, name.len()));
         }
-        let name_at = self.stack.names_end(depth);
+        let name_at = self.stack.entries().names_end(depth);
         if name_at * 8 + name.len() > SPAN_NAME_BYTES {
             return Err(self.stack_full(depth, name.len()));
         }
@@ -197,12 +197,12 @@ impl Writer {
             self.refuse();
             return None;
         }
-        let name_at = self.stack.names_end(depth);
         let start = self.ts(at);
         let id = self.next_span_id();
         let parent = self.top_id;
-        self.stack
-            .push_static(depth, name_at, id, start, parent, name);
+        let entries = self.stack.entries();
+        let name_at = entries.names_end(depth);
+        entries.push_static(depth, name_at, id, start, parent, name);
         self.depth = depth + 1;
         self.top_id = id;
         Some(Opened {
@@ -230,7 +230,7 @@ impl Writer {
         self.refuse();
         WriteError::SpanStackFull {
             open,
-            name_bytes: self.stack.names_end(open) * 8 + len,
+            name_bytes: self.stack.entries().names_end(open) * 8 + len,
         }
     }
 
@@ -253,7 +253,13 @@ impl Writer {
             let t = if top == i {
                 end
             } else {
-                end.max(self.stack.entry(top).start.load(Ordering::Relaxed))
+                end.max(
+                    self.stack
+                        .entries()
+                        .entry(top)
+                        .start
+                        .load(Ordering::Relaxed),
+                )
             };
             self.end_innermost(t);
         }
@@ -266,7 +272,7 @@ impl Writer {
         let Some(top) = self.depth.checked_sub(1) else {
             return;
         };
-        let e = self.stack.entry(top);
+        let e = self.stack.entries().entry(top);
         // Relaxed: this thread stored them.
         let id = e.id.load(Ordering::Relaxed);
         let start = e.start.load(Ordering::Relaxed);
@@ -278,8 +284,8 @@ impl Writer {
     /// caller has (a guard keeps them; [`end_innermost`](Self::end_innermost) reads them).
     #[inline(always)]
     pub(crate) fn end_top(&mut self, top: usize, id: u64, start: u64, parent: u64, end: u64) {
-        let stack = &*self.stack;
-        let e = stack.entry(top);
+        let stack = &self.stack;
+        let e = stack.entries().entry(top);
         // Relaxed: this thread stored it.
         let m = e.meta.load(Ordering::Relaxed);
         let name = stack.name(e);
@@ -290,7 +296,7 @@ impl Writer {
         });
         // Before the record: once the flusher has drained it, it must not also find the span
         // open (it would write it twice at finish).
-        stack.invalidate(top);
+        stack.entries().invalidate(top);
         self.depth = top;
         self.top_id = parent;
         let ext = records::SpanExt {
@@ -327,9 +333,9 @@ impl Writer {
         end: u64,
         name: &[u8],
     ) {
-        let stack = &*self.stack;
+        let stack = &self.stack;
         // Before the record, as in `end_top`.
-        stack.invalidate(top);
+        stack.entries().invalidate(top);
         self.depth = top;
         self.top_id = parent;
         let ext = records::SpanExt {
@@ -372,10 +378,11 @@ pub(crate) fn write_span(
         None => records::named_span_len(name),
         Some(_) => records::traced_span_len(name),
     };
-    // Checked against the page when it opened (`open_span`), under this same recorder.
-    // Reserve, fill, publish rather than `write` with a closure: the closure, compiled in this
-    // crate, was called out of line from a span end inlined into another crate.
-    if let Some(r) = producer.reserve(size) {
+    // Checked against the page when it opened (`open_span`, `begin_static`), under this same
+    // recorder: an entry frames it. Reserve, fill, publish rather than `write` with a closure:
+    // the closure, compiled in this crate, was called out of line from a span end inlined
+    // into another crate.
+    if let Some(r) = producer.reserve_framed(size) {
         fill(producer.reserved(&r), slot, start, ext, ctx, tracing, name);
         producer.publish(r);
     }
@@ -441,7 +448,7 @@ pub(crate) fn close_other(w: &mut Writer, id: u64, at: Option<u64>) {
     // span's of this writer): nothing to write or count here.
     let i = (0..w.depth)
         .rev()
-        .find(|&i| w.stack.entry(i).id.load(Ordering::Relaxed) == id);
+        .find(|&i| w.stack.entries().entry(i).id.load(Ordering::Relaxed) == id);
     if let Some(i) = i {
         let end = match at {
             Some(t) => t,

@@ -98,14 +98,53 @@ pub struct SpanStack {
     /// `entries[0]` is a sentinel that never holds a span (id 0; `meta` 0: no names in use
     /// below the first span), so the entry below any open one, whose `meta` says where the
     /// names in use end, is read without a branch for the first; see [`entry`](Self::entry).
-    entries: Box<[Entry; SPAN_DEPTH + 1]>,
+    entries: Box<Entries>,
     /// The open spans' names, each from a word boundary, little-endian bytes.
     pub(crate) names: Box<[AtomicU64; NAME_WORDS]>,
 }
 
+/// A [`SpanStack`]'s entries, sentinel first: what a static span's begin and every span's end
+/// touch, reached through [`SpanStack::entries`] or, by the owning thread, through the
+/// address its [`OwnStack`] keeps.
+#[repr(transparent)]
+pub struct Entries([Entry; SPAN_DEPTH + 1]);
+
+/// The owning thread's handle on its slot's stack: the stack, and where its entries are, so
+/// that a span's begin and end reach an entry with one load from the thread's writer rather
+/// than two (the `Arc`'s pointer, then the entries' `Box`).
+pub(crate) struct OwnStack {
+    entries: std::ptr::NonNull<Entries>,
+    stack: std::sync::Arc<SpanStack>,
+}
+
+impl OwnStack {
+    pub(crate) fn new(stack: std::sync::Arc<SpanStack>) -> Self {
+        OwnStack {
+            entries: std::ptr::NonNull::from(&*stack.entries),
+            stack,
+        }
+    }
+
+    /// The stack's entries.
+    #[inline(always)]
+    pub(crate) fn entries(&self) -> &Entries {
+        // SAFETY: `entries` is the address of the `Box<Entries>` of the stack `self.stack`
+        // holds: allocated once, never moved or freed while a `SpanStack` owns it, and that
+        // one lives at least as long as this handle's `Arc`. Shared access only.
+        unsafe { self.entries.as_ref() }
+    }
+}
+
+impl std::ops::Deref for OwnStack {
+    type Target = SpanStack;
+    fn deref(&self) -> &SpanStack {
+        &self.stack
+    }
+}
+
 impl std::fmt::Debug for SpanStack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let open = self.entries[1..]
+        let open = self.entries.0[1..]
             .iter()
             .take_while(|e| e.id.load(Ordering::Relaxed) != 0)
             .count();
@@ -119,31 +158,11 @@ impl Default for SpanStack {
     }
 }
 
-impl SpanStack {
-    /// An empty stack, with all its room allocated now (the only allocation it ever makes).
-    pub fn new() -> Self {
-        SpanStack {
-            entries: boxed_array(Entry::new),
-            names: boxed_array(|| AtomicU64::new(0)),
-        }
-    }
-
-    /// Empties the stack for a new thread of its slot: an entry its last thread left open (it
-    /// exited after its recorder finished) must not look open to the flusher's read while the
-    /// new thread overwrites it.
-    pub fn clear(&self) {
-        // Relaxed: the claim that calls this is ordered before the new thread's spans by the
-        // slot lock it took, and `push`'s Release covers its own entries.
-        for e in self.entries.iter() {
-            e.id.store(0, Ordering::Relaxed);
-        }
-        fence(Ordering::Release);
-    }
-
+impl Entries {
     /// The entry of the span at `depth` (0: the outermost), `depth < SPAN_DEPTH`.
     #[inline(always)]
     pub(crate) fn entry(&self, depth: usize) -> &Entry {
-        &self.entries[depth + 1]
+        &self.0[depth + 1]
     }
 
     /// Words of names in use below the open entry `depth` (where the next name goes), for a
@@ -152,15 +171,91 @@ impl SpanStack {
     /// ```
     /// use typhon_recorder::stack::SpanStack;
     /// let s = SpanStack::new();
-    /// assert_eq!(s.names_end(0), 0);
+    /// let e = s.entries();
+    /// assert_eq!(e.names_end(0), 0);
     /// s.push(0, 0, 1, 10, 0, None, b"nine byte");
-    /// assert_eq!(s.names_end(1), 2); // two words hold the copied name
-    /// s.push_static(1, 2, 2, 11, 1, "static");
-    /// assert_eq!(s.names_end(2), 2); // a static name takes none
+    /// assert_eq!(e.names_end(1), 2); // two words hold the copied name
+    /// e.push_static(1, 2, 2, 11, 1, "static");
+    /// assert_eq!(e.names_end(2), 2); // a static name takes none
     /// ```
     #[inline(always)]
     pub fn names_end(&self, depth: usize) -> usize {
-        (self.entries[depth].meta.load(Ordering::Relaxed) >> 32) as usize
+        (self.0[depth].meta.load(Ordering::Relaxed) >> 32) as usize
+    }
+
+    /// Pushes a NamedSpan whose name is a `&'static str`: the entry points at it, nothing is
+    /// copied, and it takes no room in `names` (`at`, where the names in use end, is kept for
+    /// the spans pushed above it). `depth` is checked by the caller. Owning thread only.
+    #[inline(always)]
+    pub fn push_static(
+        &self,
+        depth: usize,
+        at: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        name: &'static str,
+    ) {
+        let e = self.entry(depth);
+        // Relaxed: published by the Release store of `id` below, as in `push_kind`.
+        e.start.store(start, Ordering::Relaxed);
+        e.parent.store(parent, Ordering::Relaxed);
+        e.meta.store(
+            (at as u64) << 32 | (name.len() as u64) << 3 | META_STATIC,
+            Ordering::Relaxed,
+        );
+        // The pointer is only read through, never written: `*mut` is `AtomicPtr`'s type.
+        e.name_ptr
+            .store(name.as_ptr().cast_mut(), Ordering::Relaxed);
+        e.id.store(id, Ordering::Release);
+    }
+
+    /// Invalidates the entry at `top` (the innermost) before it is written out and popped:
+    /// from here a read of the flusher takes nothing of it, whatever is stored there next.
+    #[inline(always)]
+    pub fn invalidate(&self, top: usize) {
+        self.entry(top).id.store(0, Ordering::Relaxed);
+        // Release: orders the store above before every later store to the entry or names
+        // (the seqlock writer's barrier; free on x86).
+        fence(Ordering::Release);
+    }
+}
+
+impl SpanStack {
+    /// An empty stack, with all its room allocated now (the only allocation it ever makes).
+    pub fn new() -> Self {
+        SpanStack {
+            // SAFETY: `Entries` is `repr(transparent)` over the array: the same layout.
+            entries: unsafe {
+                Box::from_raw(
+                    Box::into_raw(boxed_array::<_, { SPAN_DEPTH + 1 }>(Entry::new)).cast(),
+                )
+            },
+            names: boxed_array(|| AtomicU64::new(0)),
+        }
+    }
+
+    /// Its entries: where a span's begin and end store.
+    ///
+    /// ```
+    /// let s = typhon_recorder::stack::SpanStack::new();
+    /// assert_eq!(s.entries().names_end(0), 0);
+    /// ```
+    #[inline(always)]
+    pub fn entries(&self) -> &Entries {
+        &self.entries
+    }
+
+    /// Empties the stack for a new thread of its slot: an entry its last thread left open (it
+    /// exited after its recorder finished) must not look open to the flusher's read while the
+    /// new thread overwrites it.
+    pub fn clear(&self) {
+        // Relaxed: the claim that calls this is ordered before the new thread's spans by the
+        // slot lock it took, and `push`'s Release covers its own entries.
+        for e in self.entries.0.iter() {
+            e.id.store(0, Ordering::Relaxed);
+        }
+        fence(Ordering::Release);
     }
 
     /// Pushes a span at `depth` (the current depth, checked by the caller to be below
@@ -195,7 +290,7 @@ impl SpanStack {
         tracing: bool,
         name: &[u8],
     ) {
-        let e = self.entry(depth);
+        let e = self.entries.entry(depth);
         // Relaxed: published by the Release store of `id` below (see the module docs).
         e.start.store(start, Ordering::Relaxed);
         e.parent.store(parent, Ordering::Relaxed);
@@ -220,47 +315,10 @@ impl SpanStack {
         e.id.store(id, Ordering::Release);
     }
 
-    /// Pushes a NamedSpan whose name is a `&'static str`: the entry points at it, nothing is
-    /// copied, and it takes no room in `names` (`at`, where the names in use end, is kept for
-    /// the spans pushed above it). `depth` is checked by the caller. Owning thread only.
-    #[inline(always)]
-    pub fn push_static(
-        &self,
-        depth: usize,
-        at: usize,
-        id: u64,
-        start: u64,
-        parent: u64,
-        name: &'static str,
-    ) {
-        let e = self.entry(depth);
-        // Relaxed: published by the Release store of `id` below, as in `push_kind`.
-        e.start.store(start, Ordering::Relaxed);
-        e.parent.store(parent, Ordering::Relaxed);
-        e.meta.store(
-            (at as u64) << 32 | (name.len() as u64) << 3 | META_STATIC,
-            Ordering::Relaxed,
-        );
-        // The pointer is only read through, never written: `*mut` is `AtomicPtr`'s type.
-        e.name_ptr
-            .store(name.as_ptr().cast_mut(), Ordering::Relaxed);
-        e.id.store(id, Ordering::Release);
-    }
-
     /// Where a name copied from word `at` is, for the owning thread to read (null under loom).
     #[inline(always)]
     pub(crate) fn names_at(&self, at: usize) -> *const u8 {
         words_ptr(&self.names[at.min(NAME_WORDS)..]).cast_const()
-    }
-
-    /// Invalidates the entry at `top` (the innermost) before it is written out and popped:
-    /// from here a read of the flusher takes nothing of it, whatever is stored there next.
-    #[inline(always)]
-    pub fn invalidate(&self, top: usize) {
-        self.entry(top).id.store(0, Ordering::Relaxed);
-        // Release: orders the store above before every later store to the entry or names
-        // (the seqlock writer's barrier; free on x86).
-        fence(Ordering::Release);
     }
 
     /// The name of the open entry `e` of this stack. Owning thread only.
@@ -294,7 +352,7 @@ impl SpanStack {
     /// [`SpanGuard`](crate::SpanGuard)).
     pub fn open_records(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        for e in &self.entries[1..] {
+        for e in &self.entries.0[1..] {
             // Acquire: pairs with `push`'s Release store of the id, so the fields are the span's.
             let id = e.id.load(Ordering::Acquire);
             if id == 0 {
@@ -443,11 +501,11 @@ mod tests {
         for n in 0..200 {
             let name = &text.as_bytes()[..n];
             s.push(0, 3, 7, 1, 0, None, name);
-            assert_eq!(s.name(s.entry(0)), name, "length {n}");
-            assert_eq!(s.names_end(1), 3 + n.div_ceil(8));
+            assert_eq!(s.name(s.entries().entry(0)), name, "length {n}");
+            assert_eq!(s.entries().names_end(1), 3 + n.div_ceil(8));
             let recs = s.open_records(1, 5);
             assert_eq!(recs.len(), 1);
-            s.invalidate(0);
+            s.entries().invalidate(0);
             assert!(
                 s.open_records(1, 5).is_empty(),
                 "an invalidated entry is skipped"

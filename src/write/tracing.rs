@@ -156,7 +156,7 @@ pub fn exit(tracing_id: u64) {
     // The common exit, in order: the innermost entry, checked before any search.
     if let Some(top) = w.depth.checked_sub(1) {
         if top < SPAN_DEPTH {
-            let e = w.stack.entry(top);
+            let e = w.stack.entries().entry(top);
             // Relaxed: this thread stored them.
             if e.meta.load(Ordering::Relaxed) & META_TRACING != 0
                 && e.trace_lo.load(Ordering::Relaxed) == tracing_id
@@ -180,7 +180,7 @@ pub fn exit(tracing_id: u64) {
 #[inline(never)]
 fn exit_below(w: &mut Writer, tracing_id: u64) {
     let found = (0..w.depth.saturating_sub(1)).rev().find(|&i| {
-        let e = w.stack.entry(i);
+        let e = w.stack.entries().entry(i);
         // Relaxed: this thread stored them.
         e.meta.load(Ordering::Relaxed) & META_TRACING != 0
             && e.trace_lo.load(Ordering::Relaxed) == tracing_id

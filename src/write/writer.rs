@@ -6,7 +6,7 @@ use crate::codec::{records, TraceEventKind};
 use crate::session::*;
 use crate::write::ring::Producer;
 use crate::write::slots::{Parked, SLOTS};
-use crate::write::stack::SpanStack;
+use crate::write::stack::OwnStack;
 use crate::write::WriteError;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +27,7 @@ pub(crate) struct Writer {
     pub(crate) max_record: usize,
     /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]): the
     /// slot's fixed stack, shared with the flusher, which writes those still open at finish.
-    pub(crate) stack: Arc<SpanStack>,
+    pub(crate) stack: OwnStack,
     /// How many spans are open (the stack's depth; this thread's copy).
     pub(crate) depth: usize,
     /// The innermost open span's id, 0 when none is: kept beside `depth` so that a span's
@@ -194,7 +194,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
         // Built here and put in `Hot` once its ThreadInfo is written: if anything below
         // unwound, the writer would be dropped (its slot retired) rather than left in place
         // without the record that names its thread.
-        let stack = core.registry.span_stack(slot);
+        let stack = OwnStack::new(core.registry.span_stack(slot));
         let mut w = Writer {
             clock: core.clock.raw_clock(),
             max_record: core.max_record,

@@ -299,6 +299,16 @@ impl Producer {
             self.refuse_size();
             return None;
         }
+        self.reserve_framed(size)
+    }
+
+    /// [`reserve`](Self::reserve) of a size the caller knows an entry can frame (12..=65534),
+    /// with no check of it here: a span's record, whose size was checked against the page
+    /// when the span began. (Outside that range the stream's framing would be wrong, though
+    /// no byte outside the reservation could be touched: the bounds below do not rely on it.)
+    #[inline(always)]
+    pub(crate) fn reserve_framed(&mut self, size: usize) -> Option<Reserved> {
+        debug_assert!((12..=0xFFFE).contains(&size), "size {size}");
         let end = self.head + even(size) as u64;
         // The fast path: no gap to write first, room before the consumer's last known position,
         // and no wrap (see `limit`): one compare. Anything else reserves out of line; either
