@@ -248,7 +248,16 @@ fn recorder(c: &mut Criterion) {
             })
         })
     });
+    // A literal name, as `span!("update")` gives it (the form `typhon-rec bench` times as
+    // `span_ns`), and a `&str` one, copied at begin (`span_str_ns`).
     g.bench_function("span_pair", |b| {
+        b.iter_custom(|n| {
+            chunked(&rec, n, |_| {
+                drop(black_box(typhon_recorder::span_static(black_box("update"))))
+            })
+        })
+    });
+    g.bench_function("span_str_pair", |b| {
         b.iter_custom(|n| {
             chunked(&rec, n, |_| {
                 drop(black_box(typhon_recorder::span(black_box("update"))))
@@ -340,6 +349,16 @@ fn recorder(c: &mut Criterion) {
         })
     });
     g.bench_function("span_pair", |b| {
+        b.iter_custom(|n| {
+            chunked(&rec, n, |_| {
+                black_box(
+                    typhon_recorder::span_static_at(black_box("update"), black_box(now))
+                        .end_at(now + 10),
+                )
+            })
+        })
+    });
+    g.bench_function("span_str_pair", |b| {
         b.iter_custom(|n| {
             chunked(&rec, n, |_| {
                 black_box(
