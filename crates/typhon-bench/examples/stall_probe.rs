@@ -7,6 +7,9 @@
 //!   gate or thread-local around it);
 //! - `ring, own`: the same into a second such ring that this thread drains itself, every
 //!   20 000 rounds between two brackets: the ring alone, its lines never read by another core;
+//! - `ring+TLS`: the same, self-drained, with the memory ours touches around a write: the
+//!   producer in a thread-local beside the time and a count further on, and two padded
+//!   statics checked first (the gate's state byte and the recorder's generation);
 //! - `floor`: the latency floor of `typhon-rec bench`: a TSC read, three stores and a Release
 //!   store of the position into a private ring as large as ours that nobody reads
 //!   (`bench::FloorRing`);
@@ -31,9 +34,11 @@
 
 #[cfg(target_arch = "x86_64")]
 mod probe {
+    use crossbeam_utils::CachePadded;
     use hdrhistogram::Histogram;
+    use std::cell::UnsafeCell;
     use std::hint::black_box;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
     // The bench's own brackets and dither: the TSC fenced on both sides, so the bracket holds
@@ -64,18 +69,19 @@ mod probe {
         }
     }
 
-    const NAMES: [&str; 7] = [
+    const NAMES: [&str; 8] = [
         "ours",
         "ring",
         "ring, own",
+        "ring+TLS",
         "floor",
         "tsc+store",
         "tsc",
         "empty",
     ];
     /// Where the floor and the empty bracket are in [`NAMES`].
-    const FLOOR: usize = 3;
-    const EMPTY: usize = 6;
+    const FLOOR: usize = 4;
+    const EMPTY: usize = 7;
     /// The `p999_vs_floor_p999` target's margin over the floor's p99.9, ns.
     const TARGET_NS: f64 = 20.0;
 
@@ -101,7 +107,46 @@ mod probe {
         });
     }
 
-    /// One run: `samples` rounds of the seven bodies, one body every 120 ns.
+    /// The `ring+TLS` body's per-thread state, laid out over lines as the recorder's writer
+    /// is: the producer, the last time stored beside it, a count some lines further on.
+    struct TlsRing {
+        producer: Option<typhon_recorder::ring::Producer>,
+        last: u64,
+        _apart: [u64; 12],
+        count: u64,
+    }
+
+    /// The two checks ours makes before it writes, each on its own padded line as the
+    /// recorder's are: a per-kind state byte, then the recorder's generation.
+    static KIND: CachePadded<[AtomicU8; 256]> = CachePadded::new([const { AtomicU8::new(2) }; 256]);
+    static GEN: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(1));
+
+    thread_local! {
+        static TLS_RING: UnsafeCell<TlsRing> = const {
+            UnsafeCell::new(TlsRing { producer: None, last: 0, _apart: [0; 12], count: 0 })
+        };
+    }
+
+    /// The ring body with ours's memory around it and nothing else of the recorder.
+    #[inline(always)]
+    fn tls_ring_write(i: u64) {
+        // Relaxed: plain flags, as the recorder's gate reads them.
+        if KIND[0xec].load(Ordering::Relaxed) != 2 || GEN.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        TLS_RING.with(|c| {
+            // SAFETY: the cell is this thread's own, and this is the only reference to it while
+            // the closure runs (nothing in it reaches `TLS_RING` again).
+            let c = unsafe { &mut *c.get() };
+            c.last = tsc();
+            if let Some(p) = c.producer.as_mut() {
+                ring_write(p, i);
+            }
+            c.count = c.count.wrapping_add(1);
+        });
+    }
+
+    /// One run: `samples` rounds of the eight bodies, one body every 120 ns.
     fn run(samples: u64, ticks_per_ns: f64) -> Vec<Figures> {
         let new = || Histogram::<u64>::new_with_bounds(1, 1 << 40, 3).expect("valid bounds");
         let mut h: Vec<Histogram<u64>> = NAMES.iter().map(|_| new()).collect();
@@ -111,6 +156,10 @@ mod probe {
         let (mut ring, mut drain) =
             typhon_recorder::ring::ring(typhon_recorder::DEFAULT_RING_BYTES)
                 .expect("a ring of the default size");
+        let (tls, mut tls_drain) = typhon_recorder::ring::ring(typhon_recorder::DEFAULT_RING_BYTES)
+            .expect("a ring of the default size");
+        // SAFETY: as in `tls_ring_write`: this thread's own cell, no other reference live.
+        TLS_RING.with(|c| unsafe { (*c.get()).producer = Some(tls) });
         let (mut own, mut own_drain) =
             typhon_recorder::ring::ring(typhon_recorder::DEFAULT_RING_BYTES)
                 .expect("a ring of the default size");
@@ -142,9 +191,10 @@ mod probe {
                     0 => typhon_recorder::ingress_received(i as u32, 1, 2, 64),
                     1 => ring_write(&mut ring, i),
                     2 => ring_write(&mut own, i),
-                    3 => floor.write(tsc(), i, 9),
-                    4 => a.write(tsc(), i),
-                    5 => {
+                    3 => tls_ring_write(i),
+                    4 => floor.write(tsc(), i, 9),
+                    5 => a.write(tsc(), i),
+                    6 => {
                         black_box(tsc());
                     }
                     _ => {}
@@ -156,6 +206,7 @@ mod probe {
             // 20 000 records of 22 bytes are a fifth of the ring: it never fills.
             if i % 20_000 == 19_999 {
                 own_drain.drain(|_| {});
+                tls_drain.drain(|_| {});
             }
         }
         black_box(&a.words);
