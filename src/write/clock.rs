@@ -177,12 +177,18 @@ impl Clock {
 /// let (a, b) = (r.raw(), r.raw());
 /// assert!(b >= a);
 /// ```
+///
+/// `repr(u8)`: its tag, a byte with room for other values, is what tells a thread's writer
+/// from none in the thread-local `Option` that holds it (the largest niche of the writer), so
+/// a write's check that it has a writer and its check of the clock read the same word.
 #[derive(Clone, Debug)]
+#[repr(u8)]
 pub enum RawClock {
     /// `rdtsc`, inline.
     Tsc,
-    /// quanta's read (its source is not the TSC here).
-    Quanta(quanta::Clock),
+    /// quanta's read (its source is not the TSC here); boxed, so that the type is two words
+    /// of the writer's first cache line (the TSC case, the one that matters, reads no more).
+    Quanta(Box<quanta::Clock>),
 }
 
 impl RawClock {
@@ -199,7 +205,7 @@ impl RawClock {
                 return RawClock::Tsc;
             }
         }
-        RawClock::Quanta(q.clone())
+        RawClock::Quanta(Box::new(q.clone()))
     }
 
     /// The current time in raw ticks.

@@ -13,31 +13,40 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A thread's claim on a slot of one recorder.
+///
+/// `repr(C)`, in the order a write reads it: inside [`Hot`], the clock and the producer's
+/// fast-path fields share the thread's first cache line with `Hot::gen`, and `last_raw`,
+/// `slot` and the span fields the next two. Left to the compiler, a write's fields were spread
+/// over four lines (the clock's 40 bytes first); after the host or an interrupt evicted them,
+/// each was a miss the write waited for (BENCHMARKS.md, "p99.9").
+#[repr(C)]
 pub(crate) struct Writer {
-    pub(crate) core: Arc<Core>,
-    pub(crate) slot: u8,
-    pub(crate) producer: std::mem::ManuallyDrop<Producer>,
+    /// Its tag is also `Hot::writer`'s `None` (see [`RawClock`](crate::clock::RawClock)).
     pub(crate) clock: crate::write::clock::RawClock,
-    pub(crate) span_counter: u64,
-    /// `slot << 56`, the top byte of this writer's span ids (one OR makes an id).
-    pub(crate) span_id_base: u64,
+    /// Its fast-path fields first (see [`Producer`]).
+    pub(crate) producer: std::mem::ManuallyDrop<Producer>,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     pub(crate) last_raw: u64,
-    /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
-    pub(crate) max_record: usize,
-    /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]): the
-    /// slot's fixed stack, shared with the flusher, which writes those still open at finish.
-    pub(crate) stack: OwnStack,
+    pub(crate) slot: u8,
     /// How many spans are open (the stack's depth; this thread's copy).
     pub(crate) depth: usize,
     /// The innermost open span's id, 0 when none is: kept beside `depth` so that a span's
     /// begin (its parent) and a guard's end (is it the innermost?) read no stack entry.
     pub(crate) top_id: u64,
+    pub(crate) span_counter: u64,
+    /// `slot << 56`, the top byte of this writer's span ids (one OR makes an id).
+    pub(crate) span_id_base: u64,
+    /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]): the
+    /// slot's fixed stack, shared with the flusher, which writes those still open at finish.
+    pub(crate) stack: OwnStack,
     /// The `&'static str` (address, length) this thread's last static span began with, known
     /// to hold no NUL and to fit this recorder's page: a static name does not change, so a
     /// span that begins with the same one again (a loop, a frame's spans) skips both checks.
     /// Null when there is none yet.
     pub(crate) static_checked: (*const u8, usize),
+    /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
+    pub(crate) max_record: usize,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Drop for Writer {
@@ -65,7 +74,9 @@ impl Drop for Writer {
 /// The writer lives here, not behind a pointer: a write finds its ring's fields at a fixed
 /// offset from the thread pointer, one load away, where a boxed writer was two (the pointer,
 /// then the fields). After the host or an interrupt has evicted the thread's lines, each
-/// level of loads is a miss the write waits for.
+/// level of loads is a miss the write waits for, and so is each line: aligned to one, with
+/// the fields a write reads first (see [`Writer`]), a write touches two.
+#[repr(C, align(64))]
 pub(crate) struct Hot {
     /// Generation of the recorder `writer` belongs to ([`DEAD`] once the thread is exiting).
     pub(crate) gen: u64,

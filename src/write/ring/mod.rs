@@ -203,13 +203,26 @@ pub fn ring_backed(capacity: usize, backing: Backing) -> Result<(Producer, Consu
 /// let (mut p, _c) = ring(4096).unwrap();
 /// assert_eq!(p.capacity(), 4096);
 /// ```
+///
+/// `repr(C)`: the six fields a write reads (`base` to `shared`) come first, 48 bytes that
+/// the recorder's thread-local writer lays within one cache line (the others are read only on
+/// the slow path).
+#[repr(C)]
 pub struct Producer {
     /// `shared`'s buffer and mask, copied here so a write touches no other cache line.
     base: *mut u8,
     mask: u64,
-    shared: crate::sync::Arc<Shared>,
     /// Local copy of `shared.head` (only this side writes it).
     head: u64,
+    /// A record ending at or below this counter value takes the fast path: it is the smaller of
+    /// the end of the buffer's current lap (so the record does not wrap) and `cached_tail + cap`
+    /// (so it fits), or 0 while a gap entry must be written first or a slow-path reservation is
+    /// not yet published. Folding the checks into one compare is what keeps a write at a
+    /// handful of instructions.
+    limit: u64,
+    /// When `head` reaches this counter value, check whether the ring has passed half full.
+    wake_at: u64,
+    shared: crate::sync::Arc<Shared>,
     /// Last `tail` value read; the ring has at least `capacity - (head - cached_tail)` free bytes.
     cached_tail: u64,
     /// Records dropped since the last written record; written as a gap entry before the next one.
@@ -221,14 +234,6 @@ pub struct Producer {
     resume_at: u64,
     /// Total drops (mirrors `shared.dropped`).
     dropped: u64,
-    /// When `head` reaches this counter value, check whether the ring has passed half full.
-    wake_at: u64,
-    /// A record ending at or below this counter value takes the fast path: it is the smaller of
-    /// the end of the buffer's current lap (so the record does not wrap) and `cached_tail + cap`
-    /// (so it fits), or 0 while a gap entry must be written first or a slow-path reservation is
-    /// not yet published. Folding the checks into one compare is what keeps a write at a
-    /// handful of instructions.
-    limit: u64,
 }
 
 // SAFETY: `base` points into the buffer owned by `shared` (kept alive by the Arc held alongside),
