@@ -177,18 +177,12 @@ impl Clock {
 /// let (a, b) = (r.raw(), r.raw());
 /// assert!(b >= a);
 /// ```
-///
-/// `repr(u8)`: its tag, a byte with room for other values, is what tells a thread's writer
-/// from none in the thread-local `Option` that holds it (the largest niche of the writer), so
-/// a write's check that it has a writer and its check of the clock read the same word.
 #[derive(Clone, Debug)]
-#[repr(u8)]
 pub enum RawClock {
     /// `rdtsc`, inline.
     Tsc,
-    /// quanta's read (its source is not the TSC here); boxed, so that the type is two words
-    /// of the writer's first cache line (the TSC case, the one that matters, reads no more).
-    Quanta(Box<quanta::Clock>),
+    /// quanta's read (its source is not the TSC here).
+    Quanta(quanta::Clock),
 }
 
 impl RawClock {
@@ -205,7 +199,7 @@ impl RawClock {
                 return RawClock::Tsc;
             }
         }
-        RawClock::Quanta(Box::new(q.clone()))
+        RawClock::Quanta(q.clone())
     }
 
     /// The current time in raw ticks.
@@ -222,6 +216,41 @@ impl RawClock {
             #[cfg(not(target_arch = "x86_64"))]
             RawClock::Tsc => unreachable!("the TSC reader is only chosen on x86_64"),
             RawClock::Quanta(q) => q.raw(),
+        }
+    }
+}
+
+/// A [`RawClock`] as a thread's writer keeps it: the `Quanta` case boxed, so that it is a tag
+/// and one word, in the writer's first cache line. `repr(u8)`: the tag is a byte with room for
+/// other values, the writer's largest niche, which rustc takes to tell the thread-local
+/// `Option` that holds the writer from `None`, so a write's check that it has a writer and its
+/// check of the clock read the same word (a layout choice of the compiler: only speed depends
+/// on it).
+#[repr(u8)]
+pub(crate) enum ThreadClock {
+    Tsc,
+    Quanta(Box<quanta::Clock>),
+}
+
+impl From<RawClock> for ThreadClock {
+    fn from(c: RawClock) -> Self {
+        match c {
+            RawClock::Tsc => ThreadClock::Tsc,
+            RawClock::Quanta(q) => ThreadClock::Quanta(Box::new(q)),
+        }
+    }
+}
+
+impl ThreadClock {
+    /// As [`RawClock::raw`].
+    #[inline(always)]
+    pub(crate) fn raw(&self) -> u64 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            ThreadClock::Tsc => tsc_now(),
+            #[cfg(not(target_arch = "x86_64"))]
+            ThreadClock::Tsc => unreachable!("the TSC reader is only chosen on x86_64"),
+            ThreadClock::Quanta(q) => q.raw(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use crate::codec::records::{clamp_thread_name, ThreadKind};
 use crate::codec::{records, TraceEventKind};
 use crate::session::*;
+use crate::write::clock::ThreadClock;
 use crate::write::ring::Producer;
 use crate::write::slots::{Parked, SLOTS};
 use crate::write::stack::OwnStack;
@@ -14,21 +15,22 @@ use std::sync::Arc;
 
 /// A thread's claim on a slot of one recorder.
 ///
-/// `repr(C)`, in the order a write reads it: inside [`Hot`], the clock and the producer's
-/// fast-path fields share the thread's first cache line with `Hot::gen`, and `last_raw`,
-/// `slot` and the span fields the next two. Left to the compiler, a write's fields were spread
-/// over four lines (the clock's 40 bytes first); after the host or an interrupt evicted them,
-/// each was a miss the write waited for (BENCHMARKS.md, "p99.9").
+/// `repr(C)`, in the order a write reads it: inside [`Hot`], the first cache line holds
+/// `Hot::gen`, the clock (16 bytes) and the producer's fields from `base` to `wake_at`; the
+/// second its `shared` with `last_raw` and `slot`; the third the span fields. Left to the
+/// compiler, a write's fields were spread over four lines (the clock's 40 bytes first); after
+/// the host or an interrupt evicted them, each was a miss the write waited for (BENCHMARKS.md,
+/// "p99.9").
 #[repr(C)]
 pub(crate) struct Writer {
-    /// Its tag is also `Hot::writer`'s `None` (see [`RawClock`](crate::clock::RawClock)).
-    pub(crate) clock: crate::write::clock::RawClock,
+    /// Its tag is also `Hot::writer`'s `None` (see [`ThreadClock`]).
+    pub(crate) clock: ThreadClock,
     /// Its fast-path fields first (see [`Producer`]).
     pub(crate) producer: std::mem::ManuallyDrop<Producer>,
     /// Raw time of this slot's last record (the time of CeLog events written without one).
     pub(crate) last_raw: u64,
     pub(crate) slot: u8,
-    /// How many spans are open (the stack's depth; this thread's copy).
+    /// How many spans are open (the stack's depth, kept only here).
     pub(crate) depth: usize,
     /// The innermost open span's id, 0 when none is: kept beside `depth` so that a span's
     /// begin (its parent) and a guard's end (is it the innermost?) read no stack entry.
@@ -207,7 +209,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
         // without the record that names its thread.
         let stack = OwnStack::new(core.registry.span_stack(slot));
         let mut w = Writer {
-            clock: core.clock.raw_clock(),
+            clock: core.clock.raw_clock().into(),
             max_record: core.max_record,
             core,
             slot,
@@ -298,25 +300,27 @@ pub(crate) fn with_writer<R>(f: impl FnOnce(&mut Writer) -> R) -> Option<R> {
 }
 
 /// This thread's writer as it is, null when it has none, without bringing it up to the
-/// installed recorder (no claim, nothing counted): for a guard's end, which writes only when
-/// its span is the writer's innermost. Span ids are never reused (see [`SPAN_COUNTERS`]), so
-/// that writer is the one the span began under; if its recorder has finished since, which
-/// wrote the span as unclosed, the record goes into the finished recorder's ring, which no one
-/// reads any more, and the thread's next write takes the writer up to the next recorder.
-/// The same rules as for [`current_writer`]'s pointer apply.
+/// installed recorder (no claim, nothing counted): for the end of a guard or of a `tracing`
+/// span's entry, which writes only when that span is open in the writer's stack.
+///
+/// Then the writer is the one the span began under. A guard ends on its own thread (it is not
+/// `Send`), and a thread's span ids never repeat: a later writer of the thread that takes the
+/// same slot starts above every id of the earlier one (`claim` retires the old writer, raising
+/// [`SPAN_COUNTERS`], before it claims), and one of another slot has another top byte. If the
+/// span's recorder has finished since (and wrote the span as unclosed), the record goes into
+/// that recorder's ring, which nothing reads any more; the thread's next write or begin takes
+/// the writer up to the next recorder. The same rules as for [`current_writer`]'s pointer apply.
 #[inline(always)]
 pub(crate) fn writer_as_is() -> *mut Writer {
-    let h: *mut Hot = HOT.with(|h| h.get());
-    // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
-    // other reference to it is live here.
-    let h = unsafe { &mut *h };
+    // SAFETY: see `hot`.
+    let h = unsafe { &mut *hot() };
     match h.writer.as_mut() {
         Some(w) => w,
         None => std::ptr::null_mut(),
     }
 }
 
-/// [`with_writer`] without the closure, for the span begin and end: this thread's writer
+/// [`with_writer`] without the closure, for a span's begin: this thread's writer
 /// for the installed recorder (claiming a slot first if needed), null when it has none (then
 /// counted as `no_slot`, as `with_writer` does). A closure of a span's size, being neither
 /// generic nor small, is compiled once in this crate and called out of line from a caller in
@@ -326,10 +330,8 @@ pub(crate) fn writer_as_is() -> *mut Writer {
 /// closure could run, under the same rules: no reentry, nothing else reaching `HOT` meanwhile.
 #[inline(always)]
 pub(crate) fn current_writer() -> *mut Writer {
-    let h: *mut Hot = HOT.with(|h| h.get());
-    // SAFETY: as in `with_writer`: `HOT` has no destructor and is this thread's own, and no
-    // other reference to it is live here.
-    let h = unsafe { &mut *h };
+    // SAFETY: see `hot`.
+    let h = unsafe { &mut *hot() };
     let gen = refresh(h);
     match h.writer.as_mut() {
         Some(w) => w,
@@ -340,6 +342,14 @@ pub(crate) fn current_writer() -> *mut Writer {
             std::ptr::null_mut()
         }
     }
+}
+
+/// This thread's [`Hot`]. The caller may make a `&mut Hot` of it for the length of one call of
+/// the recorder, as `with_writer` does: `HOT` has no destructor and is this thread's own, and
+/// no other reference to it is live then.
+#[inline(always)]
+fn hot() -> *mut Hot {
+    HOT.with(|h| h.get())
 }
 
 /// Brings this thread's hot state up to the installed recorder (claiming a slot if the thread
