@@ -402,8 +402,9 @@ fn fill(
 }
 
 /// Ends the span of a guard (its drop or [`SpanGuard::end_at`]): the common case, the
-/// thread's innermost span of the running recorder, inline at the drop, with the start and
-/// parent the guard kept; a guard dropped out of order, or of another recorder, out of line.
+/// innermost span of the thread's writer (see [`writer_as_is`]), inline at the drop, with the
+/// start and parent the guard kept; a guard dropped out of order, or one its writer no longer
+/// has, out of line.
 #[inline(always)]
 pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
     let (id, start, parent) = (g.id, g.start, g.parent);
@@ -416,10 +417,10 @@ pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
     // recorder (see `current_writer`).
     let w = unsafe { &mut *w };
 
-    // The innermost span of this recorder: `top_id` is `id` only while this span is open at
-    // the top of the stack, so `depth - 1` is its entry. Ids are never reused, not even across
-    // recorders (a slot's counter goes on, see `SPAN_COUNTERS`), so a guard of a finished
-    // recorder never matches the writer of the next one: the guard keeps no generation.
+    // The innermost span of this writer: `top_id` is `id` only while this span is open at the
+    // top of the stack, so `depth - 1` is its entry. A thread's ids never repeat, across its
+    // writers too (see `writer_as_is`), so a guard of a finished recorder never matches the
+    // thread's writer of the next one: the guard keeps no generation.
     if w.top_id == id {
         let end = match at {
             Some(t) => t,

@@ -7,8 +7,9 @@
 //! earlier never names a parent that is missing from the file.
 //!
 //! The flusher's read races with a thread that is still writing: each entry is a seqlock whose
-//! sequence is the span id itself (unique, never reused), zeroed at the pop before anything of
-//! a later span is stored there. A read that sees the id change, or 0, takes nothing.
+//! sequence is the span id itself (unique in the thread, never reused), zeroed at the pop
+//! before anything of a later span is stored there. A read that sees the id change, or 0,
+//! takes nothing of that entry, and stops there (see [`SpanStack::open_records`]).
 
 use crate::codec::records::{self, TraceContext};
 use crate::sync::{fence, AtomicPtr, AtomicU64, Ordering};
@@ -30,8 +31,7 @@ pub const SPAN_DEPTH: usize = 64;
 pub const SPAN_NAME_BYTES: usize = 4096;
 const NAME_WORDS: usize = SPAN_NAME_BYTES / 8;
 
-/// One open span: what its record needs when it ends. A cache line each: a span's begin and
-/// end store only to its own entry's line.
+/// One open span: what its record needs when it ends.
 pub(crate) struct Entry {
     /// The span id, 0 while the entry holds no open span (the seqlock word, see the module).
     pub(crate) id: AtomicU64,
@@ -97,7 +97,7 @@ pub struct SpanStack {
     /// below the depth) needs no second bounds check against a length loaded from memory.
     /// `entries[0]` is a sentinel that never holds a span (id 0; `meta` 0: no names in use
     /// below the first span), so the entry below any open one, whose `meta` says where the
-    /// names in use end, is read without a branch for the first; see [`entry`](Self::entry).
+    /// names in use end, is read without a branch for the first; see [`Entries::entry`].
     entries: Box<Entries>,
     /// The open spans' names, each from a word boundary, little-endian bytes.
     pub(crate) names: Box<[AtomicU64; NAME_WORDS]>,
@@ -128,9 +128,10 @@ impl OwnStack {
     /// The stack's entries.
     #[inline(always)]
     pub(crate) fn entries(&self) -> &Entries {
-        // SAFETY: `entries` is the address of the `Box<Entries>` of the stack `self.stack`
-        // holds: allocated once, never moved or freed while a `SpanStack` owns it, and that
-        // one lives at least as long as this handle's `Arc`. Shared access only.
+        // SAFETY: `entries` is the address of the heap `Entries` that the `Box` of the stack
+        // `self.stack` holds owns: allocated once, never moved, and freed only with that
+        // `SpanStack`, which this handle's `Arc` keeps alive. Shared access only, as through
+        // `SpanStack::entries`.
         unsafe { self.entries.as_ref() }
     }
 }
@@ -225,12 +226,9 @@ impl SpanStack {
     /// An empty stack, with all its room allocated now (the only allocation it ever makes).
     pub fn new() -> Self {
         SpanStack {
-            // SAFETY: `Entries` is `repr(transparent)` over the array: the same layout.
-            entries: unsafe {
-                Box::from_raw(
-                    Box::into_raw(boxed_array::<_, { SPAN_DEPTH + 1 }>(Entry::new)).cast(),
-                )
-            },
+            // Made on the stack and moved: 65 entries, 3.6 KiB (the names, 4 KiB, are built
+            // in place).
+            entries: Box::new(Entries(std::array::from_fn(|_| Entry::new()))),
             names: boxed_array(|| AtomicU64::new(0)),
         }
     }
@@ -346,10 +344,10 @@ impl SpanStack {
     }
 
     /// The records of the spans open now, each ending at `end` (raw ticks, never before its
-    /// start), for `slot`: what the flusher writes at finish. Any thread; an entry that changes
-    /// while it is read is skipped, and the read ends at the first free entry: the spans above
-    /// it, if any, began after the read had passed them (a span `finish` races, see
-    /// [`SpanGuard`](crate::SpanGuard)).
+    /// start), for `slot`: what the flusher writes at finish. Any thread. The read ends at the
+    /// first entry it finds free or changing while it is read: every span above that entry
+    /// began after the entry was freed, so while this read ran (a span `finish` races, see
+    /// [`SpanGuard`](crate::SpanGuard)), and its parent may be missing from what was read.
     pub fn open_records(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for e in &self.entries.0[1..] {
@@ -370,11 +368,12 @@ impl SpanStack {
             let mut name = Vec::new();
             if m & META_STATIC == 0 {
                 let words = len.div_ceil(8);
+                // Out of range only as `meta` changes under the read (checked below).
                 let Some(at) = ((m >> 32) as usize).checked_sub(words) else {
-                    continue;
+                    break;
                 };
                 let Some(words) = self.names.get(at..at + words) else {
-                    continue;
+                    break;
                 };
                 name = words
                     .iter()
@@ -386,7 +385,7 @@ impl SpanStack {
             // store, the id below is no longer the one read first.
             fence(Ordering::Acquire);
             if e.id.load(Ordering::Relaxed) != id {
-                continue;
+                break;
             }
             let name: &str = if m & META_STATIC != 0 {
                 // SAFETY: the id did not change, so `meta` and `name_ptr` are both of the one
@@ -396,8 +395,9 @@ impl SpanStack {
                     std::str::from_utf8_unchecked(std::slice::from_raw_parts(static_ptr, len))
                 }
             } else {
+                // Whole (the id held), so a `&str`'s bytes; checked rather than trusted.
                 let Ok(name) = std::str::from_utf8(&name) else {
-                    continue;
+                    break;
                 };
                 name
             };
@@ -435,7 +435,7 @@ fn words_ptr(words: &[AtomicU64]) -> *mut u8 {
     }
 }
 
-/// `[f(); N]` on the heap, built there (a 24 KiB array of entries is not made on the stack).
+/// `[f(); N]` on the heap, built there, not on the stack and moved.
 fn boxed_array<T, const N: usize>(f: impl FnMut() -> T) -> Box<[T; N]> {
     let v: Box<[T]> = std::iter::repeat_with(f).take(N).collect();
     match v.try_into() {

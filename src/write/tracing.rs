@@ -147,7 +147,9 @@ pub fn exit(tracing_id: u64) {
     if cfg!(feature = "compile-out") {
         return;
     }
-    let w = current_writer();
+    // The writer the entry was made under, as a guard's end takes it (`writer_as_is`): an exit
+    // under a recorder that started since then claims no slot for an entry it cannot have.
+    let w = writer_as_is();
     if w.is_null() {
         return;
     }
@@ -155,6 +157,7 @@ pub fn exit(tracing_id: u64) {
     let w = unsafe { &mut *w };
     // The common exit, in order: the innermost entry, checked before any search.
     if let Some(top) = w.depth.checked_sub(1) {
+        // Always true (the depth never passes it): it spares the entry's bounds check.
         if top < SPAN_DEPTH {
             let e = w.stack.entries().entry(top);
             // Relaxed: this thread stored them.

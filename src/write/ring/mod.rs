@@ -204,9 +204,9 @@ pub fn ring_backed(capacity: usize, backing: Backing) -> Result<(Producer, Consu
 /// assert_eq!(p.capacity(), 4096);
 /// ```
 ///
-/// `repr(C)`: the six fields a write reads (`base` to `shared`) come first, 48 bytes that
-/// the recorder's thread-local writer lays within one cache line (the others are read only on
-/// the slow path).
+/// `repr(C)`: the six fields a write reads (`base` to `shared`) come first, 48 bytes together,
+/// that the recorder's thread-local writer lays out beside its own (the others are read only
+/// on the slow path).
 #[repr(C)]
 pub struct Producer {
     /// `shared`'s buffer and mask, copied here so a write touches no other cache line.
@@ -299,7 +299,8 @@ impl Producer {
     /// then calls [`publish`](Self::publish), with no other write in between.
     #[inline(always)]
     pub(crate) fn reserve(&mut self, size: usize) -> Option<Reserved> {
-        // One compare (folded away for a constant size): the arithmetic below then cannot wrap.
+        // One compare (folded away for a constant size): the arithmetic of `reserve_framed`
+        // then cannot wrap.
         if size.wrapping_sub(12) > 0xFFFE - 12 {
             self.refuse_size();
             return None;
@@ -340,7 +341,7 @@ impl Producer {
         // `reserve_slow` returns only such a region too. Only this producer touches it until the
         // Release store of `head` in `publish`. (If the fill unwinds, `limit` is 0 after a
         // slow-path reservation, so no later write takes the fast path on an unpublished one.)
-        // `Reserved` is only made by `reserve` and its fields are private to this module.
+        // `Reserved` is only made by `reserve_framed` and its fields are private to this module.
         unsafe { std::slice::from_raw_parts_mut(self.base.add(r.pos as usize), r.size) }
     }
 
