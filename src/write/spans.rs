@@ -288,39 +288,19 @@ impl Writer {
         let e = stack.entries().entry(top);
         // Relaxed: this thread stored it.
         let m = e.meta.load(Ordering::Relaxed);
-        let name = stack.name(e);
+        // SAFETY: only the borrow's lifetime is let go of, so that the writer can be borrowed
+        // mutably beside it: the name is a `&'static str` or its copy in the stack's names,
+        // which `self.stack` keeps allocated, and nothing stores to those words before the
+        // record is written (only this thread does, at its next push).
+        let name: &[u8] = unsafe { &*std::ptr::from_ref(stack.name(e)) };
         let tracing = m & crate::write::stack::META_TRACING != 0;
         let ctx = (m & crate::write::stack::META_TRACED != 0).then(|| TraceContext {
             hi: e.trace_hi.load(Ordering::Relaxed),
             lo: e.trace_lo.load(Ordering::Relaxed),
         });
-        // Before the record: once the flusher has drained it, it must not also find the span
-        // open (it would write it twice at finish).
-        stack.entries().invalidate(top);
-        self.depth = top;
-        self.top_id = parent;
-        let ext = records::SpanExt {
-            duration_ns: end.wrapping_sub(start) as i64,
-            span_id: id,
-            parent_span_id: parent,
-        };
-        write_span(
-            &mut self.producer,
-            name,
-            ctx,
-            tracing,
-            self.slot,
-            start,
-            &ext,
-        );
-        if self.producer.passed_half() {
-            self.wake_flusher();
-        }
-        self.last_raw = end;
+        self.end_top_with(top, id, start, parent, end, name, ctx, tracing);
     }
-}
 
-impl Writer {
     /// [`end_top`](Self::end_top) of a NamedSpan whose guard has its name: no read of the
     /// entry but the store that invalidates it, and a record with no context to branch on.
     #[inline(always)]
@@ -333,9 +313,26 @@ impl Writer {
         end: u64,
         name: &[u8],
     ) {
-        let stack = &self.stack;
-        // Before the record, as in `end_top`.
-        stack.entries().invalidate(top);
+        self.end_top_with(top, id, start, parent, end, name, None, false);
+    }
+
+    /// The end both of those share: pops the entry at `top` and writes the span's record.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn end_top_with(
+        &mut self,
+        top: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        end: u64,
+        name: &[u8],
+        ctx: Option<TraceContext>,
+        tracing: bool,
+    ) {
+        // Before the record: once the flusher has drained it, it must not also find the span
+        // open (it would write it twice at finish).
+        self.stack.entries().invalidate(top);
         self.depth = top;
         self.top_id = parent;
         let ext = records::SpanExt {
@@ -346,8 +343,8 @@ impl Writer {
         write_span(
             &mut self.producer,
             name,
-            None,
-            false,
+            ctx,
+            tracing,
             self.slot,
             start,
             &ext,
