@@ -25,10 +25,12 @@ use typhon_trace::tracedat::TraceFile;
 #[derive(Args)]
 pub struct DemoArgs {
     /// Output trace.dat path.
-    #[arg(long, default_value = "typhon-demo.dat")]
+    #[arg(short = 'o', long, default_value = "typhon-demo.dat")]
     out: PathBuf,
     /// How long to record, in seconds (decimals allowed).
-    #[arg(long, default_value_t = 3.0)]
+    // Negative numbers reach the check below, which says what is wrong, instead of clap's
+    // "unexpected argument '-1'".
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     duration: f64,
     /// Worker threads (besides the tick-loop thread).
     #[arg(long, default_value_t = 2)]
@@ -407,15 +409,51 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             s.slot, s.name, s.attempted, s.written, s.missed
         );
     }
+    let me = this_command();
     println!("\nLook at it:");
-    println!("  typhon-rec report {out} | less     # every record, named fields");
-    println!(
-        "  typhon-rec stats {out}             # durations per tick, phase and span; counts, losses"
-    );
-    println!("  trace-cmd report {out} | less      # the standard ftrace reader");
-    println!("  kernelshark {out}                  # timeline GUI (one row per thread slot)");
-    println!(
-        "  typhon-rec export {out}            # -> .pftrace: open it at https://ui.perfetto.dev"
-    );
+    let look = [
+        (
+            format!("{me} report {out} | less"),
+            "every record, named fields",
+        ),
+        (
+            format!("{me} stats {out}"),
+            "durations per tick, phase and span; counts, losses",
+        ),
+        (
+            format!("trace-cmd report {out} | less"),
+            "the standard ftrace reader",
+        ),
+        (
+            format!("kernelshark {out}"),
+            "timeline GUI (one row per thread slot)",
+        ),
+        (
+            format!("{me} export {out}"),
+            "-> .pftrace: open it at https://ui.perfetto.dev",
+        ),
+    ];
+    let w = look.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    for (cmd, what) in &look {
+        println!("  {cmd:<w$}  # {what}");
+    }
     Ok(())
+}
+
+/// How to call this program again from the user's shell: `typhon-rec` when that name on PATH
+/// is this very binary, else the binary's own path (after `cargo run` it is in target/, and a
+/// pasted `typhon-rec …` would fail with "command not found").
+fn this_command() -> String {
+    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "typhon-rec".into();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("typhon-rec"))
+            .find(|c| c.is_file())
+    });
+    match on_path.and_then(|p| p.canonicalize().ok()) {
+        Some(p) if p == me => "typhon-rec".into(),
+        _ => me.display().to_string(),
+    }
 }

@@ -297,6 +297,11 @@ fn bad_input_is_an_error_not_a_panic() {
         "-1",
     ]);
     assert_clean_failure(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--duration must be a positive number"),
+        "{err}"
+    );
     assert!(!Path::new(&d.join("y.dat")).exists());
     // Too long to be a Duration: an error, not a panic.
     let y = d.join("y.dat");
@@ -363,5 +368,47 @@ fn a_closed_pipe_is_not_a_panic() {
             "{cmd}: {status:?} {err}"
         );
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The commands the demo prints under "Look at it" work when pasted into a shell that has no
+/// `typhon-rec` on its PATH (as after `cargo run`): they name the binary by its path.
+#[test]
+fn the_demos_look_at_it_commands_run_when_pasted() {
+    let d = scratch("look");
+    let out = d.join("look.dat");
+    let o = rec(&["demo", "-o", out.to_str().unwrap(), "--duration", "0.2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let look: Vec<&str> = text
+        .split("Look at it:")
+        .nth(1)
+        .expect("the demo prints how to look at its file")
+        .lines()
+        .filter_map(|l| l.split("  # ").next().map(str::trim))
+        .filter(|c| !c.is_empty())
+        .collect();
+    let ours: Vec<&str> = look
+        .iter()
+        .copied()
+        .filter(|c| !c.starts_with("trace-cmd") && !c.starts_with("kernelshark"))
+        .collect();
+    assert_eq!(ours.len(), 3, "report, stats and export: {look:?}");
+    for cmd in ours {
+        let cmd = cmd.replace(" | less", " >/dev/null");
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "`{cmd}` failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(out.with_extension("pftrace").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
