@@ -412,3 +412,37 @@ fn the_demos_look_at_it_commands_run_when_pasted() {
     assert!(out.with_extension("pftrace").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// After a kill, `stats X.dat` says that `X.dat.parts/` is there and how to rebuild the file
+/// (it used to say only "No such file"), and `recover X.dat.parts` recovers `X.dat`.
+#[test]
+fn a_killed_recording_is_named_and_its_parts_directory_recovers() {
+    use typhon_recorder::page::PageWriter;
+    use typhon_recorder::sink::{parts_dir, FileSink, Sink};
+    let d = scratch("killed-hint");
+    let out = d.join("k.dat");
+    let mut s = FileSink::create(&out, 4096).unwrap();
+    let mut w = PageWriter::new(4096).unwrap();
+    for j in 0..10 {
+        w.try_push(j + 1, &[1; 20]).unwrap();
+    }
+    s.write_page(1, w.finish()).unwrap();
+    s.flush().unwrap();
+    drop(s); // as a kill leaves it: no finish
+    let parts = parts_dir(&out);
+    for cmd in ["stats", "report", "export"] {
+        let o = rec(&[cmd, out.to_str().unwrap()]);
+        assert_clean_failure(&o);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(parts.to_str().unwrap()) && err.contains("typhon-rec recover"),
+            "{cmd}: {err}"
+        );
+    }
+    let o = rec(&["recover", &format!("{}/", parts.display())]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.is_file() && !parts.exists());
+    let o = rec(&["stats", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}
