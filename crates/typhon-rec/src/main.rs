@@ -6,6 +6,7 @@ mod demo;
 mod durations;
 mod inspect;
 mod push;
+mod push_config;
 mod report;
 mod timebase;
 
