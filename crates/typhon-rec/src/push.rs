@@ -120,7 +120,10 @@ pub fn push(a: &PushArgs) -> Res {
         ProgressStyle::with_template("{bar:40} {pos}/{len} records, {msg} ({eta})")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let agent = t.agent();
+    let (agent, note) = t.agent();
+    if let Some(n) = note {
+        eprintln!("typhon-rec: {}: {n}", printable(&t.shown));
+    }
     let budget = Duration::from_nanos(a.retry_for);
     let (mut sent, mut retries) = (0u64, 0u64);
     let mut send =

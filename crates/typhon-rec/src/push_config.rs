@@ -172,18 +172,30 @@ pub fn resolve(a: &PushArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Tar
 impl Target {
     /// The agent every request of the push goes through: statuses are answers (not errors),
     /// redirects are not followed (a followed POST arrives as an empty GET, or not at all),
-    /// and https checks the server against the system's roots or the given ones.
-    pub fn agent(&self) -> ureq::Agent {
+    /// and https checks the server against the given roots, else the system's, else (a system
+    /// without any, said in the note) Mozilla's, which webpki-roots carries.
+    pub fn agent(&self) -> (ureq::Agent, Option<String>) {
+        let mut note = None;
         let roots = match &self.roots {
             Some(c) => RootCerts::new_with_certs(c),
+            None if self.url.scheme() != "https" => RootCerts::PlatformVerifier,
+            None if rustls_native_certs::load_native_certs().certs.is_empty() => {
+                note = Some(
+                    "the system has no CA certificates (SSL_CERT_FILE, SSL_CERT_DIR, or the \
+                     ca-certificates package): Mozilla's roots stand in"
+                        .to_string(),
+                );
+                RootCerts::WebPki
+            }
             None => RootCerts::PlatformVerifier,
         };
-        ureq::Agent::config_builder()
+        let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .tls_config(TlsConfig::builder().root_certs(roots).build())
             .build()
-            .into()
+            .into();
+        (agent, note)
     }
 }
 

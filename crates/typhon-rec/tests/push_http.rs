@@ -185,6 +185,34 @@ fn https_with_a_private_ca_delivers_every_span_with_the_api_key_header() {
         .all(|q| q.header("authorization") == Some("Bearer t0k,en")));
     assert_eq!(received(&reqs), want);
 
+    // The system's roots are used: with the CA as the system's only one (rustls-native-certs
+    // reads SSL_CERT_FILE), no --ca-cert is needed.
+    let r = Receiver::start(Some(cert.config.clone()), ok);
+    let url = format!("https://127.0.0.1:{}", r.port);
+    let mut c = Command::new(BIN);
+    c.arg("push").arg(recording()).args(["--endpoint", &url]);
+    for k in OTEL {
+        c.env_remove(k);
+    }
+    let o = c
+        .env("SSL_CERT_FILE", ca)
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(received(&r.requests()), want);
+    // A system without roots: Mozilla's stand in, and it is said.
+    let o = c
+        .env("SSL_CERT_FILE", dir.join("none.pem"))
+        .env("SSL_CERT_DIR", dir.join("none"))
+        .args(["--retry-for", "20s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("the system has no CA certificates"), "{err}");
+    assert!(err.contains("UnknownIssuer (not retried)"), "{err}");
+
     // Without the CA, the system's roots do not vouch for the certificate: a failure at once,
     // not retried, and nothing arrives.
     let r = Receiver::start(Some(cert.config.clone()), ok);
