@@ -293,10 +293,8 @@ fn otel_headers(var: &str, v: &str) -> Result<Vec<(String, String)>, String> {
 fn flag_header(h: &str) -> Result<(String, String), String> {
     match h.find(['=', ':']) {
         Some(i) => Ok((h[..i].trim().to_string(), h[i + 1..].trim().to_string())),
-        None => Err(format!(
-            "--header {}: the form is KEY=VALUE",
-            h.chars().take(40).collect::<String>()
-        )),
+        // Not quoted: a lone argument may well be the secret itself.
+        None => Err("--header: an argument has neither '=' nor ':' (the form is KEY=VALUE)".into()),
     }
 }
 
@@ -540,6 +538,11 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains("bad"), "{err}");
+        let err = e(&[ep[0], ep[1], "--header", "tok3n"], &[]);
+        assert!(
+            err.contains("neither '=' nor ':'") && !err.contains("tok3n"),
+            "{err}"
+        );
         let err = e(&[ep[0], ep[1], "--header", "Content-Type=text/plain"], &[]);
         assert!(err.contains("set by push itself"), "{err}");
         let err = e(&ep, &[("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli")]);
