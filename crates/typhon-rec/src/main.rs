@@ -6,6 +6,7 @@ mod demo;
 mod durations;
 mod inspect;
 mod push;
+mod push_config;
 mod report;
 mod timebase;
 
@@ -74,7 +75,8 @@ enum Cmd {
         #[arg(long)]
         service: Option<String>,
     },
-    /// Send a recording to an OpenTelemetry Collector (OTLP/HTTP protobuf, POST URL/v1/traces).
+    /// Send a recording to an OpenTelemetry Collector or a hosted backend (OTLP/HTTP protobuf
+    /// over http or https, POST URL/v1/traces; the OTEL_EXPORTER_OTLP_* environment is read).
     Push(push::PushArgs),
     /// Rewrite a recording as trace.dat version 6, or version 7 uncompressed or zstd-compressed.
     Convert {
