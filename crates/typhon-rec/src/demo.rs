@@ -83,7 +83,7 @@ impl Sampler {
     #[inline]
     fn time(&mut self, f: impl FnOnce()) {
         self.n = self.n.wrapping_add(1);
-        if self.n % 32 != 0 {
+        if !self.n.is_multiple_of(32) {
             f();
             return;
         }
@@ -127,7 +127,7 @@ fn worker(idx: u32, rate: u64, stop: Arc<AtomicBool>) -> (u64, Histogram<u64>) {
                 records += 1;
                 continue;
             }
-            drain_tick = drain_tick.wrapping_add((seq % 4 == 0) as u32);
+            drain_tick = drain_tick.wrapping_add(seq.is_multiple_of(4) as u32);
             s.time(|| typhon_recorder::ingress_admitted(session, seq, wire_idx, drain_tick));
             let (hi, lo) = typhon_recorder::command_causal_id(session, drain_tick, seq);
             {
@@ -213,7 +213,7 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
                 None => typhon_recorder::phase_end(phase),
             }
         }
-        typhon_recorder::tick_end((tick % 5 == 0) as u8, 1);
+        typhon_recorder::tick_end(tick.is_multiple_of(5) as u8, 1);
         records += 1 + 3 * 4 + 1;
         tick += 1;
         next += period;
@@ -234,11 +234,11 @@ fn systems(tick: u32) -> u64 {
     ai.follows_from(&physics);
     ai.in_scope(|| {
         std::thread::sleep(Duration::from_micros(150));
-        if tick % 30 == 0 {
+        if tick.is_multiple_of(30) {
             tracing::info!(tick, "ai replanned");
         }
     });
-    2 + 2 + 1 + u64::from(tick % 30 == 0)
+    2 + 2 + 1 + u64::from(tick.is_multiple_of(30))
 }
 
 pub fn run(a: DemoArgs) -> Result<(), String> {
