@@ -110,6 +110,10 @@ enum Cmd {
         /// Also draw the run's figures as SVGs into DIR (latency.svg, cost.svg).
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Exit with status 2 when a counted target is missed (by default the figures are
+        /// reported as measurements of this machine, not as a verdict, and the exit is 0).
+        #[arg(long)]
+        strict: bool,
     },
 }
 
@@ -166,7 +170,18 @@ fn main() -> ExitCode {
         }
         Cmd::Push(a) => push::push(&a),
         Cmd::Recover { out } => inspect::recover(&recover_target(out)),
-        Cmd::Bench { quick, json, plot } => inspect::bench(quick, json, plot.as_deref()),
+        Cmd::Bench {
+            quick,
+            json,
+            plot,
+            strict,
+        } => match inspect::bench(quick, json, plot.as_deref()) {
+            Ok(missed) if strict && !missed.is_empty() => {
+                eprintln!("typhon-rec: --strict: missed {}", missed.join(", "));
+                return ExitCode::from(2);
+            }
+            r => r.map(|_| ()),
+        },
         Cmd::Convert {
             input,
             output,
