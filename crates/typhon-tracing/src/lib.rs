@@ -65,7 +65,8 @@ use typhon_recorder::bridge::{self, SpanName};
 #[derive(Clone, Copy, Debug)]
 pub struct TyphonLayer {
     /// Which subscriber stack this layer is in (a fresh one each time it joins one): two
-    /// Registries hand out the same span ids, and the enter cache must not mix them up.
+    /// Registries hand out the same span ids, and neither the enter cache nor an exit (it
+    /// ends the thread's entry of this stack and id) may mix them up.
     stack: u64,
 }
 
@@ -263,7 +264,7 @@ fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
         )
     });
     if let Some((token, e)) = found {
-        bridge::enter(&e.name, e.key, raw);
+        bridge::enter_in(stack, &e.name, e.key, raw);
         cache::fill(stack, raw, token, e);
     }
 }
@@ -396,7 +397,10 @@ where
     #[inline(always)]
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let raw = id.into_u64();
-        if cache::with_cached(self.stack, raw, |e| bridge::enter(&e.name, e.key, raw)).is_some() {
+        let stack = self.stack;
+        if cache::with_cached(stack, raw, |e| bridge::enter_in(stack, &e.name, e.key, raw))
+            .is_some()
+        {
             return;
         }
         enter_slow(self.stack, raw, ctx.span(id));
@@ -412,8 +416,9 @@ where
 
     #[inline(always)]
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        // The thread's stack knows the entry by its `tracing` id: no lookup here.
-        bridge::exit(id.into_u64());
+        // The thread's stack knows the entry by its `tracing` id and this layer's stack (another
+        // subscriber's span may have the same id): no lookup here.
+        bridge::exit_in(self.stack, id.into_u64());
     }
 }
 
