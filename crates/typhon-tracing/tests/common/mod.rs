@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use typhon_recorder::codec::records::{self, Record};
 use typhon_trace::tracedat::TraceFile;
 
@@ -13,6 +14,20 @@ pub fn scratch(tag: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// CPU time this thread has used: a cost measured in it leaves out the time the machine's
+/// other processes take.
+pub fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write into; CLOCK_THREAD_CPUTIME_ID is always there
+    // on Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 /// One TracingSpan record (an entry of a span): times in ns.
