@@ -20,10 +20,9 @@
 //! Registry frees its id for reuse; an enter loads it with Acquire. So an enter of a reused id
 //! never sees the token of the span that had it before.
 
+use crate::names::Display;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use typhon_recorder::bridge::SpanName;
 
 const BUCKETS: usize = 4096;
 const CACHED: usize = 256;
@@ -67,7 +66,7 @@ pub(crate) fn retire(stack: u64, id: u64, token: u64) {
 #[derive(Clone)]
 pub(crate) struct Entered {
     pub(crate) key: u64,
-    pub(crate) name: Arc<SpanName>,
+    pub(crate) name: Display,
 }
 
 /// One cached span; an empty slot has id 0, which no `tracing` span has, so it never matches.

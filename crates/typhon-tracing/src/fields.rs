@@ -8,8 +8,19 @@
 //! ends with `typhon.cut=N`, the bytes of the current values that it does not hold. Room is
 //! given first come, first served: a later field never pushes out an earlier one.
 
+use std::cell::RefCell;
 use std::fmt;
 use tracing_core::field::Field;
+
+/// Closed spans' fields kept (emptied, their buffers' room kept) for spans created later on
+/// the thread: a span's fields then allocate nothing once the program is warm.
+const POOL: usize = 256;
+/// Text room a kept span's fields may have: a span with large fields gives its room back.
+const POOL_TEXT: usize = 512;
+
+thread_local! {
+    static FREE: RefCell<Vec<SpanFields>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Bytes of a span's field text, the mark included: small enough that a TracingSpanInfo with
 /// a callsite's name and target fits a page of the smallest size (4 KiB).
@@ -113,6 +124,35 @@ fn floor_boundary(s: &str, at: usize) -> usize {
 }
 
 impl SpanFields {
+    /// Empty fields for a new span, with the room of a closed span's where there is one.
+    pub(crate) fn take() -> Self {
+        FREE.try_with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// A closed span's fields, kept for [`take`](Self::take) while the pool has room.
+    pub(crate) fn give(mut self) {
+        if self.text.capacity() > POOL_TEXT {
+            return;
+        }
+        self.text.clear();
+        self.body = 0;
+        self.spots.clear();
+        let _ = FREE.try_with(|f| {
+            if let Ok(mut f) = f.try_borrow_mut() {
+                if f.capacity() == 0 {
+                    // Its whole room at once: a give never grows it.
+                    f.reserve_exact(POOL);
+                }
+                if f.len() < f.capacity() {
+                    f.push(self);
+                }
+            }
+        });
+    }
+
     /// The text for the record: the fields, and the mark if anything is cut.
     pub(crate) fn text(&self) -> &str {
         // Each field's text starts with its separating space; the first needs none.

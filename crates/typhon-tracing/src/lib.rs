@@ -12,6 +12,10 @@
 //! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
 //!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
 //!   aggregate per system.
+//! - Once the program is warm, the layer allocates for a span only the box the Registry keeps
+//!   its data in: display names are made once per callsite and `name` value (a bounded table),
+//!   closed spans' field buffers serve new ones, and enters, exits and events allocate
+//!   nothing.
 //! - Events give TracingEvent records (level, target, message, fields, the current span's
 //!   key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
 //!
@@ -45,14 +49,16 @@
 
 mod cache;
 mod fields;
+mod names;
 
 use fields::SpanFields;
+use names::Display;
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Level, Subscriber};
+use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -99,7 +105,7 @@ struct SpanData {
     /// Its token in the enter cache ([`cache`]): replaced when it is renamed.
     token: u64,
     /// The name its entries show.
-    display: Arc<SpanName>,
+    display: Display,
     /// Its fields, each with its last value, encoded.
     fields: SpanFields,
 }
@@ -223,11 +229,13 @@ impl Sink for EventFields<'_> {
     }
 }
 
-/// A span's fields, each replacing the value it had ([`fields`]), and its `name` field's text.
+/// A span's fields, each replacing the value it had ([`fields`]), and the display name its
+/// `name` field gives it.
 struct SpanVisit<'a> {
+    meta: &'static Metadata<'static>,
     fields: &'a mut SpanFields,
     scratch: &'a mut String,
-    name: Option<String>,
+    display: Option<Display>,
 }
 
 impl Sink for SpanVisit<'_> {
@@ -235,10 +243,11 @@ impl Sink for SpanVisit<'_> {
         let kept = self.fields.set(field, self.scratch, |b| write_value(b, v));
         if field.name() == "name" {
             // A string names the span as it is; another value (`name = %system`) as written.
-            self.name = Some(match v {
-                Value::Str(s) => s.to_owned(),
-                _ => kept.to_owned(),
-            });
+            let value = match v {
+                Value::Str(s) => s,
+                _ => kept,
+            };
+            self.display = Some(display_name(self.meta, Some(value)));
         }
     }
 }
@@ -248,16 +257,22 @@ thread_local! {
     static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Records `values` into `fields`; returns the `name` field's text if it was one of them.
-fn record_span_fields(fields: &mut SpanFields, values: &dyn Fn(&mut dyn Visit)) -> Option<String> {
+/// Records `values` of a span of `meta` into `fields`; returns the display name its `name`
+/// field gives it if that was one of them.
+fn record_span_fields(
+    meta: &'static Metadata<'static>,
+    fields: &mut SpanFields,
+    values: &dyn Fn(&mut dyn Visit),
+) -> Option<Display> {
     let mut go = |scratch: &mut String| {
         let mut v = Visitor(SpanVisit {
+            meta,
             fields: &mut *fields,
             scratch,
-            name: None,
+            display: None,
         });
         values(&mut v);
-        v.0.name
+        v.0.display
     };
     // A field's Debug that itself records into a span finds the buffer taken: it gets its own.
     let mut name = None;
@@ -284,13 +299,29 @@ fn no_nul(s: &mut String) {
     }
 }
 
-fn display_name(span_name: &str, name_field: Option<String>) -> Arc<SpanName> {
-    let mut d = match name_field {
-        Some(n) => format!("{span_name}: {n}"),
-        None => span_name.to_owned(),
+/// The display name of a span of `meta` with `name` field `value` (`None`: none), shared
+/// with every span of that callsite and name while the table of [`names`] has room.
+fn display_name(meta: &'static Metadata<'static>, value: Option<&str>) -> Display {
+    let make = || {
+        let d = match value {
+            Some(n) => format!("{}: {n}", meta.name()),
+            None => meta.name().to_owned(),
+        };
+        SpanName::new(&no_nul_str(&d))
     };
-    no_nul(&mut d);
-    Arc::new(SpanName::new(&d))
+    match names::intern(meta, value, make) {
+        Some(n) => Display::Shared(n),
+        None => Display::Own(Arc::new(make())),
+    }
+}
+
+/// [`no_nul`] of a borrowed string, copied only when it has a NUL.
+fn no_nul_str(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}").into()
+    } else {
+        s.into()
+    }
 }
 
 thread_local! {
@@ -312,7 +343,7 @@ fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
             d.token,
             cache::Entered {
                 key: d.key,
-                name: Arc::clone(&d.display),
+                name: d.display.clone(),
             },
         )
     });
@@ -334,9 +365,9 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let meta = attrs.metadata();
-        let mut fields = SpanFields::default();
-        let name = record_span_fields(&mut fields, &|v| attrs.record(v));
-        let display = display_name(meta.name(), name);
+        let mut fields = SpanFields::take();
+        let display = record_span_fields(meta, &mut fields, &|v| attrs.record(v))
+            .unwrap_or_else(|| display_name(meta, None));
         let key = bridge::next_key();
         let _ = bridge::span_info(
             key,
@@ -363,8 +394,8 @@ where
         let Some(d) = ext.get_mut::<SpanData>() else {
             return;
         };
-        if let Some(n) = record_span_fields(&mut d.fields, &|v| values.record(v)) {
-            d.display = display_name(meta.name(), Some(n));
+        if let Some(n) = record_span_fields(meta, &mut d.fields, &|v| values.record(v)) {
+            d.display = n;
             // Threads that cached the old name look it up again.
             let token = cache::new_token();
             cache::publish(self.stack, id.into_u64(), d.token, token);
@@ -447,8 +478,11 @@ where
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         if let Some(span) = ctx.span(&id) {
-            if let Some(d) = span.extensions().get::<SpanData>() {
+            // Taken out (the Registry would drop it next): its fields' room serves a new span.
+            let d = span.extensions_mut().remove::<SpanData>();
+            if let Some(d) = d {
                 cache::retire(self.stack, id.into_u64(), d.token);
+                d.fields.give();
             }
         }
     }
