@@ -127,7 +127,8 @@ impl Drop for SpanGuard {
 
 impl Writer {
     /// Opens a span of record size `size` (checked here against the page, counted as refused
-    /// when it does not fit) and returns its id, start and parent.
+    /// when it does not fit) and returns its id, start and parent; `tracing`: an entry of a
+    /// `tracing` span of that subscriber (see [`crate::bridge::enter_in`]).
     #[inline(always)]
     pub(crate) fn open_span(
         &mut self,
@@ -135,7 +136,7 @@ impl Writer {
         ctx: Option<TraceContext>,
         at: Option<u64>,
         size: usize,
-        tracing: bool,
+        tracing: Option<u64>,
     ) -> Result<Opened, WriteError> {
         if size > self.max_record {
             self.refuse();
@@ -167,7 +168,7 @@ impl Writer {
         );
         self.depth = depth + 1;
         self.top_id = id;
-        let copy = if ctx.is_none() && !tracing {
+        let copy = if ctx.is_none() && tracing.is_none() {
             self.stack.names_at(name_at)
         } else {
             std::ptr::null()
@@ -621,7 +622,7 @@ fn open_span_in(
     // SAFETY: the thread's own writer, used only within this call, which does not reenter the
     // recorder (see `current_writer`).
     let w = unsafe { &mut *w };
-    w.open_span(name, ctx, at, size, false).map(Some)
+    w.open_span(name, ctx, at, size, None).map(Some)
 }
 
 /// A span the recorder opened: what its guard keeps.

@@ -20,7 +20,7 @@
 use crate::codec::records::{self, TraceContext};
 use crate::codec::{self, TraceEventKind as K};
 use crate::session::*;
-use crate::write::stack::{META_TRACING, SPAN_DEPTH};
+use crate::write::stack::{Entry, META_TRACING, SPAN_DEPTH};
 use crate::write::writer::*;
 use crate::write::WriteError;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,6 +97,7 @@ impl SpanName {
 /// Returns whether it was opened: `false` when nothing is recorded (no recorder, TracingSpan
 /// filtered, no slot) or when it is refused (a name that [`SpanName::is_valid`] refuses, a
 /// record too large for the running recorder's pages, a full span stack: counted as refused).
+/// The same as [`enter_in`] subscriber 0: for a program with one subscriber.
 ///
 /// ```
 /// let name = typhon_recorder::bridge::SpanName::new("x");
@@ -104,6 +105,20 @@ impl SpanName {
 /// ```
 #[inline]
 pub fn enter(name: &SpanName, key: u64, tracing_id: u64) -> bool {
+    enter_in(0, name, key, tracing_id)
+}
+
+/// [`enter`] of a span of subscriber `subscriber`: a number that names the subscriber (its
+/// layer's) among those recording on this thread, since each `tracing` subscriber hands out
+/// its own ids and two subscribers' ids collide. [`exit_in`] ends only an entry of the same
+/// subscriber and id.
+///
+/// ```
+/// let name = typhon_recorder::bridge::SpanName::new("x");
+/// assert!(!typhon_recorder::bridge::enter_in(7, &name, 1, 1)); // no recorder installed
+/// ```
+#[inline]
+pub fn enter_in(subscriber: u64, name: &SpanName, key: u64, tracing_id: u64) -> bool {
     if cfg!(feature = "compile-out") {
         return false;
     }
@@ -130,20 +145,35 @@ pub fn enter(name: &SpanName, key: u64, tracing_id: u64) -> bool {
     // SAFETY: the thread's own writer, used only within this call, which does not reenter the
     // recorder (see `current_writer`).
     let w = unsafe { &mut *w };
-    w.open_span(&name.name, Some(ctx), None, name.size, true)
+    w.open_span(&name.name, Some(ctx), None, name.size, Some(subscriber))
         .is_ok()
 }
 
 /// Ends this thread's innermost open entry of the span with `tracing` id `tracing_id` (and the
 /// spans opened inside it that are still open, as a guard dropped out of order does). Nothing
 /// happens when the thread has no such entry open (it was not recorded, or it ended with a
-/// span that enclosed it).
+/// span that enclosed it). The same as [`exit_in`] subscriber 0.
 ///
 /// ```
 /// typhon_recorder::bridge::exit(1); // no recorder installed: nothing to end
 /// ```
 #[inline]
 pub fn exit(tracing_id: u64) {
+    exit_in(0, tracing_id)
+}
+
+/// [`exit`] of an entry that [`enter_in`] opened for `subscriber`: an entry of another
+/// subscriber with the same id is not it. The entries of other subscribers open inside the
+/// one that ends are not theirs to end: each is ended here (its record nested in this one)
+/// and entered again at once (a second record of its span, from the same instant), so its
+/// own exit ends it when it comes and no time of it is lost. Native spans and this
+/// subscriber's own entries inside it end with it, as for [`exit`].
+///
+/// ```
+/// typhon_recorder::bridge::exit_in(7, 1); // no recorder installed: nothing to end
+/// ```
+#[inline]
+pub fn exit_in(subscriber: u64, tracing_id: u64) {
     if cfg!(feature = "compile-out") {
         return;
     }
@@ -160,10 +190,8 @@ pub fn exit(tracing_id: u64) {
         // Always true (the depth never passes it): it spares the entry's bounds check.
         if top < SPAN_DEPTH {
             let e = w.stack.entries().entry(top);
-            // Relaxed: this thread stored them.
-            if e.meta.load(Ordering::Relaxed) & META_TRACING != 0
-                && e.trace_lo.load(Ordering::Relaxed) == tracing_id
-            {
+            if is_entry_of(e, subscriber, tracing_id) {
+                // Relaxed: this thread stored them.
                 let (id, start, parent) = (
                     e.id.load(Ordering::Relaxed),
                     e.start.load(Ordering::Relaxed),
@@ -175,22 +203,62 @@ pub fn exit(tracing_id: u64) {
             }
         }
     }
-    exit_below(w, tracing_id);
+    exit_below(w, subscriber, tracing_id);
 }
 
-/// [`exit`] of an entry below the innermost (exits out of order) or of none.
+/// Whether the open entry `e` is one of span `tracing_id` of `subscriber`.
+#[inline(always)]
+fn is_entry_of(e: &Entry, subscriber: u64, tracing_id: u64) -> bool {
+    // Relaxed: this thread stored them.
+    e.meta.load(Ordering::Relaxed) & META_TRACING != 0
+        && e.trace_lo.load(Ordering::Relaxed) == tracing_id
+        && e.subscriber.load(Ordering::Relaxed) == subscriber
+}
+
+/// An entry of another subscriber's span that an exit ended: what entering it again needs.
+struct Resumed {
+    name: String,
+    ctx: TraceContext,
+    subscriber: u64,
+}
+
+/// [`exit_in`] of an entry below the innermost (exits out of order) or of none.
 #[cold]
 #[inline(never)]
-fn exit_below(w: &mut Writer, tracing_id: u64) {
-    let found = (0..w.depth.saturating_sub(1)).rev().find(|&i| {
-        let e = w.stack.entries().entry(i);
-        // Relaxed: this thread stored them.
-        e.meta.load(Ordering::Relaxed) & META_TRACING != 0
-            && e.trace_lo.load(Ordering::Relaxed) == tracing_id
-    });
-    if let Some(i) = found {
-        let end = w.clock.raw();
-        w.end_spans_from(i, end);
+fn exit_below(w: &mut Writer, subscriber: u64, tracing_id: u64) {
+    let depth = w.depth.min(SPAN_DEPTH);
+    let Some(i) = (0..depth.saturating_sub(1))
+        .rev()
+        .find(|&i| is_entry_of(w.stack.entries().entry(i), subscriber, tracing_id))
+    else {
+        return;
+    };
+    // Copied before the end: the entries' names are overwritten by the pushes that follow.
+    let resumed: Vec<Resumed> = (i + 1..depth)
+        .filter_map(|j| {
+            let e = w.stack.entries().entry(j);
+            // Relaxed: this thread stored them.
+            let sub = e.subscriber.load(Ordering::Relaxed);
+            if e.meta.load(Ordering::Relaxed) & META_TRACING == 0 || sub == subscriber {
+                return None;
+            }
+            Some(Resumed {
+                // A name it was opened with, so valid UTF-8; checked rather than trusted.
+                name: String::from_utf8_lossy(w.stack.name(e)).into_owned(),
+                ctx: TraceContext {
+                    hi: e.trace_hi.load(Ordering::Relaxed),
+                    lo: e.trace_lo.load(Ordering::Relaxed),
+                },
+                subscriber: sub,
+            })
+        })
+        .collect();
+    let end = w.clock.raw();
+    w.end_spans_from(i, end);
+    for r in resumed {
+        // It fitted (name, record size, depth) where it was, deeper than it goes now.
+        let size = records::tracing_span_len(&r.name);
+        let _ = w.open_span(&r.name, Some(r.ctx), Some(end), size, Some(r.subscriber));
     }
 }
 

@@ -4,12 +4,21 @@
 //! - Each enter → exit of a span on a thread is one TracingSpan record of that thread, nested
 //!   with its other spans (those of `typhon_recorder::span` too); a span entered on several
 //!   threads (an async task) gives one record per entry, all with the span's key.
+//! - Each layer knows which subscriber it is in, and an exit ends that subscriber's entry: a
+//!   global subscriber's span and a scoped (`with_default`) one's with the same id stay apart;
+//!   the other's entries open inside the one that ends go on as a second entry of their span.
 //! - A span's name, target, level and fields are encoded once, when it is created (and again
-//!   for `Span::record`), into a TracingSpanInfo record; the entry records carry the display
-//!   name and the key only, so enter and exit format nothing.
+//!   for `Span::record`, which replaces the field's value), into a TracingSpanInfo record; the
+//!   entry records carry the display name and the key only, so enter and exit format nothing.
+//!   A span's field text is bounded (2 KiB): a value that does not fit is cut, ending in `…`,
+//!   and the text then ends with `typhon.cut=N`, the bytes it does not hold.
 //! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
 //!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
 //!   aggregate per system.
+//! - Once the program is warm, the layer allocates for a span only the box the Registry keeps
+//!   its data in: display names are made once per callsite and `name` value (a bounded table),
+//!   closed spans' field buffers serve new ones, and enters, exits and events allocate
+//!   nothing.
 //! - Events give TracingEvent records (level, target, message, fields, the current span's
 //!   key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
 //!
@@ -42,13 +51,17 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod fields;
+mod names;
 
+use fields::SpanFields;
+use names::Display;
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Level, Subscriber};
+use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -65,7 +78,8 @@ use typhon_recorder::bridge::{self, SpanName};
 #[derive(Clone, Copy, Debug)]
 pub struct TyphonLayer {
     /// Which subscriber stack this layer is in (a fresh one each time it joins one): two
-    /// Registries hand out the same span ids, and the enter cache must not mix them up.
+    /// Registries hand out the same span ids, and neither the enter cache nor an exit (it
+    /// ends the thread's entry of this stack and id) may mix them up.
     stack: u64,
 }
 
@@ -94,9 +108,9 @@ struct SpanData {
     /// Its token in the enter cache ([`cache`]): replaced when it is renamed.
     token: u64,
     /// The name its entries show.
-    display: Arc<SpanName>,
-    /// Its fields so far, encoded.
-    fields: String,
+    display: Display,
+    /// Its fields, each with its last value, encoded.
+    fields: SpanFields,
 }
 
 /// The level byte of the records ([`typhon_recorder::codec::records::level_name`]).
@@ -110,22 +124,15 @@ fn level_byte(l: &Level) -> u8 {
     }
 }
 
-/// Collects fields as `k=v` pairs separated by spaces (strings quoted and escaped by `Debug`),
-/// the `message` field apart when `message` is given, and the `name` field's text.
-struct Fields<'a> {
-    out: &'a mut String,
-    message: Option<&'a mut String>,
-    name: Option<String>,
-}
-
-impl Fields<'_> {
-    fn key(&mut self, field: &Field) {
-        if !self.out.is_empty() {
-            self.out.push(' ');
-        }
-        self.out.push_str(field.name());
-        self.out.push('=');
-    }
+/// A field's value as `tracing` hands it over.
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Str(&'a str),
+    I64(i64),
+    U64(u64),
+    Bool(bool),
+    F64(f64),
+    Debug(&'a dyn fmt::Debug),
 }
 
 /// `v`'s decimal digits, written by hand into the end of `buf`: integers are the commonest
@@ -145,81 +152,146 @@ fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &str {
     std::str::from_utf8(&buf[i..]).unwrap_or("?")
 }
 
-impl Fields<'_> {
-    /// A value already text: `sign` then `digits` (integers, booleans), as `Display` writes it.
-    fn text(&mut self, field: &Field, sign: &str, digits: &str) {
-        self.key(field);
-        let at = self.out.len();
-        self.out.push_str(sign);
-        self.out.push_str(digits);
-        if field.name() == "name" {
-            self.name = Some(self.out[at..].to_owned());
+/// Writes `v` as the records carry it: strings quoted and escaped by `Debug`, numbers and
+/// booleans as `Display` writes them, other values by their `Debug`.
+fn write_value(w: &mut impl fmt::Write, v: Value<'_>) {
+    let mut b = [0u8; 20];
+    let _ = match v {
+        Value::Str(s) => write!(w, "{s:?}"),
+        Value::I64(n) => {
+            if n < 0 {
+                let _ = w.write_char('-');
+            }
+            w.write_str(decimal(n.unsigned_abs(), &mut b))
         }
+        Value::U64(n) => w.write_str(decimal(n, &mut b)),
+        Value::Bool(t) => w.write_str(if t { "true" } else { "false" }),
+        Value::F64(x) => write!(w, "{x}"),
+        Value::Debug(d) => write!(w, "{d:?}"),
+    };
+}
+
+/// What a visitor hands each field to.
+trait Sink {
+    fn value(&mut self, field: &Field, v: Value<'_>);
+}
+
+/// Visits fields into a [`Sink`].
+struct Visitor<S>(S);
+
+impl<S: Sink> Visit for Visitor<S> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.value(field, Value::Str(value));
     }
 
-    /// A value written with `Display`; a `name` of any type names the span.
-    fn plain(&mut self, field: &Field, value: impl fmt::Display) {
-        self.key(field);
-        let at = self.out.len();
-        let _ = write!(self.out, "{value}");
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.value(field, Value::I64(value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.value(field, Value::U64(value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.value(field, Value::Bool(value));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.value(field, Value::F64(value));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.value(field, Value::Debug(value));
+    }
+}
+
+/// An event's fields: `k=v` pairs separated by spaces, the `message` field apart.
+struct EventFields<'a> {
+    out: &'a mut String,
+    message: &'a mut String,
+}
+
+impl Sink for EventFields<'_> {
+    fn value(&mut self, field: &Field, v: Value<'_>) {
+        if field.name() == "message" {
+            match v {
+                Value::Str(s) => self.message.push_str(s),
+                Value::Debug(d) => {
+                    let _ = write!(self.message, "{d:?}");
+                }
+                _ => write_value(self.message, v),
+            }
+            return;
+        }
+        if !self.out.is_empty() {
+            self.out.push(' ');
+        }
+        self.out.push_str(field.name());
+        self.out.push('=');
+        write_value(self.out, v);
+    }
+}
+
+/// A span's fields, each replacing the value it had ([`fields`]), and the display name its
+/// `name` field gives it.
+struct SpanVisit<'a> {
+    meta: &'static Metadata<'static>,
+    fields: &'a mut SpanFields,
+    scratch: &'a mut String,
+    display: Option<Display>,
+}
+
+impl Sink for SpanVisit<'_> {
+    fn value(&mut self, field: &Field, v: Value<'_>) {
+        let kept = self.fields.set(field, self.scratch, |b| write_value(b, v));
         if field.name() == "name" {
-            self.name = Some(self.out[at..].to_owned());
+            // A string names the span as it is; another value (`name = %system`) as written.
+            let value = match v {
+                Value::Str(s) => s,
+                _ => kept,
+            };
+            self.display = Some(display_name(self.meta, Some(value)));
         }
     }
 }
 
-impl Visit for Fields<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "name" {
-            self.name = Some(value.to_owned());
-        }
-        if field.name() == "message" {
-            if let Some(m) = self.message.as_deref_mut() {
-                m.push_str(value);
-                return;
+thread_local! {
+    /// The buffer a span's field is written into before it takes its place.
+    static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Records `values` of a span of `meta` into `fields`; returns the display name its `name`
+/// field gives it if that was one of them.
+fn record_span_fields(
+    meta: &'static Metadata<'static>,
+    fields: &mut SpanFields,
+    values: &dyn Fn(&mut dyn Visit),
+) -> Option<Display> {
+    let mut go = |scratch: &mut String| {
+        let mut v = Visitor(SpanVisit {
+            meta,
+            fields: &mut *fields,
+            scratch,
+            display: None,
+        });
+        values(&mut v);
+        v.0.display
+    };
+    // A field's Debug that itself records into a span finds the buffer taken: it gets its own.
+    let mut name = None;
+    let done = SCRATCH
+        .try_with(|b| match b.try_borrow_mut() {
+            Ok(mut b) => {
+                name = go(&mut b);
+                true
             }
-        }
-        self.key(field);
-        let _ = write!(self.out, "{value:?}");
+            Err(_) => false,
+        })
+        .unwrap_or(false);
+    if !done {
+        name = go(&mut String::new());
     }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        let mut b = [0u8; 20];
-        let digits = decimal(value.unsigned_abs(), &mut b);
-        self.text(field, if value < 0 { "-" } else { "" }, digits);
-    }
-
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        let mut b = [0u8; 20];
-        let digits = decimal(value, &mut b);
-        self.text(field, "", digits);
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.text(field, "", if value { "true" } else { "false" });
-    }
-
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.plain(field, value);
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            if let Some(m) = self.message.as_deref_mut() {
-                let _ = write!(m, "{value:?}");
-                return;
-            }
-        }
-        let start = self.out.len();
-        self.key(field);
-        let at = self.out.len();
-        let _ = write!(self.out, "{value:?}");
-        if field.name() == "name" {
-            // `name = %system` (a Display value) or another Debug value.
-            self.name = Some(self.out[at..].to_owned());
-        }
-        let _ = start;
-    }
+    name
 }
 
 /// `s` with its NUL bytes (which end strings in the file's readers) replaced, so a record is
@@ -230,13 +302,29 @@ fn no_nul(s: &mut String) {
     }
 }
 
-fn display_name(span_name: &str, name_field: Option<String>) -> Arc<SpanName> {
-    let mut d = match name_field {
-        Some(n) => format!("{span_name}: {n}"),
-        None => span_name.to_owned(),
+/// The display name of a span of `meta` with `name` field `value` (`None`: none), shared
+/// with every span of that callsite and name while the table of [`names`] has room.
+fn display_name(meta: &'static Metadata<'static>, value: Option<&str>) -> Display {
+    let make = || {
+        let d = match value {
+            Some(n) => format!("{}: {n}", meta.name()),
+            None => meta.name().to_owned(),
+        };
+        SpanName::new(&no_nul_str(&d))
     };
-    no_nul(&mut d);
-    Arc::new(SpanName::new(&d))
+    match names::intern(meta, value, make) {
+        Some(n) => Display::Shared(n),
+        None => Display::Own(Arc::new(make())),
+    }
+}
+
+/// [`no_nul`] of a borrowed string, copied only when it has a NUL.
+fn no_nul_str(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}").into()
+    } else {
+        s.into()
+    }
 }
 
 thread_local! {
@@ -258,12 +346,13 @@ fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
             d.token,
             cache::Entered {
                 key: d.key,
-                name: Arc::clone(&d.display),
+                name: d.display.clone(),
             },
         )
     });
     if let Some((token, e)) = found {
-        bridge::enter(&e.name, e.key, raw);
+        bridge::enter_in(stack, &e.name, e.key, raw);
+        cache::reclaim(stack, raw, token);
         cache::fill(stack, raw, token, e);
     }
 }
@@ -280,15 +369,9 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let meta = attrs.metadata();
-        let mut fields = String::new();
-        let mut v = Fields {
-            out: &mut fields,
-            message: None,
-            name: None,
-        };
-        attrs.record(&mut v);
-        let display = display_name(meta.name(), v.name);
-        no_nul(&mut fields);
+        let mut fields = SpanFields::take();
+        let display = record_span_fields(meta, &mut fields, &|v| attrs.record(v))
+            .unwrap_or_else(|| display_name(meta, None));
         let key = bridge::next_key();
         let _ = bridge::span_info(
             key,
@@ -296,7 +379,7 @@ where
             level_byte(meta.level()),
             meta.name(),
             meta.target(),
-            &fields,
+            fields.text(),
         );
         let token = cache::new_token();
         span.extensions_mut().insert(SpanData {
@@ -315,28 +398,22 @@ where
         let Some(d) = ext.get_mut::<SpanData>() else {
             return;
         };
-        let mut v = Fields {
-            out: &mut d.fields,
-            message: None,
-            name: None,
-        };
-        values.record(&mut v);
-        if let Some(n) = v.name {
-            d.display = display_name(meta.name(), Some(n));
+        if let Some(n) = record_span_fields(meta, &mut d.fields, &|v| values.record(v)) {
+            d.display = n;
             // Threads that cached the old name look it up again.
             let token = cache::new_token();
             cache::publish(self.stack, id.into_u64(), d.token, token);
             d.token = token;
         }
-        no_nul(&mut d.fields);
-        // The whole description again, with every field so far: a reader keeps the last.
+        // The whole description again, with every field's last value: a reader keeps the last.
+        // Its text is bounded, so this costs the same however often the span records.
         let _ = bridge::span_info(
             d.key,
             id.into_u64(),
             level_byte(meta.level()),
             meta.name(),
             meta.target(),
-            &d.fields,
+            d.fields.text(),
         );
     }
 
@@ -359,12 +436,10 @@ where
         let write = |msg: &mut String, fields: &mut String| {
             msg.clear();
             fields.clear();
-            let mut v = Fields {
-                out: fields,
-                message: Some(msg),
-                name: None,
-            };
-            event.record(&mut v);
+            event.record(&mut Visitor(EventFields {
+                out: &mut *fields,
+                message: &mut *msg,
+            }));
             no_nul(msg);
             no_nul(fields);
             let _ = bridge::event(
@@ -396,7 +471,10 @@ where
     #[inline(always)]
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let raw = id.into_u64();
-        if cache::with_cached(self.stack, raw, |e| bridge::enter(&e.name, e.key, raw)).is_some() {
+        let stack = self.stack;
+        if cache::with_cached(stack, raw, |e| bridge::enter_in(stack, &e.name, e.key, raw))
+            .is_some()
+        {
             return;
         }
         enter_slow(self.stack, raw, ctx.span(id));
@@ -404,16 +482,20 @@ where
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         if let Some(span) = ctx.span(&id) {
-            if let Some(d) = span.extensions().get::<SpanData>() {
+            // Taken out (the Registry would drop it next): its fields' room serves a new span.
+            let d = span.extensions_mut().remove::<SpanData>();
+            if let Some(d) = d {
                 cache::retire(self.stack, id.into_u64(), d.token);
+                d.fields.give();
             }
         }
     }
 
     #[inline(always)]
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        // The thread's stack knows the entry by its `tracing` id: no lookup here.
-        bridge::exit(id.into_u64());
+        // The thread's stack knows the entry by its `tracing` id and this layer's stack (another
+        // subscriber's span may have the same id): no lookup here.
+        bridge::exit_in(self.stack, id.into_u64());
     }
 }
 
