@@ -188,7 +188,8 @@ impl Installed {
 
     /// Finishes the mode's output (our recording is finished and its file assembled;
     /// tracing-chrome's file written out) and removes the file once measured: the figures are
-    /// what is kept, not the recordings.
+    /// what is kept, not the recordings; with `TYPHON_BENCH_KEEP=1` in the environment the file
+    /// stays, its path said on stderr (to look into it with `typhon-rec stats`).
     pub fn finish(self) -> Result<Finished, String> {
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         match self {
@@ -202,7 +203,9 @@ impl Installed {
                     records: s.user_written(),
                     missed: s.total_missed(),
                 };
-                remove_recording(&path);
+                if remove(&path) {
+                    remove_recording(&path);
+                }
                 Ok(f)
             }
             Installed::Chrome(guard, path) => {
@@ -211,11 +214,22 @@ impl Installed {
                     file_bytes: size(&path),
                     ..Finished::default()
                 };
-                let _ = std::fs::remove_file(&path);
+                if remove(&path) {
+                    let _ = std::fs::remove_file(&path);
+                }
                 Ok(f)
             }
         }
     }
+}
+
+/// Whether the output at `path` is to be removed: not when `TYPHON_BENCH_KEEP=1` keeps it.
+fn remove(path: &Path) -> bool {
+    if std::env::var_os("TYPHON_BENCH_KEEP").is_some_and(|v| v == "1") {
+        eprintln!("kept {}", path.display());
+        return false;
+    }
+    true
 }
 
 /// Removes a recording and the parts directory it may have left.
@@ -235,6 +249,15 @@ pub fn process_cpu_ns() -> u64 {
     }
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
     tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// The CPU time of the recorder's own threads (flusher and compressor; schedstat), ns: read it
+/// before [`Installed::finish`], which ends them.
+pub fn recorder_threads_cpu_ns() -> u64 {
+    ["typhon-flusher", "typhon-compress"]
+        .iter()
+        .filter_map(|n| crate::own_threads::thread_cpu_ns(n))
+        .sum()
 }
 
 /// The calling thread's CPU time in ns (`CLOCK_THREAD_CPUTIME_ID`), 0 where it cannot be read.

@@ -175,3 +175,45 @@ pub fn table(rows: &[ModeSummary], cost: &str, unit: &str, extras: &[&str]) -> S
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(mode: &str, round: usize, cost: f64) -> Sample {
+        Sample {
+            mode: mode.into(),
+            round,
+            figures: json!({ "cost_ns": cost, "units": 10, "missed": 1, "bytes_per_unit": 7, "extra_ns": cost / 10.0 }),
+        }
+    }
+
+    #[test]
+    fn overheads_are_medians_of_differences_within_a_round() {
+        // Round 1 is slow for both modes alike: the differences stay 2, 3, 4.
+        let s = vec![
+            sample("none", 0, 10e3),
+            sample("typhon", 0, 12e3),
+            sample("none", 1, 100e3),
+            sample("typhon", 1, 103e3),
+            sample("none", 2, 11e3),
+            sample("typhon", 2, 15e3),
+        ];
+        let sum = summarise(&s, &["extra_ns"]);
+        assert_eq!(sum.len(), 2);
+        let ours = &sum[1];
+        assert_eq!(ours.mode, "typhon");
+        assert_eq!(ours.best_ns, 12e3);
+        assert_eq!(ours.median_ns, 15e3);
+        assert_eq!(ours.over_none_ns, 3e3);
+        // No Registry round: no difference to take.
+        assert_eq!(ours.over_registry_ns, 0.0);
+        assert_eq!((ours.missed, ours.units, ours.rounds), (3, 30, 3));
+        assert_eq!(ours.extras, vec![("extra_ns".to_string(), 1500.0)]);
+        let t = table(&sum, "CPU", "request", &["extra"]);
+        assert!(
+            t.contains("| Registry + TyphonLayer (file) | 12.0 µs | 15.0 µs | 3.0 µs | 0.0 µs | 1.5 µs | 7 | 0.0 | 3 |"),
+            "{t}"
+        );
+    }
+}
