@@ -68,7 +68,11 @@
 //! 4. **Flusher throughput**: one producer writes as fast as it can into a 64 MiB ring while the
 //!    flusher drains; the figure is records written to pages divided by the flusher thread's
 //!    on-CPU time (from `/proc/self/task/<tid>/schedstat`), i.e. records per second of flusher
-//!    CPU — into a NullSink and into the file sink.
+//!    CPU — into a NullSink and into the file sink. Then the recorder's own threads at a
+//!    steady rate (one producer, 2 M records/s in 1 ms batches, default ring, file sink):
+//!    the flusher's CPU time per record uncompressed (`flusher_cpu_ns_per_record`), and the
+//!    flusher's and the compressor thread's (`compressor_cpu_ns_per_record`) with zstd at the
+//!    default level, each thread's time from its schedstat, read once it went idle.
 //! 5. **Drops at 5 M records/s**: 2 threads, each writing 2.5 M records/s paced in 1 ms batches
 //!    (sleep until the next batch's deadline), default ring size, for a fixed duration. A
 //!    producer that falls behind its schedule (the machine did not run it) catches up at once,
@@ -95,8 +99,11 @@ mod disabled;
 mod floors;
 mod latency;
 mod load;
+mod own_threads;
 mod peers;
 pub mod plot;
+#[cfg(feature = "real-programs")]
+pub mod real;
 mod report;
 mod targets;
 mod text;
@@ -105,7 +112,8 @@ mod writes;
 
 pub use floors::FloorRing;
 pub use report::{
-    BenchReport, FlusherThroughput, Latency, NsFigure, TargetCheck, ThreadThroughput,
+    BenchReport, FlusherThroughput, Latency, NsFigure, RecorderThreads, TargetCheck,
+    ThreadThroughput,
 };
 pub use timer::{fenced_ticks, ticks, Dither};
 
@@ -171,6 +179,8 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     let fd = Duration::from_millis(if opts.quick { 500 } else { 2000 });
     r.flusher_null = load::flusher(false, fd);
     r.flusher_file = load::flusher(true, fd);
+    off.take(2);
+    r.recorder_threads = own_threads::recorder_threads(fd);
     off.take(2);
     load::drops_at_5m(
         &mut r,

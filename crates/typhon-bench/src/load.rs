@@ -1,6 +1,7 @@
 //! The recorder under load from producer threads: throughput at 1, 2 and 4 threads, the
 //! flusher's drain rate per second of its own CPU, and drops at 5 M records/s.
 
+use crate::own_threads::thread_cpu_ns;
 use crate::report::{BenchReport, FlusherThroughput, ThreadThroughput};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -47,19 +48,6 @@ pub(crate) fn threads(r: &mut BenchReport, per_thread: u64) {
             attempted,
         });
     }
-}
-
-/// On-CPU nanoseconds of the thread named `name` in this process (from schedstat).
-fn thread_cpu_ns(name: &str) -> Option<u64> {
-    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let p = e.path();
-        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-        if comm.trim() == name {
-            let s = std::fs::read_to_string(p.join("schedstat")).ok()?;
-            return s.split_whitespace().next()?.parse().ok();
-        }
-    }
-    None
 }
 
 /// The flusher's drain rate for one sink (the file sink if `to_file`, else a `NullSink`): one

@@ -111,6 +111,44 @@ pub struct FlusherThroughput {
     pub cpu_s: f64,
 }
 
+/// The recorder's own threads at a steady rate into the file sink (one producer, paced): their
+/// CPU time per record, uncompressed and compressed at the default zstd level.
+#[derive(Clone, Debug, Default)]
+pub struct RecorderThreads {
+    /// Records a second the producer wrote.
+    pub rate: f64,
+    /// Records written in the uncompressed run.
+    pub records: u64,
+    /// Flusher CPU ns per record, uncompressed file sink.
+    pub flusher_cpu_ns_per_record: f64,
+    /// Records written in the compressed run.
+    pub zstd_records: u64,
+    /// The zstd level of the compressed run (the default).
+    pub zstd_level: i32,
+    /// Flusher CPU ns per record, compressed file sink (it gathers chunks, the compressor
+    /// compresses and writes them).
+    pub zstd_flusher_cpu_ns_per_record: f64,
+    /// Compressor thread CPU ns per record.
+    pub compressor_cpu_ns_per_record: f64,
+    /// Bytes of the compressed file per record.
+    pub zstd_bytes_per_record: f64,
+    /// Records lost in both runs (should be 0).
+    pub missed: u64,
+}
+
+impl RecorderThreads {
+    /// Records a second the compressing file sink takes on one core (flusher and compressor
+    /// CPU time together), 0 if not measured.
+    pub fn zstd_sink_records_per_s(&self) -> f64 {
+        let ns = self.zstd_flusher_cpu_ns_per_record + self.compressor_cpu_ns_per_record;
+        if ns > 0.0 {
+            1e9 / ns
+        } else {
+            0.0
+        }
+    }
+}
+
 /// A speed target checked as a ratio between two figures of this run.
 #[derive(Clone, Debug)]
 pub struct TargetCheck {
@@ -227,6 +265,8 @@ pub struct BenchReport {
     pub flusher_null: FlusherThroughput,
     /// Flusher into the file sink.
     pub flusher_file: FlusherThroughput,
+    /// The flusher's and the compressor's CPU time per record at a steady rate.
+    pub recorder_threads: RecorderThreads,
     /// Drops at 5 M records/s from 2 threads (default ring).
     pub drops_at_5m: u64,
     /// Records attempted in that phase.
@@ -322,6 +362,14 @@ impl BenchReport {
             ("tracing_chrome_span_ns", self.tracing_chrome_span.median),
             ("tracing_tracy_span_ns", self.tracing_tracy_span.median),
             (
+                "flusher_cpu_ns_per_record",
+                self.recorder_threads.flusher_cpu_ns_per_record,
+            ),
+            (
+                "compressor_cpu_ns_per_record",
+                self.recorder_threads.compressor_cpu_ns_per_record,
+            ),
+            (
                 "first_call_registered_ns",
                 self.latency.first_call_registered,
             ),
@@ -335,6 +383,17 @@ impl BenchReport {
         ] {
             v[k] = json!(x);
         }
+        let t = &self.recorder_threads;
+        v["recorder_threads"] = json!({
+            "rate": t.rate, "records": t.records,
+            "flusher_cpu_ns_per_record": t.flusher_cpu_ns_per_record,
+            "zstd_level": t.zstd_level, "zstd_records": t.zstd_records,
+            "zstd_flusher_cpu_ns_per_record": t.zstd_flusher_cpu_ns_per_record,
+            "compressor_cpu_ns_per_record": t.compressor_cpu_ns_per_record,
+            "zstd_bytes_per_record": t.zstd_bytes_per_record,
+            "zstd_sink_records_per_s": t.zstd_sink_records_per_s(),
+            "missed": t.missed,
+        });
         // Every peer's span beside ours, by name: the profilers' against `span_ns`, the
         // `tracing` bridges' against `tracing_span_ns`.
         v["peers"] = json!({
@@ -436,6 +495,8 @@ mod tests {
             "tracing_event_ns",
             "tracing_chrome_span_ns",
             "tracing_tracy_span_ns",
+            "flusher_cpu_ns_per_record",
+            "compressor_cpu_ns_per_record",
             "tracy_bytes_per_zone",
             "tracy_faults_per_kzone",
             "page_fault_ns",

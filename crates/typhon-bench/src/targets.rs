@@ -148,6 +148,12 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             r.flusher_file.records_per_s,
             40e6,
         ),
+        context(ge(
+            "zstd_sink_records_per_s",
+            "(context) the compressing file sink (flusher + compressor CPU, default zstd level) >= 20 M records/s on one core",
+            r.recorder_threads.zstd_sink_records_per_s(),
+            20e6,
+        )),
         le(
             "disabled_ns",
             "disabled write <= 1 ns (in straight-line code: 8 calls per loop iteration)",

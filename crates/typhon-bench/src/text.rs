@@ -178,6 +178,19 @@ impl fmt::Display for BenchReport {
                 x.cpu_s
             )?;
         }
+        let t = &self.recorder_threads;
+        writeln!(
+            f,
+            "recorder threads at {:.1} M records/s into the file sink: flusher {:.1} ns CPU a record; zstd:{}: flusher {:.1} + compressor {:.1} ns a record ({:.1} M records/s on one core), {:.2} B a record, {} missed",
+            t.rate / 1e6,
+            t.flusher_cpu_ns_per_record,
+            t.zstd_level,
+            t.zstd_flusher_cpu_ns_per_record,
+            t.compressor_cpu_ns_per_record,
+            t.zstd_sink_records_per_s() / 1e6,
+            t.zstd_bytes_per_record,
+            t.missed
+        )?;
         writeln!(
             f,
             "drops at 5 M records/s from 2 threads (default ring): {} of {} (producers at worst {:.1} ms behind schedule, {:.1} ms at most between two drains)",
