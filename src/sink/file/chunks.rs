@@ -36,11 +36,11 @@
 //! The queue is bounded ([`QUEUE`] chunks): when the compressor falls behind, the flusher waits
 //! for it, the rings fill and producers drop records (counted), as with a slow disk; producers
 //! never wait. A chunk the disk refuses is cut back off its file, its pages and records are
-//! reported as lost ([`Compressor::failures`]), and its pending file becomes a tombstone (its
-//! header alone, magic `typhlst1`) so that `recover` neither counts it missing nor adds it.
+//! reported as lost ([`Compressor::failures`]), and its pending file is renamed to a tombstone,
+//! `slot-001.chunk-7.lost` (emptied), so that `recover` neither counts it missing nor adds it.
 
 use super::paths::{
-    at, create_new, create_new_with, open_regular, pending_file, slot_file, LOST_MAGIC,
+    at, create_new, create_new_with, lost_file, open_regular, pending_file, slot_file,
     PENDING_HEADER, PENDING_MAGIC,
 };
 use crate::flush::page::PageRecords;
@@ -235,12 +235,18 @@ struct Writer {
     z: ChunkCompressor,
     out: Vec<u8>,
     failures: Arc<Failures>,
+    /// A pause before each chunk (`TYPHON_COMPRESS_STALL_MS`, for tests: a compressor slower
+    /// than the flusher, so that chunks are queued when the recording is killed).
+    stall: Option<std::time::Duration>,
 }
 
 impl Writer {
     /// Appends the chunk to its part file, then removes its pending file; a chunk the disk
     /// refuses is counted, and its pending file becomes a tombstone.
     fn chunk(&mut self, c: &Full) {
+        if let Some(d) = self.stall {
+            std::thread::sleep(d);
+        }
         let pending = pending_file(&self.dir, c.slot, c.index);
         match self.try_chunk(c) {
             Ok(()) => {
@@ -255,7 +261,7 @@ impl Writer {
             }
             Err(e) => {
                 let e = at(&slot_file(&self.dir, c.slot), "writing", e);
-                tombstone(&pending, c.index);
+                tombstone(&self.dir, c.slot, c.index);
                 self.failures.push((c.slot, e, c.lost()));
             }
         }
@@ -283,17 +289,19 @@ impl Writer {
     }
 }
 
-/// Turns the pending file of a chunk counted lost into its tombstone (its header, magic
-/// [`LOST_MAGIC`]): overwritten in place and cut, which a full disk allows. If that fails, a
-/// later `recover` counts the chunk missing as well as lost: too much, never too little.
-fn tombstone(path: &Path, index: u64) {
-    let head = pending_header(LOST_MAGIC, index);
-    let _ = match open_regular(path, true) {
-        Ok(f) => f
-            .write_all_at(&head, 0)
-            .and_then(|()| f.set_len(PENDING_HEADER)),
-        Err(_) => create_new(path).and_then(|f| f.write_all_at(&head, 0)),
-    };
+/// Turns the pending file of chunk `index` of `slot`, counted lost, into its tombstone
+/// ([`lost_file`]): renamed and cut, which a full disk allows (made empty if there was none).
+/// If that fails, a later `recover` counts the chunk missing as well as lost: too much, never
+/// too little.
+fn tombstone(dir: &Path, slot: u8, index: u64) {
+    let (pending, lost) = (pending_file(dir, slot, index), lost_file(dir, slot, index));
+    if std::fs::rename(&pending, &lost).is_ok() {
+        if let Ok(f) = open_regular(&lost, true) {
+            let _ = f.set_len(0);
+        }
+    } else {
+        let _ = create_new(&lost);
+    }
 }
 
 /// Compresses chunks on its own thread (or inline, where the thread could not be started or
@@ -316,6 +324,10 @@ impl Compressor {
             z,
             out: Vec::new(),
             failures: failures.clone(),
+            stall: std::env::var("TYPHON_COMPRESS_STALL_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(std::time::Duration::from_millis),
         };
         if std::env::var_os("TYPHON_COMPRESS_INLINE").is_some_and(|v| v == "1") {
             return Self::inline(w, failures);
@@ -407,7 +419,7 @@ impl Compressor {
             if let Err(back) = tx.send(full) {
                 // The thread is gone (it panicked): its chunks are counted lost from now on.
                 let c = back.0;
-                tombstone(&pending_file(dir, slot, index), index);
+                tombstone(dir, slot, index);
                 self.failures.push((
                     slot,
                     io::Error::other("the compressor thread stopped"),

@@ -40,10 +40,13 @@ pub(super) fn pending_file(dir: &Path, slot: u8, index: u64) -> PathBuf {
 /// its pages will be (the one its name says), then whole pages.
 pub(super) const PENDING_MAGIC: &[u8; 8] = b"typhpnd1";
 
-/// A pending file whose chunk the disk refused starts with these 8 bytes instead, and holds
-/// only its header: the chunk's pages are counted lost (`losses.json`), and the file says its
-/// index was taken, so `recover` counts the chunk neither missing nor twice.
-pub(super) const LOST_MAGIC: &[u8; 8] = b"typhlst1";
+/// The tombstone of chunk `index` of a slot, which the disk refused (`slot-001.chunk-7.lost`,
+/// empty): its pages are counted lost (`losses.json`), and the name says the index was taken,
+/// so `recover` counts the chunk neither missing nor twice. A name, not bytes: the pending file
+/// is renamed to it, which a full disk allows.
+pub(super) fn lost_file(dir: &Path, slot: u8, index: u64) -> PathBuf {
+    dir.join(lost_name(slot, index))
+}
 
 /// Bytes before a pending file's pages.
 pub(super) const PENDING_HEADER: u64 = 16;
@@ -65,6 +68,8 @@ pub(super) enum Known {
     Slot(u8),
     /// Slot, chunk index.
     Pending(u8, u64),
+    /// Slot, chunk index.
+    Lost(u8, u64),
     AssemblyDat(u32),
     AssemblyJournal(u32),
 }
@@ -98,6 +103,12 @@ pub(super) fn known(name: &str) -> Option<Known> {
                 .and_then(|r| r.split_once(".chunk-"))
             {
                 Known::Pending(u8::try_from(num(n)?).ok()?, num(i)?)
+            } else if let Some((n, i)) = name
+                .strip_prefix("slot-")
+                .and_then(|r| r.strip_suffix(".lost"))
+                .and_then(|r| r.split_once(".chunk-"))
+            {
+                Known::Lost(u8::try_from(num(n)?).ok()?, num(i)?)
             } else if let Some(n) = name
                 .strip_prefix("assembly-")
                 .and_then(|r| r.strip_suffix(".dat"))
@@ -116,6 +127,7 @@ pub(super) fn known(name: &str) -> Option<Known> {
     let canonical = match k {
         Known::Slot(s) => slot_name(s),
         Known::Pending(s, i) => pending_name(s, i),
+        Known::Lost(s, i) => lost_name(s, i),
         Known::AssemblyDat(n) => format!("assembly-{n}.dat"),
         Known::AssemblyJournal(n) => format!("assembly-{n}.journal"),
         _ => return Some(k),
@@ -129,6 +141,10 @@ fn slot_name(slot: u8) -> String {
 
 fn pending_name(slot: u8, index: u64) -> String {
     format!("slot-{slot:03}.chunk-{index}.pending")
+}
+
+fn lost_name(slot: u8, index: u64) -> String {
+    format!("slot-{slot:03}.chunk-{index}.lost")
 }
 
 /// What an assembly's journal says: the slots the assembly holds (slot, offset, length), and,
@@ -194,7 +210,9 @@ pub(super) fn looks_ours(k: Known, path: &Path) -> bool {
             read_small(path, 64 * 1024).is_ok_and(|t| parse_journal(&t).is_some())
         }
         // Empty, or the header's start (a kill between the create and the header's write).
-        Known::Pending(..) => begins_as(path, PENDING_MAGIC) || begins_as(path, LOST_MAGIC),
+        Known::Pending(..) => begins_as(path, PENDING_MAGIC),
+        // A renamed pending file: its pages were counted lost.
+        Known::Lost(..) => begins_as(path, PENDING_MAGIC),
         _ => true,
     }
 }

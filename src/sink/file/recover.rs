@@ -28,7 +28,8 @@ pub struct Recovered {
     /// Missed counts carried by the pages.
     pub missed: u64,
     /// Pages that did not load or whose records stopped at a damaged one. They are kept in the
-    /// file as they are; their records from the damage on are in no count.
+    /// file as they are; their records from the damage on are in no count. (With the pages
+    /// of a compressed recording's damaged chunks, which are left out: `damaged_chunks`.)
     pub damaged_pages: u64,
     /// Of `damaged_pages`, those that are all zero (a sparse or zeroed part file): no page
     /// the recorder writes is.
@@ -590,21 +591,25 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
     }
     // A compressed slot's chunks not yet in its part file: its pending files, in index order;
     // and the chunks it handed over that are nowhere.
-    let mut pendings: BTreeMap<u8, Vec<(u64, PathBuf)>> = BTreeMap::new();
+    let mut pendings: BTreeMap<u8, Vec<(u64, PathBuf, bool)>> = BTreeMap::new();
     for (k, path) in &entries {
-        if let Known::Pending(slot, index) = *k {
+        if let Known::Pending(slot, index) | Known::Lost(slot, index) = *k {
+            let lost = matches!(k, Known::Lost(..));
             pendings
                 .entry(slot)
                 .or_default()
-                .push((index, path.clone()));
+                .push((index, path.clone(), lost));
         }
+    }
+    for files in pendings.values_mut() {
+        files.sort_by_key(|f| f.0);
     }
     for &(slot, _) in &counts.chunks {
         pendings.entry(slot).or_default();
     }
     for (slot, files) in pendings {
         let Compression::Zstd { level } = compression else {
-            for (_, path) in files {
+            for (_, path, _) in files {
                 rec.errors.push(format!(
                     "{} belongs to a compressed recording, this one is not: not read, left as it is",
                     path.display()

@@ -12,7 +12,7 @@
 
 use super::super::assemble::Source;
 use super::super::paths::*;
-use super::chunks::Walk;
+use super::chunks::{chunk_sizes, Walk};
 use crate::sink::tracedat::{decompress_chunk, ChunkCompressor, CHUNK_HEADER};
 use std::collections::BTreeSet;
 use std::io;
@@ -93,26 +93,21 @@ fn open(s: &Slot<'_>, index: u64, path: &Path) -> io::Result<(Pending, u64)> {
             path.display()
         )));
     }
-    p.tombstone = &head[..8] == LOST_MAGIC;
-    if p.tombstone && len > PENDING_HEADER {
-        return Err(invalid(format!(
-            "{}: a tombstone (a chunk counted lost) holding {} bytes after its header: not used, left as it is",
-            path.display(),
-            len - PENDING_HEADER
-        )));
-    }
     p.pages = (len - PENDING_HEADER) / s.page;
     Ok((p, (len - PENDING_HEADER) % s.page))
 }
 
-/// Whether the `len` bytes at `at_` in the part file are one chunk of exactly `pages`.
+/// Whether the `len` bytes at `at_` in the part file are one chunk that starts with `pages`
+/// (all of them; or the first ones, when writing the rest to the pending file failed).
 fn chunk_is(src: &Source, at_: u64, len: u64, pages: &[u8]) -> bool {
     let mut z = vec![0u8; len as usize];
     let mut data = Vec::new();
-    src.file.read_exact_at(&mut z, at_).is_ok()
-        && u32::try_from(pages.len()).is_ok_and(|n| {
-            decompress_chunk(&z[CHUNK_HEADER..], n, &mut data).is_ok() && data == pages
-        })
+    let mut h = [0u8; CHUNK_HEADER];
+    src.file.read_exact_at(&mut z, at_).is_ok() && {
+        h.copy_from_slice(&z[..CHUNK_HEADER]);
+        let (_, u) = chunk_sizes(&h);
+        decompress_chunk(&z[CHUNK_HEADER..], u, &mut data).is_ok() && data.starts_with(pages)
+    }
 }
 
 /// Makes slot `s.slot`'s pending files (`files`: name index, path; in index order) the next
@@ -122,12 +117,22 @@ fn chunk_is(src: &Source, at_: u64, len: u64, pages: &[u8]) -> bool {
 pub(super) fn add_pending(
     dir: &Path,
     s: &Slot<'_>,
-    files: &[(u64, PathBuf)],
+    files: &[(u64, PathBuf, bool)],
     src: &mut Option<Source>,
 ) -> io::Result<Added> {
     let mut a = Added::default();
     let mut found = Vec::new();
-    for (index, path) in files {
+    for (index, path, lost) in files {
+        if *lost {
+            // A tombstone: whatever it holds, the chunk was counted lost while recording.
+            found.push(Pending {
+                index: *index,
+                path: path.clone(),
+                tombstone: true,
+                pages: 0,
+            });
+            continue;
+        }
         match open(s, *index, path) {
             Ok((p, torn)) => {
                 a.torn_bytes += torn;
@@ -151,7 +156,8 @@ pub(super) fn add_pending(
             }
         }
     }
-    if let Some(src) = src.as_ref().filter(|s| !s.remove) {
+    let part = slot_file(dir, s.slot);
+    if let Some(src) = src.as_ref().filter(|src| src.path != part) {
         if let Some(p) = found.iter().find(|p| !p.tombstone && p.pages > 0) {
             a.errors.push(format!(
                 "{}: slot {}'s chunks are in an assembly already ({}); not used, left as it is",
@@ -271,14 +277,16 @@ fn append(dir: &Path, s: &Slot<'_>, add: &[&Pending], src: &mut Option<Source>) 
     let mut z = ChunkCompressor::new(s.level).map_err(|e| at(&part, "compressing", e))?;
     // The source is replaced only once every chunk is appended: after a failure it still
     // describes the chunks the part file held (the bytes after them are in no count).
-    let (file, mut end, mut ranges, mut chunks) = match src.as_ref() {
+    // (A part file kept for a look, a chunk of it damaged, stays kept.)
+    let (file, mut end, mut ranges, mut chunks, remove) = match src.as_ref() {
         Some(src) => (
             open_regular(&src.path, true)?,
             s.walk.map_or(0, |w| w.end),
             src.extents(),
             src.chunks.unwrap_or(0),
+            src.remove,
         ),
-        None => (create_new_with(&part, false)?, 0, Vec::new(), 0),
+        None => (create_new_with(&part, false)?, 0, Vec::new(), 0, true),
     };
     file.set_len(end).map_err(|e| at(&part, "writing", e))?;
     let mut data = Vec::new();
@@ -307,7 +315,7 @@ fn append(dir: &Path, s: &Slot<'_>, add: &[&Pending], src: &mut Option<Source>) 
         file,
         offset: 0,
         len,
-        remove: true,
+        remove,
         chunks: Some(chunks),
         ranges,
     });
