@@ -39,8 +39,9 @@ pub struct Recovered {
     /// decompress, and what follows it). Left out of the file: a partial page is not a
     /// sub-buffer.
     pub torn_bytes: u64,
-    /// Compressed recordings: chunks left out as torn (at most one per slot after a kill).
-    /// Their pages are unknown, so in no other count.
+    /// Compressed recordings: chunks left out as torn (at most one per slot after a kill; its
+    /// pages are then in its pending file, made a chunk again). A torn chunk whose pending file
+    /// is gone (the part file cut by hand) is also in `missing_chunks` when the indices show it.
     pub torn_chunks: u64,
     /// Compressed recordings: chunks that do not decompress (or whose sizes cannot be
     /// right), left out; their pages are in `damaged_pages`. Each is in `errors`.
