@@ -11,9 +11,9 @@
 //! ```
 //!
 //! The part file is the chunks back to back (`u32 compressed size, u32 uncompressed size,
-//! frame` each, [`crate::tracedat::compress`]), chunk `i` at position `i` (a chunk the disk
-//! refused leaves a tombstone, below): finishing copies them as they are after the chunk count
-//! into the v7 file; `recover` reads them one by one.
+//! frame` each, [`crate::tracedat::compress`]), in index order (a chunk the disk refused is
+//! not there and leaves a tombstone, below): finishing copies them as they are after the chunk
+//! count into the v7 file; `recover` reads them one by one.
 //!
 //! Every page stays on disk from the flush cycle that took it until its chunk is in the part
 //! file, so a kill loses at most what an uncompressed recording loses (the pages of the cycle
