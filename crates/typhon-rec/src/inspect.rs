@@ -49,6 +49,12 @@ pub(crate) struct Session {
     damaged_pages: u64,
     torn_bytes: u64,
     unreadable_pages: u64,
+    /// A recovered compressed recording's chunks that were missing (their pages lost), and
+    /// those left out as damaged or repeated.
+    missing_chunks: u64,
+    missing_pages: u64,
+    damaged_chunks: u64,
+    duplicate_chunks: u64,
 }
 
 impl Session {
@@ -102,6 +108,10 @@ impl Session {
         s.damaged_pages = n(ses, "damaged_pages");
         s.torn_bytes = n(ses, "torn_bytes");
         s.unreadable_pages = n(ses, "unreadable_pages");
+        s.missing_chunks = n(ses, "missing_chunks");
+        s.missing_pages = n(ses, "missing_pages");
+        s.damaged_chunks = n(ses, "damaged_chunks");
+        s.duplicate_chunks = n(ses, "duplicate_chunks");
         s
     }
 
@@ -136,6 +146,10 @@ impl Losses {
                 ("recovered_damaged_pages", s.damaged_pages),
                 ("unreadable_pages", s.unreadable_pages),
                 ("torn_bytes", s.torn_bytes),
+                ("missing_pages", s.missing_pages),
+                ("missing_chunks", s.missing_chunks),
+                ("damaged_chunks", s.damaged_chunks),
+                ("duplicate_chunks", s.duplicate_chunks),
                 ("clamped", s.total(|c| c.clamped)),
                 ("unclosed", s.total(|c| c.unclosed)),
             ],
@@ -448,6 +462,11 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             })).collect::<Vec<_>>(),
         });
         v["durations"] = durations.json(&tb);
+        // (Beside the object above: one macro call that large exceeds the recursion limit.)
+        v["missing_chunks"] = session.missing_chunks.into();
+        v["missing_pages"] = session.missing_pages.into();
+        v["damaged_chunks"] = session.damaged_chunks.into();
+        v["duplicate_chunks"] = session.duplicate_chunks.into();
         v["losses"] = losses
             .lost
             .iter()
@@ -487,6 +506,15 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             "recovered file: {} damaged pages kept, {} torn bytes left out, {} unreadable pages",
             session.damaged_pages, session.torn_bytes, session.unreadable_pages
         );
+        if session.missing_chunks + session.damaged_chunks + session.duplicate_chunks > 0 {
+            println!(
+                "recovered chunks: {} missing ({} pages lost), {} damaged (left out, their pages in the damaged pages), {} repeated (left out)",
+                session.missing_chunks,
+                session.missing_pages,
+                session.damaged_chunks,
+                session.duplicate_chunks
+            );
+        }
     }
     println!(
         "attempted {}, written {}, missed {}, refused {}, filtered {}, no_slot {}, \
@@ -700,6 +728,24 @@ pub fn recover(out: &Path) -> Res {
             println!(
                 "  unreadable: {} pages (written as empty pages; their records are lost)",
                 r.unreadable_pages
+            );
+        }
+        if r.missing_chunks > 0 || r.missing_pages > 0 {
+            println!(
+                "  missing: {} compressed chunks and {} pages the parts should hold and do not (lost)",
+                r.missing_chunks, r.missing_pages
+            );
+        }
+        if r.damaged_chunks > 0 {
+            println!(
+                "  left out: {} compressed chunks that do not decompress (their pages are counted damaged)",
+                r.damaged_chunks
+            );
+        }
+        if r.duplicate_chunks > 0 {
+            println!(
+                "  left out: {} compressed chunks that repeat an earlier one (their records are counted once)",
+                r.duplicate_chunks
             );
         }
         if r.torn_chunks > 0 {

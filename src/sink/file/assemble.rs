@@ -51,6 +51,20 @@ pub(super) struct Source {
     pub(super) remove: bool,
     /// `Some(n)`: the bytes are `n` compressed chunks, not pages.
     pub(super) chunks: Option<u32>,
+    /// (offset, length) of the runs of the file that make the `len` bytes, in order, when
+    /// they are not all of `offset..offset + len` (`recover` leaves out a damaged chunk).
+    pub(super) ranges: Vec<(u64, u64)>,
+}
+
+impl Source {
+    /// The runs of the file that hold the source's bytes.
+    pub(super) fn extents(&self) -> Vec<(u64, u64)> {
+        if self.ranges.is_empty() {
+            vec![(self.offset, self.len)]
+        } else {
+            self.ranges.clone()
+        }
+    }
 }
 
 /// A page that could not be read: (slot, page index in the slot, error).
@@ -63,7 +77,10 @@ pub(super) struct PageSource {
     file: Option<File>,
     path: PathBuf,
     slot: u8,
-    offset: u64,
+    /// The runs of the file to read, and the place in the current one.
+    runs: Vec<(u64, u64)>,
+    run: usize,
+    in_run: u64,
     len: u64,
     pos: u64,
     page: u64,
@@ -79,18 +96,29 @@ impl Read for PageSource {
         let Some(file) = &self.file else {
             return Ok(0);
         };
+        while self.runs.get(self.run).is_some_and(|r| self.in_run >= r.1) {
+            self.run += 1;
+            self.in_run = 0;
+        }
+        let Some(&(run_at, run_len)) = self.runs.get(self.run) else {
+            return Ok(0);
+        };
         let page_end = ((self.pos / self.page + 1) * self.page).min(self.len);
-        let n = buf.len().min((page_end - self.pos) as usize);
+        let n = buf
+            .len()
+            .min((page_end - self.pos) as usize)
+            .min((run_len - self.in_run) as usize);
         let e = loop {
-            match file.read_at(&mut buf[..n], self.offset + self.pos) {
+            match file.read_at(&mut buf[..n], run_at + self.in_run) {
                 Ok(0) => {
                     break io::Error::new(
                         io::ErrorKind::UnexpectedEof,
-                        format!("ends before byte {}", self.offset + self.len),
+                        format!("ends before byte {}", run_at + run_len),
                     )
                 }
                 Ok(k) => {
                     self.pos += k as u64;
+                    self.in_run += k as u64;
                     self.close_at_end();
                     return Ok(k);
                 }
@@ -107,6 +135,7 @@ impl Read for PageSource {
             .push((self.slot, self.pos / self.page, e.to_string()));
         buf[..n].fill(0);
         self.pos += n as u64;
+        self.in_run += n as u64;
         self.close_at_end();
         Ok(n)
     }
@@ -166,11 +195,14 @@ pub(super) fn assemble(
             let len = s.len;
             let slot = s.slot;
             let chunks = s.chunks;
+            let runs = s.extents();
             let src = PageSource {
                 file: Some(s.file),
                 path: s.path,
                 slot,
-                offset: s.offset,
+                runs,
+                run: 0,
+                in_run: 0,
                 len,
                 pos: 0,
                 page,

@@ -1,37 +1,48 @@
 //! A compressed recording's part files: each slot's pages gathered into chunks on the
 //! flusher's side ([`Gather`]), compressed and appended by a compressor thread
-//! ([`Compressor`]), so the disk only ever sees compressed bytes and the flusher goes back to
-//! draining the rings while a chunk is compressed.
+//! ([`Compressor`]), so the flusher goes back to draining the rings while a chunk is compressed.
 //!
 //! ```text
 //!   flusher: write_page ──▶ Gather (≤ chunk_pages pages) ──full──▶ queue ──▶ compressor thread
-//!                             │ end of each flush cycle                       │ zstd frame
-//!                             ▼                                               ▼
-//!            slot-001.pending: "typhpnd1", u64 chunk index, the gathered pages   slot-001.pages: chunks
+//!              │ end of each flush cycle, and at the hand-over         │ 1. zstd frame, appended
+//!              ▼                                                       ▼    to slot-001.pages
+//!   slot-001.chunk-7.pending: "typhpnd1", u64 index 7, the chunk's pages   2. chunk-7.pending
+//!   (one file per chunk not yet in the part file)                             removed
 //! ```
 //!
 //! The part file is the chunks back to back (`u32 compressed size, u32 uncompressed size,
-//! frame` each, [`crate::tracedat::compress`]): finishing copies them as they are after the
-//! chunk count into the v7 file; `recover` reads them one by one and stops at a torn one.
+//! frame` each, [`crate::tracedat::compress`]), in index order (a chunk the disk refused is
+//! not there and leaves a tombstone, below): finishing copies them as they are after the chunk
+//! count into the v7 file; `recover` reads them one by one.
+//!
+//! Every page stays on disk from the flush cycle that took it until its chunk is in the part
+//! file, so a kill loses at most what an uncompressed recording loses (the pages of the cycle
+//! it interrupts), whether the chunk was still gathering, queued or being compressed: the
+//! gathered pages go to their chunk's pending file at the end of every flush cycle, and the
+//! rest of a chunk's pages when it is handed over; the compressor removes the file once the
+//! chunk is appended. `recover` makes the pending files of chunks the part file does not hold
+//! the slot's next chunks, in index order; an index the part file and the pending files do not
+//! account for is a missing chunk, whose `chunk_pages` pages it counts lost (see
+//! `recover::chunks`). A kill between the append and the removal leaves both: `recover` sees
+//! that the part file's last chunk is those pages.
 //!
 //! A chunk goes to the thread only when it is full (or when the recording finishes): a light
 //! recording's flush cycles hold a page or two per slot, and chunks cut at every cycle would
 //! be small and compress worse (the default demo: 10.1 bytes a record against 9.1 in whole
-//! chunks). Until its chunk is full, a slot's gathered pages are written as they are to its
-//! pending file at the end of every flush cycle, so a kill loses none of them: `recover` makes
-//! them the slot's last chunk, unless the part file already holds the chunk of that index
-//! (a kill after the chunk was written, before the pending file was cleared). A kill loses
-//! only the full chunks still queued, [`QUEUE`], beyond what an uncompressed recording loses.
-//! Pending pages go to the kernel's page cache and are cut once their chunk is handed over,
-//! normally long before the kernel writes dirty pages back (30 s by default): the disk sees
-//! the compressed chunks. (Under the heavy demo, 4 × 200 000 records/s, about 70% of the pages
-//! pass through a pending file; the flusher's cost is a copy of each into the page cache.)
-//! The queue is bounded: when the compressor falls behind, the flusher waits for it, the rings
-//! fill and producers drop records (counted), as with a slow disk; producers never wait.
-//! A chunk the disk refuses is cut back off its file and its pages and records are reported as
-//! lost ([`Compressor::failures`]), so they are counted.
+//! chunks). Pending pages go to the kernel's page cache and are removed milliseconds later,
+//! once their chunk is written, normally long before the kernel writes dirty pages back (30 s
+//! by default): the disk sees the compressed chunks. The flusher's cost is a copy of each page
+//! into the page cache.
+//! The queue is bounded ([`QUEUE`] chunks): when the compressor falls behind, the flusher waits
+//! for it, the rings fill and producers drop records (counted), as with a slow disk; producers
+//! never wait. A chunk the disk refuses is cut back off its file, its pages and records are
+//! reported as lost ([`Compressor::failures`]), and its pending file is renamed to a tombstone,
+//! `slot-001.chunk-7.lost` (emptied), so that `recover` neither counts it missing nor adds it.
 
-use super::paths::{at, create_new_with, pending_file, slot_file, PENDING_HEADER, PENDING_MAGIC};
+use super::paths::{
+    at, create_new, create_new_with, lost_file, open_regular, pending_file, slot_file,
+    PENDING_HEADER, PENDING_MAGIC,
+};
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::ChunkCompressor;
 use std::fs::File;
@@ -48,6 +59,14 @@ pub(super) const QUEUE: usize = 8;
 /// Pages and records of a chunk.
 pub(super) type Lost = (u64, u64);
 
+/// A pending file's header: the magic, then the chunk's index.
+fn pending_header(magic: &[u8; 8], index: u64) -> [u8; PENDING_HEADER as usize] {
+    let mut head = [0u8; PENDING_HEADER as usize];
+    head[..8].copy_from_slice(magic);
+    head[8..].copy_from_slice(&index.to_le_bytes());
+    head
+}
+
 /// A slot's pages waiting to become a chunk (on the flusher's side), and its pending file.
 #[derive(Default)]
 pub(super) struct Gather {
@@ -57,10 +76,9 @@ pub(super) struct Gather {
     sent: u64,
     /// The gathered pages already in the pending file.
     kept: u64,
-    /// The pending file (made at the first flush cycle that ends with pages gathered).
+    /// The chunk's pending file (made at the first flush cycle that ends with pages gathered,
+    /// or at the hand-over).
     file: Option<File>,
-    /// The pending file holds pages of a chunk already handed over: cut it before reuse.
-    stale: bool,
 }
 
 impl Gather {
@@ -71,31 +89,26 @@ impl Gather {
         self.pages >= chunk_pages
     }
 
-    /// The records of the gathered pages: counted only when a chunk is lost, so the flusher
-    /// does not walk every record of every page it hands over.
-    fn records(&self, page_size: usize) -> u64 {
-        self.data
-            .chunks_exact(page_size.max(1))
-            .map(|p| PageRecords::new(p).map_or(0, |r| r.count() as u64))
-            .sum()
-    }
-
     pub(super) fn is_empty(&self) -> bool {
         self.pages == 0
     }
 
-    /// Writes the gathered pages not yet in the slot's pending file to it (the end of a flush
-    /// cycle), so a kill before the chunk is full loses none of them. The first pages of a
-    /// chunk replace what the file held (the pages of a chunk already handed over) and write
-    /// the header naming the chunk's index; later ones are appended. After a failed write
-    /// the next cycle writes the whole gather again.
+    /// Chunks of this slot handed to the compressor.
+    pub(super) fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Writes the gathered pages not yet in the chunk's pending file to it (the end of a flush
+    /// cycle, and the hand-over), so a kill before the chunk is in the part file loses none of
+    /// them. The first write makes the file and its header. After a failed write the next one
+    /// writes the whole gather again.
     pub(super) fn keep(&mut self, dir: &Path, slot: u8) -> io::Result<()> {
         if self.pages == self.kept {
             return Ok(());
         }
-        let path = pending_file(dir, slot);
+        let path = pending_file(dir, slot, self.sent);
         if self.file.is_none() {
-            self.file = Some(create_new_with(&path, false)?);
+            self.file = Some(create_new(&path)?);
         }
         let Some(f) = self.file.as_ref() else {
             unreachable!("made just above")
@@ -104,14 +117,7 @@ impl Gather {
         let from = self.kept as usize * page;
         let r = (|| {
             if self.kept == 0 {
-                if self.stale {
-                    f.set_len(0)?;
-                    self.stale = false;
-                }
-                let mut head = [0u8; PENDING_HEADER as usize];
-                head[..8].copy_from_slice(PENDING_MAGIC);
-                head[8..].copy_from_slice(&self.sent.to_le_bytes());
-                f.write_all_at(&head, 0)?;
+                f.write_all_at(&pending_header(PENDING_MAGIC, self.sent), 0)?;
             }
             f.write_all_at(&self.data[from..], PENDING_HEADER + from as u64)
         })();
@@ -122,29 +128,40 @@ impl Gather {
             }
             Err(e) => {
                 self.kept = 0;
-                self.stale = true;
                 Err(at(&path, "writing", e))
             }
         }
     }
 
     /// The gathered pages went to the compressor as chunk `sent`: the next ones are the next
-    /// chunk's, and what the pending file holds is stale.
+    /// chunk's, in a file of their own.
     fn handed_over(&mut self) {
         self.sent += 1;
-        self.stale |= self.kept > 0;
         self.kept = 0;
+        self.file = None;
+    }
+}
+
+/// A full chunk on its way to the compressor.
+struct Full {
+    slot: u8,
+    index: u64,
+    data: Vec<u8>,
+    pages: u64,
+}
+
+impl Full {
+    /// The chunk's records: counted only when it is lost, so the flusher does not walk every
+    /// record of every page it hands over.
+    fn records(&self) -> u64 {
+        self.data
+            .chunks_exact((self.data.len() / self.pages.max(1) as usize).max(1))
+            .map(|p| PageRecords::new(p).map_or(0, |r| r.count() as u64))
+            .sum()
     }
 
-    /// Removes the pending file, once every chunk handed over is written or counted lost.
-    pub(super) fn forget_pending(&mut self, dir: &Path, slot: u8) -> io::Result<()> {
-        match self.file.take() {
-            Some(_) => {
-                let path = pending_file(dir, slot);
-                std::fs::remove_file(&path).map_err(|e| at(&path, "removing", e))
-            }
-            None => Ok(()),
-        }
+    fn lost(&self) -> Lost {
+        (self.pages, self.records())
     }
 }
 
@@ -218,24 +235,44 @@ struct Writer {
     z: ChunkCompressor,
     out: Vec<u8>,
     failures: Arc<Failures>,
+    /// A pause before each chunk (`TYPHON_COMPRESS_STALL_MS`, for tests: a compressor slower
+    /// than the flusher, so that chunks are queued when the recording is killed).
+    stall: Option<std::time::Duration>,
 }
 
 impl Writer {
-    fn chunk(&mut self, slot: u8, g: &Gather) {
-        let r = self.try_chunk(slot, g);
-        if let Err(e) = r {
-            let e = at(&slot_file(&self.dir, slot), "writing", e);
-            let records = g.records(g.data.len() / g.pages.max(1) as usize);
-            self.failures.push((slot, e, (g.pages, records)));
+    /// Appends the chunk to its part file, then removes its pending file; a chunk the disk
+    /// refuses is counted, and its pending file becomes a tombstone.
+    fn chunk(&mut self, c: &Full) {
+        if let Some(d) = self.stall {
+            std::thread::sleep(d);
+        }
+        let pending = pending_file(&self.dir, c.slot, c.index);
+        match self.try_chunk(c) {
+            Ok(()) => {
+                if let Err(e) = std::fs::remove_file(&pending) {
+                    if e.kind() != io::ErrorKind::NotFound {
+                        // The chunk is written: a pending file left behind costs nothing
+                        // (`recover` sees that the part file holds its pages).
+                        let e = at(&pending, "removing", e);
+                        self.failures.push((c.slot, e, (0, 0)));
+                    }
+                }
+            }
+            Err(e) => {
+                let e = at(&slot_file(&self.dir, c.slot), "writing", e);
+                tombstone(&self.dir, c.slot, c.index);
+                self.failures.push((c.slot, e, c.lost()));
+            }
         }
     }
 
-    fn try_chunk(&mut self, slot: u8, g: &Gather) -> io::Result<()> {
-        let entry = &mut self.files[slot as usize];
+    fn try_chunk(&mut self, c: &Full) -> io::Result<()> {
+        let entry = &mut self.files[c.slot as usize];
         let f = match entry {
             Some(f) => f,
             None => {
-                let path = slot_file(&self.dir, slot);
+                let path = slot_file(&self.dir, c.slot);
                 let file = create_new_with(&path, true)?;
                 entry.insert(ChunkFile {
                     path,
@@ -247,19 +284,30 @@ impl Writer {
             }
         };
         self.out.clear();
-        self.z.chunk(&g.data, &mut self.out)?;
+        self.z.chunk(&c.data, &mut self.out)?;
         f.append(&self.out)
     }
 }
 
-enum Job {
-    Chunk(u8, Gather),
+/// Turns the pending file of chunk `index` of `slot`, counted lost, into its tombstone
+/// ([`lost_file`]): renamed and cut, which a full disk allows (made empty if there was none).
+/// If that fails, a later `recover` counts the chunk missing as well as lost: too much, never
+/// too little.
+fn tombstone(dir: &Path, slot: u8, index: u64) {
+    let (pending, lost) = (pending_file(dir, slot, index), lost_file(dir, slot, index));
+    if std::fs::rename(&pending, &lost).is_ok() {
+        if let Ok(f) = open_regular(&lost, true) {
+            let _ = f.set_len(0);
+        }
+    } else {
+        let _ = create_new(&lost);
+    }
 }
 
 /// Compresses chunks on its own thread (or inline, where the thread could not be started or
 /// `TYPHON_COMPRESS_INLINE=1` asks for it, to measure the difference).
 pub(super) struct Compressor {
-    tx: Option<SyncSender<Job>>,
+    tx: Option<SyncSender<Full>>,
     /// Emptied buffers coming back, reused for the next chunks.
     spare: Option<Receiver<Vec<u8>>>,
     thread: Option<std::thread::JoinHandle<Writer>>,
@@ -276,11 +324,15 @@ impl Compressor {
             z,
             out: Vec::new(),
             failures: failures.clone(),
+            stall: std::env::var("TYPHON_COMPRESS_STALL_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(std::time::Duration::from_millis),
         };
         if std::env::var_os("TYPHON_COMPRESS_INLINE").is_some_and(|v| v == "1") {
             return Self::inline(w, failures);
         }
-        let (tx, rx) = sync_channel::<Job>(QUEUE);
+        let (tx, rx) = sync_channel::<Full>(QUEUE);
         let (stx, srx) = sync_channel::<Vec<u8>>(QUEUE + 2);
         let (wtx, wrx) = std::sync::mpsc::channel::<Writer>();
         let spawned = std::thread::Builder::new()
@@ -289,11 +341,11 @@ impl Compressor {
                 let Ok(mut w) = wrx.recv() else {
                     unreachable!("the writer is sent right after the spawn")
                 };
-                for Job::Chunk(slot, mut g) in rx {
-                    w.chunk(slot, &g);
-                    g.data.clear();
+                for mut c in rx {
+                    w.chunk(&c);
+                    c.data.clear();
                     // The buffer goes back for reuse, unless enough are waiting already.
-                    let _ = stx.try_send(g.data);
+                    let _ = stx.try_send(c.data);
                 }
                 w
             });
@@ -325,14 +377,30 @@ impl Compressor {
         }
     }
 
-    /// Hands a slot's gathered pages over as one chunk, and leaves `g` empty.
-    pub(super) fn send(&mut self, slot: u8, g: &mut Gather, chunk_bytes: usize) {
+    /// Hands a slot's gathered pages over as one chunk, and leaves `g` empty. The pages not yet
+    /// in the chunk's pending file are written to it first: an error doing so is returned (the
+    /// chunk still goes to the compressor; only a kill before it is written would lose it).
+    pub(super) fn send(
+        &mut self,
+        dir: &Path,
+        slot: u8,
+        g: &mut Gather,
+        chunk_bytes: usize,
+    ) -> io::Result<()> {
+        let kept = g.keep(dir, slot);
+        let index = g.sent;
         if let Some(w) = self.inline.as_mut() {
-            w.chunk(slot, g);
+            let c = Full {
+                slot,
+                index,
+                data: std::mem::take(&mut g.data),
+                pages: std::mem::take(&mut g.pages),
+            };
+            w.chunk(&c);
+            g.data = c.data;
             g.data.clear();
-            g.pages = 0;
             g.handed_over();
-            return;
+            return kept;
         }
         let mut data = self
             .spare
@@ -340,24 +408,26 @@ impl Compressor {
             .and_then(|s| s.try_recv().ok())
             .unwrap_or_default();
         data.reserve(chunk_bytes);
-        let full = Gather {
+        let full = Full {
+            slot,
+            index,
             data: std::mem::replace(&mut g.data, data),
             pages: std::mem::take(&mut g.pages),
-            ..Gather::default()
         };
         g.handed_over();
         if let Some(tx) = &self.tx {
-            if let Err(back) = tx.send(Job::Chunk(slot, full)) {
+            if let Err(back) = tx.send(full) {
                 // The thread is gone (it panicked): its chunks are counted lost from now on.
-                let Job::Chunk(slot, g) = back.0;
-                let records = g.records(g.data.len() / g.pages.max(1) as usize);
+                let c = back.0;
+                tombstone(dir, slot, index);
                 self.failures.push((
                     slot,
                     io::Error::other("the compressor thread stopped"),
-                    (g.pages, records),
+                    c.lost(),
                 ));
             }
         }
+        kept
     }
 
     /// The chunks that could not be written since the last call.

@@ -8,8 +8,10 @@
 //! `pwrite` and no sync (a kill of the process leaves the page cache to the kernel): a kill in
 //! the middle of an update tears at most that half, and the other still holds the previous
 //! counts. Each half is a JSON object padded with spaces:
-//! `{"seq":N,"no_slot":..,"filtered_no_slot":..,"slots":[[slot,filtered,refused,sink_lost,clamped],..]}`
-//! listing only slots with a non-zero counter (256 slots of five u64 fit in a half).
+//! `{"seq":N,"no_slot":..,"filtered_no_slot":..,"slots":[[slot,filtered,refused,sink_lost,clamped],..],"chunks":[[slot,n],..]}`
+//! listing only slots with a non-zero counter (256 slots of five u64 fit in a half). A compressed
+//! recording's `chunks` are the chunks each slot has handed to the compressor: `recover` counts
+//! those that neither the part file nor a pending file holds as missing (a part file cut short).
 
 use super::paths::at;
 use crate::sink::SessionSummary;
@@ -38,10 +40,12 @@ pub(super) struct Counts {
     pub(super) no_slot: u64,
     pub(super) filtered_no_slot: u64,
     pub(super) slots: Vec<SlotCounts>,
+    /// (slot, chunks handed to the compressor), compressed recordings only.
+    pub(super) chunks: Vec<(u8, u64)>,
 }
 
 /// One half: the counters of `now` as JSON, padded with spaces to [`HALF`] bytes.
-fn half_bytes(seq: u64, now: &SessionSummary) -> Vec<u8> {
+fn half_bytes(seq: u64, now: &SessionSummary, chunks: &[(u8, u64)]) -> Vec<u8> {
     let slots: Vec<[u64; 5]> = now
         .slots
         .iter()
@@ -58,7 +62,7 @@ fn half_bytes(seq: u64, now: &SessionSummary) -> Vec<u8> {
         .collect();
     let j = serde_json::json!({
         "seq": seq, "no_slot": now.no_slot, "filtered_no_slot": now.filtered_no_slot,
-        "slots": slots,
+        "slots": slots, "chunks": chunks,
     })
     .to_string();
     let mut b = vec![b' '; HALF];
@@ -73,22 +77,44 @@ fn half_bytes(seq: u64, now: &SessionSummary) -> Vec<u8> {
 pub(super) struct CountersFile {
     file: File,
     seq: u64,
+    /// The last counters written, to write again with new chunk counts.
+    last: SessionSummary,
+    chunks: Vec<(u8, u64)>,
 }
 
 impl CountersFile {
     /// Writes a new counters file at full size (both halves), all counters zero.
     pub(super) fn init(file: File, path: &Path) -> io::Result<Self> {
-        let mut b = half_bytes(0, &SessionSummary::default());
-        b.extend_from_slice(&half_bytes(0, &SessionSummary::default()));
+        let mut b = half_bytes(0, &SessionSummary::default(), &[]);
+        b.extend_from_slice(&half_bytes(0, &SessionSummary::default(), &[]));
         file.write_all_at(&b, 0)
             .map_err(|e| at(path, "writing", e))?;
-        Ok(Self { file, seq: 0 })
+        Ok(Self {
+            file,
+            seq: 0,
+            last: SessionSummary::default(),
+            chunks: Vec::new(),
+        })
     }
 
     /// Overwrites the older half with the counters of `now`.
     pub(super) fn update(&mut self, now: &SessionSummary) -> io::Result<()> {
+        self.last = now.clone();
+        self.write()
+    }
+
+    /// Overwrites the older half with new chunk counts, if they changed.
+    pub(super) fn chunks(&mut self, chunks: Vec<(u8, u64)>) -> io::Result<()> {
+        if chunks == self.chunks {
+            return Ok(());
+        }
+        self.chunks = chunks;
+        self.write()
+    }
+
+    fn write(&mut self) -> io::Result<()> {
         self.seq += 1;
-        let b = half_bytes(self.seq, now);
+        let b = half_bytes(self.seq, &self.last, &self.chunks);
         self.file.write_all_at(&b, (self.seq % 2) * HALF as u64)
     }
 }
@@ -105,7 +131,16 @@ pub(super) fn parse(text: &[u8]) -> Option<Counts> {
                 no_slot: n(&v, "no_slot")?,
                 filtered_no_slot: n(&v, "filtered_no_slot")?,
                 slots: Vec::new(),
+                chunks: Vec::new(),
             };
+            // (Absent in an uncompressed recording's file, and in one made before they were.)
+            for s in v["chunks"].as_array().into_iter().flatten() {
+                let [slot, n] = &s.as_array()?[..] else {
+                    return None;
+                };
+                c.chunks
+                    .push((u8::try_from(slot.as_u64()?).ok()?, n.as_u64()?));
+            }
             for s in v["slots"].as_array()? {
                 let s: Vec<u64> = s
                     .as_array()?

@@ -8,8 +8,9 @@
 //!   OUT.parts/counters        (what no page carries)   │    (+ assembly-0.journal: which slots
 //!   OUT.parts/slot-001.pages  (slot 1's pages)         │     it holds, at which offsets, and
 //!   OUT.parts/slot-002.pages                           │     what it was when renamed)
-//!   OUT.parts/slot-002.pending (compressed: a chunk    │
-//!                         not yet full, see `chunks`)  │
+//!   OUT.parts/slot-002.chunk-7.pending                 │
+//!             (compressed: a chunk's pages until it    │
+//!              is in the part file, see `chunks`)      │
 //! ```
 //!
 //! Like trace-cmd, which records one file per CPU and assembles them at the end, the sink appends
@@ -32,11 +33,13 @@
 //!
 //! A compressed recording ([`FileSink::create_with`], SPEC §11) keeps the same directory, but
 //! each part file holds zstd chunks of whole pages, compressed by a compressor thread as a
-//! slot's pages fill a chunk; the pages of a chunk not yet full go to `slot-NNN.pending` at the
-//! end of every flush cycle (`chunks`). Finishing copies the chunks as they are into a trace.dat
-//! version 7; `recover` stops a slot at a torn last chunk (counted in `torn_chunks` and
-//! `torn_bytes`) and makes the pending pages its last chunk. `session.json` names the
-//! compression, so `recover` knows which form the parts are in.
+//! slot's pages fill a chunk; the pages of a chunk not yet in the part file wait in
+//! `slot-NNN.chunk-I.pending` (`chunks`). Finishing copies the chunks as they are into a
+//! trace.dat version 7; `recover` leaves out a torn last chunk (counted in `torn_chunks` and
+//! `torn_bytes`) and a chunk that does not decompress (its pages counted damaged), makes the
+//! pending pages the slot's next chunks, and counts the pages of every chunk that is missing.
+//! `session.json` names the compression and the pages per chunk, so `recover` knows which form
+//! the parts are in.
 //!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
 //! lock), `counters` (the counters file), `chunks` (compressed part files), `assemble`
@@ -101,6 +104,8 @@ pub struct FileSink {
     gathers: Vec<Gather>,
     compressor: Option<Compressor>,
     chunk_pages: u64,
+    /// The first pending file write that failed at a hand-over, for the next `flush` to return.
+    spool_error: Option<io::Error>,
 }
 
 /// Bytes buffered per slot file before they go to the OS.
@@ -276,9 +281,13 @@ impl FileSink {
             let mut f = create_new(&session)?;
             made.push(SESSION);
             f.write_all(
-                serde_json::json!({ "page_size": page_size, "compression": compression.to_string() })
-                    .to_string()
-                    .as_bytes(),
+                serde_json::json!({
+                    "page_size": page_size,
+                    "compression": compression.to_string(),
+                    "chunk_pages": chunk_pages,
+                })
+                .to_string()
+                .as_bytes(),
             )
             .map_err(|e| at(&session, "writing", e))?;
             let lpath = dir.join(LOSSES);
@@ -321,6 +330,7 @@ impl FileSink {
             gathers: (0..256).map(|_| Gather::default()).collect(),
             compressor,
             chunk_pages: chunk_pages as u64,
+            spool_error: None,
         })
     }
 
@@ -350,11 +360,14 @@ impl FileSink {
         })
     }
 
-    /// Hands slot `slot`'s gathered pages to the compressor.
+    /// Hands slot `slot`'s gathered pages to the compressor (the rest of them to its pending
+    /// file first: a failure doing so is returned by the next `flush`).
     fn send_chunk(&mut self, slot: u8) {
         let bytes = self.page_size * self.chunk_pages as usize;
         if let Some(c) = self.compressor.as_mut() {
-            c.send(slot, &mut self.gathers[slot as usize], bytes);
+            if let Err(e) = c.send(&self.dir, slot, &mut self.gathers[slot as usize], bytes) {
+                self.spool_error.get_or_insert(e);
+            }
         }
     }
 
@@ -394,9 +407,9 @@ impl FileSink {
         }
     }
 
-    /// Hands every slot's last, partial chunk to the compressor, waits for all to be written
-    /// (or counted lost), then removes the pending files, whose pages are now in chunks (a kill
-    /// in between leaves both; `recover` then sees that the part file has the chunk).
+    /// Hands every slot's last, partial chunk to the compressor and waits for all to be written
+    /// (or counted lost): the compressor removes each pending file once its chunk is written
+    /// (a kill in between leaves both; `recover` then sees that the part file has the chunk).
     fn last_chunks(&mut self) -> Vec<Option<chunks::ChunkFile>> {
         if self.compressor.is_none() {
             return Vec::new();
@@ -406,18 +419,13 @@ impl FileSink {
                 self.send_chunk(slot);
             }
         }
+        // A kill here leaves the last chunks queued: their pages are in their pending files.
+        failpoint();
         let files = self
             .compressor
             .as_mut()
             .map(|c| c.finish())
             .unwrap_or_default();
-        failpoint();
-        for slot in 0..=255u8 {
-            if let Err(e) = self.gathers[slot as usize].forget_pending(&self.dir, slot) {
-                // Left behind: `recover` would find its chunk in the part file and skip it.
-                eprintln!("typhon-recorder: {e}");
-            }
-        }
         failpoint();
         files
     }
@@ -467,6 +475,7 @@ impl FileSink {
                 len: f.accepted / page * page,
                 remove: true,
                 chunks: None,
+                ranges: Vec::new(),
             });
         }
         // (The compressor is joined: every chunk it could not write was taken by `flush` above.)
@@ -480,6 +489,7 @@ impl FileSink {
                 len: f.len,
                 remove: true,
                 chunks: Some(f.chunks),
+                ranges: Vec::new(),
             });
         }
         let mut meta = FileMeta::new(self.page_size as u32);
@@ -551,6 +561,7 @@ impl Sink for FileSink {
             "monotonic_anchor_ns": start.monotonic_anchor_ns,
             "version": start.version,
             "compression": self.compression.to_string(),
+            "chunk_pages": self.chunk_pages,
         });
         let path = self.dir.join(SESSION);
         let f = open_regular(&path, true)?;
@@ -582,8 +593,13 @@ impl Sink for FileSink {
         let mut first = Ok(());
         if self.compressor.is_some() {
             first = self.chunk_failures();
+            if let Some(e) = self.spool_error.take() {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
             // A chunk goes to the compressor only when full (`chunks`): what is gathered goes
-            // to the slot's pending file. Nothing is lost when that fails (the pages are still
+            // to the chunk's pending file. Nothing is lost when that fails (the pages are still
             // gathered, and written again next cycle); the error is returned, and a kill before
             // the next cycle would lose them.
             for slot in 0..=255u8 {
@@ -594,6 +610,16 @@ impl Sink for FileSink {
                             first = Err(e);
                         }
                     }
+                }
+            }
+            // The chunks each slot handed over, for `recover` to find any that go missing.
+            let sent: Vec<(u8, u64)> = (0..=255u8)
+                .map(|slot| (slot, self.gathers[slot as usize].sent()))
+                .filter(|c| c.1 > 0)
+                .collect();
+            if let Err(e) = self.counters.chunks(sent) {
+                if first.is_ok() {
+                    first = Err(at(&self.dir.join(COUNTERS), "writing", e));
                 }
             }
         }

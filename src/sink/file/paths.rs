@@ -30,15 +30,23 @@ pub(super) fn slot_file(dir: &Path, slot: u8) -> PathBuf {
     dir.join(slot_name(slot))
 }
 
-/// A compressed recording's pages that are not yet in a chunk of the slot's part file
-/// (`slot-001.pending`, see `chunks`).
-pub(super) fn pending_file(dir: &Path, slot: u8) -> PathBuf {
-    dir.join(pending_name(slot))
+/// A compressed recording's pages of chunk `index` of a slot, kept until that chunk is in the
+/// slot's part file (`slot-001.chunk-7.pending`, see `chunks`).
+pub(super) fn pending_file(dir: &Path, slot: u8, index: u64) -> PathBuf {
+    dir.join(pending_name(slot, index))
 }
 
 /// A pending file starts with these 8 bytes, then the u64 (little-endian) index of the chunk
-/// its pages will be, then whole pages.
+/// its pages will be (the one its name says), then whole pages.
 pub(super) const PENDING_MAGIC: &[u8; 8] = b"typhpnd1";
+
+/// The tombstone of chunk `index` of a slot, which the disk refused (`slot-001.chunk-7.lost`,
+/// empty): its pages are counted lost (`losses.json`), and the name says the index was taken,
+/// so `recover` counts the chunk neither missing nor twice. A name, not bytes: the pending file
+/// is renamed to it, which a full disk allows.
+pub(super) fn lost_file(dir: &Path, slot: u8, index: u64) -> PathBuf {
+    dir.join(lost_name(slot, index))
+}
 
 /// Bytes before a pending file's pages.
 pub(super) const PENDING_HEADER: u64 = 16;
@@ -58,7 +66,10 @@ pub(super) enum Known {
     Losses,
     Counters,
     Slot(u8),
-    Pending(u8),
+    /// Slot, chunk index.
+    Pending(u8, u64),
+    /// Slot, chunk index.
+    Lost(u8, u64),
     AssemblyDat(u32),
     AssemblyJournal(u32),
 }
@@ -86,11 +97,18 @@ pub(super) fn known(name: &str) -> Option<Known> {
                 .and_then(|r| r.strip_suffix(".pages"))
             {
                 Known::Slot(u8::try_from(num(n)?).ok()?)
-            } else if let Some(n) = name
+            } else if let Some((n, i)) = name
                 .strip_prefix("slot-")
                 .and_then(|r| r.strip_suffix(".pending"))
+                .and_then(|r| r.split_once(".chunk-"))
             {
-                Known::Pending(u8::try_from(num(n)?).ok()?)
+                Known::Pending(u8::try_from(num(n)?).ok()?, num(i)?)
+            } else if let Some((n, i)) = name
+                .strip_prefix("slot-")
+                .and_then(|r| r.strip_suffix(".lost"))
+                .and_then(|r| r.split_once(".chunk-"))
+            {
+                Known::Lost(u8::try_from(num(n)?).ok()?, num(i)?)
             } else if let Some(n) = name
                 .strip_prefix("assembly-")
                 .and_then(|r| r.strip_suffix(".dat"))
@@ -108,7 +126,8 @@ pub(super) fn known(name: &str) -> Option<Known> {
     };
     let canonical = match k {
         Known::Slot(s) => slot_name(s),
-        Known::Pending(s) => pending_name(s),
+        Known::Pending(s, i) => pending_name(s, i),
+        Known::Lost(s, i) => lost_name(s, i),
         Known::AssemblyDat(n) => format!("assembly-{n}.dat"),
         Known::AssemblyJournal(n) => format!("assembly-{n}.journal"),
         _ => return Some(k),
@@ -120,8 +139,12 @@ fn slot_name(slot: u8) -> String {
     format!("slot-{slot:03}.pages")
 }
 
-fn pending_name(slot: u8) -> String {
-    format!("slot-{slot:03}.pending")
+fn pending_name(slot: u8, index: u64) -> String {
+    format!("slot-{slot:03}.chunk-{index}.pending")
+}
+
+fn lost_name(slot: u8, index: u64) -> String {
+    format!("slot-{slot:03}.chunk-{index}.lost")
 }
 
 /// What an assembly's journal says: the slots the assembly holds (slot, offset, length), and,
@@ -186,8 +209,10 @@ pub(super) fn looks_ours(k: Known, path: &Path) -> bool {
         Known::AssemblyJournal(_) => {
             read_small(path, 64 * 1024).is_ok_and(|t| parse_journal(&t).is_some())
         }
-        // Empty, or the header's start (a kill between the cut and the header's write).
-        Known::Pending(_) => begins_as(path, PENDING_MAGIC),
+        // Empty, or the header's start (a kill between the create and the header's write).
+        Known::Pending(..) => begins_as(path, PENDING_MAGIC),
+        // A renamed pending file: its pages were counted lost.
+        Known::Lost(..) => begins_as(path, PENDING_MAGIC),
         _ => true,
     }
 }

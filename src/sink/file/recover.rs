@@ -1,16 +1,17 @@
 //! `recover`: rebuilds a trace.dat from what a killed recording (or an interrupted finish) left
 //! in its parts directory.
 
+mod chunks;
 mod pending;
+mod session;
 
 use super::assemble::{assemble, cleanup, Source, Unreadable};
 use super::counters::{self, Counts, HALF};
 use super::paths::*;
 use crate::flush::page::PageRecords;
-use crate::sink::tracedat::{
-    decompress_chunk, plausible_size, Compression, FileMeta, SlotMeta, CHUNK_HEADER,
-};
-use pending::add_pending;
+use crate::sink::tracedat::{decompress_chunk, Compression, FileMeta, SlotMeta, CHUNK_HEADER};
+use chunks::{chunk_sizes, walk, Walk};
+use pending::{add_pending, Slot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io;
@@ -27,7 +28,8 @@ pub struct Recovered {
     /// Missed counts carried by the pages.
     pub missed: u64,
     /// Pages that did not load or whose records stopped at a damaged one. They are kept in the
-    /// file as they are; their records from the damage on are in no count.
+    /// file as they are; their records from the damage on are in no count. (With the pages
+    /// of a compressed recording's damaged chunks, which are left out: `damaged_chunks`.)
     pub damaged_pages: u64,
     /// Of `damaged_pages`, those that are all zero (a sparse or zeroed part file): no page
     /// the recorder writes is.
@@ -37,9 +39,22 @@ pub struct Recovered {
     /// decompress, and what follows it). Left out of the file: a partial page is not a
     /// sub-buffer.
     pub torn_bytes: u64,
-    /// Compressed recordings: chunks left out as torn (at most one per slot after a kill).
-    /// Their pages are unknown, so in no other count.
+    /// Compressed recordings: chunks left out as torn (at most one per slot after a kill; its
+    /// pages are then in its pending file, made a chunk again). A torn chunk whose pending file
+    /// is gone (the part file cut by hand) is also in `missing_chunks` when the indices show it.
     pub torn_chunks: u64,
+    /// Compressed recordings: chunks that do not decompress (or whose sizes cannot be
+    /// right), left out; their pages are in `damaged_pages`. Each is in `errors`.
+    pub damaged_chunks: u64,
+    /// Compressed recordings: chunks that repeat an earlier chunk of their slot byte for byte,
+    /// left out so that no record counts twice. Each is in `errors`.
+    pub duplicate_chunks: u64,
+    /// Compressed recordings: chunks that neither the part file nor a pending file holds,
+    /// though the pending files' indices or the chunks the slot handed over say they were
+    /// written (a part file cut short or deleted, a pending file lost). In `errors`.
+    pub missing_chunks: u64,
+    /// Their pages (`chunk_pages` each), and pages a full chunk's pending file lacks: lost.
+    pub missing_pages: u64,
     /// Pages that could not be read (an I/O error): written to the file as empty pages, their
     /// records lost; the part file is kept for another try. Each is in `errors`.
     pub unreadable_pages: u64,
@@ -74,14 +89,15 @@ pub struct Recovered {
 }
 
 impl Recovered {
-    /// Pages lost for any reason: refused by the disk while recording, damaged, unreadable.
+    /// Pages lost for any reason: refused by the disk while recording, damaged, unreadable,
+    /// missing.
     ///
     /// ```
     /// let r = typhon_recorder::sink::Recovered { damaged_pages: 1, pages_lost: 2, ..Default::default() };
     /// assert_eq!(r.lost_pages(), 3);
     /// ```
     pub fn lost_pages(&self) -> u64 {
-        self.pages_lost + self.damaged_pages + self.unreadable_pages
+        self.pages_lost + self.damaged_pages + self.unreadable_pages + self.missing_pages
     }
 }
 
@@ -173,31 +189,30 @@ pub(super) fn scan(src: &Source, page: u64, bad: &mut Vec<Unreadable>) -> Scan {
     };
     let mut buf = vec![0u8; page as usize];
     if src.chunks.is_some() {
-        // The chunks were checked (they decompress) by `chunk_extent`.
+        // The chunks were checked (they decompress) by `walk`.
         let mut z = Vec::new();
         let mut data = Vec::new();
-        let mut pos = 0;
         let mut i = 0;
-        while pos + CHUNK_HEADER as u64 <= src.len {
-            let mut h = [0u8; CHUNK_HEADER];
-            let r = src
-                .file
-                .read_exact_at(&mut h, src.offset + pos)
-                .and_then(|()| {
+        'runs: for (off, len) in src.extents() {
+            let mut pos = 0;
+            while pos + CHUNK_HEADER as u64 <= len {
+                let mut h = [0u8; CHUNK_HEADER];
+                let r = src.file.read_exact_at(&mut h, off + pos).and_then(|()| {
                     let (c, u) = chunk_sizes(&h);
                     z.resize(c as usize, 0);
-                    src.file.read_exact_at(&mut z, src.offset + pos + 8)?;
+                    src.file.read_exact_at(&mut z, off + pos + 8)?;
                     decompress_chunk(&z, u, &mut data)?;
                     pos += 8 + c;
                     Ok(())
                 });
-            if let Err(e) = r {
-                bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
-                break;
-            }
-            for p in data.chunks_exact(page as usize) {
-                scan_page(p, &mut sc);
-                i += 1;
+                if let Err(e) = r {
+                    bad.push((src.slot, i, at(&src.path, "reading", e).to_string()));
+                    break 'runs;
+                }
+                for p in data.chunks_exact(page as usize) {
+                    scan_page(p, &mut sc);
+                    i += 1;
+                }
             }
         }
     } else {
@@ -244,42 +259,6 @@ fn scan_page(buf: &[u8], sc: &mut Scan) {
             sm.thread_id = Some(tid as i64);
         }
     }
-}
-
-fn chunk_sizes(h: &[u8; CHUNK_HEADER]) -> (u64, u32) {
-    (
-        u64::from(u32::from_le_bytes(h[..4].try_into().unwrap())),
-        u32::from_le_bytes(h[4..].try_into().unwrap()),
-    )
-}
-
-/// The whole chunks at the start of `len` bytes at `offset` in `file`: (count, bytes). Reading
-/// stops at the first chunk that is cut short, whose sizes are impossible, or that does not
-/// decompress to its size: after a kill, only the last chunk can be any of these.
-fn chunk_extent(file: &File, offset: u64, len: u64, page: u64) -> io::Result<(u32, u64)> {
-    let (mut n, mut pos) = (0u32, 0u64);
-    let mut z = Vec::new();
-    let mut data = Vec::new();
-    while pos + CHUNK_HEADER as u64 <= len {
-        let mut h = [0u8; CHUNK_HEADER];
-        file.read_exact_at(&mut h, offset + pos)?;
-        let (c, u) = chunk_sizes(&h);
-        if u == 0
-            || u64::from(u) % page != 0
-            || !plausible_size(c, u64::from(u))
-            || pos + 8 + c > len
-        {
-            break;
-        }
-        z.resize(c as usize, 0);
-        file.read_exact_at(&mut z, offset + pos + 8)?;
-        if decompress_chunk(&z, u, &mut data).is_err() {
-            break;
-        }
-        n += 1;
-        pos += 8 + c;
-    }
-    Ok((n, pos))
 }
 
 /// The slots an assembly's journal says it holds, checked against the assembly's length.
@@ -422,7 +401,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                 for (k, p) in &entries {
                     let holds_pages = match k {
                         Known::Slot(_) => fs::symlink_metadata(p).is_ok_and(|m| m.len() > 0),
-                        Known::Pending(_) => {
+                        Known::Pending(..) => {
                             fs::symlink_metadata(p).is_ok_and(|m| m.len() > PENDING_HEADER)
                         }
                         _ => false,
@@ -477,23 +456,8 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                 format!("{}: {e}", session_path.display()),
             )
         })?;
-    let page_size = session["page_size"].as_u64().unwrap_or(0);
-    crate::flush::page::validate_page_size(page_size as usize).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{}: {e}", session_path.display()),
-        )
-    })?;
-    let page = page_size;
-    let compression = match session["compression"].as_str() {
-        None => Compression::None,
-        Some(c) => Compression::parse(c).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{}: {e}", session_path.display()),
-            )
-        })?,
-    };
+    let ses = session::read(&session, &session_path)?;
+    let (page, page_size, compression) = (ses.page, ses.page, ses.compression);
     let chunked = compression.is_compressed();
     if let Some(p) = entries.get(&Known::Losses) {
         match read_small(p, LOSSES_LEN as u64) {
@@ -508,8 +472,22 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             Err(e) => rec.errors.push(e.to_string()),
         }
     }
+    // The counters no page carries, as the recording last noted them.
+    let mut counts = Counts::default();
+    if let Some(p) = entries.get(&Known::Counters) {
+        match read_small(p, 2 * HALF as u64).map(|b| counters::parse(&b)) {
+            Ok(Some(c)) => counts = c,
+            Ok(None) => rec.errors.push(format!(
+                "{}: not a counters file the recorder wrote; the counters it holds are not in the file",
+                p.display()
+            )),
+            Err(e) => rec.errors.push(e.to_string()),
+        }
+    }
     // Each slot's pages: its part file if it is still there, else a journaled assembly.
     let mut sources: BTreeMap<u8, Source> = BTreeMap::new();
+    // A compressed slot's chunks as read.
+    let mut walks: BTreeMap<u8, Walk> = BTreeMap::new();
     for (k, path) in &entries {
         let Known::Slot(slot) = *k else { continue };
         match open_regular(path, false).and_then(|f| {
@@ -517,20 +495,23 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             Ok((f, len))
         }) {
             Ok((file, len)) => {
-                let (good, chunks) = if chunked {
-                    match chunk_extent(&file, 0, len, page) {
-                        Ok((n, good)) => (good, Some(n)),
+                let (good, chunks, ranges) = if chunked {
+                    match walk(&file, path, 0, len, page, ses.chunk_pages) {
+                        Ok(w) => {
+                            let r = (w.len(), Some(w.good), w.ranges.clone());
+                            walks.insert(slot, w);
+                            r
+                        }
                         Err(e) => {
-                            rec.errors.push(at(path, "reading", e).to_string());
+                            rec.errors.push(e.to_string());
                             rec.left.push(path.clone());
                             continue;
                         }
                     }
                 } else {
-                    (len / page * page, None)
+                    rec.torn_bytes += len % page;
+                    (len / page * page, None, Vec::new())
                 };
-                rec.torn_bytes += len - good;
-                rec.torn_chunks += u64::from(chunked && good < len);
                 sources.insert(
                     slot,
                     Source {
@@ -541,6 +522,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                         len: good,
                         remove: true,
                         chunks,
+                        ranges,
                     },
                 );
             }
@@ -562,12 +544,13 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                         continue;
                     }
                     let file = f.try_clone().map_err(|e| at(&dat, "opening", e))?;
-                    let (len, chunks) = if chunked {
-                        let (n, good) = chunk_extent(&file, offset, len, page)
-                            .map_err(|e| at(&dat, "reading", e))?;
-                        (good, Some(n))
+                    let (len, chunks, ranges) = if chunked {
+                        let w = walk(&file, &dat, offset, len, page, ses.chunk_pages)?;
+                        let r = (w.len(), Some(w.good), w.ranges.clone());
+                        walks.insert(slot, w);
+                        r
                     } else {
-                        (len, None)
+                        (len, None, Vec::new())
                     };
                     sources.insert(
                         slot,
@@ -579,6 +562,7 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
                             len,
                             remove: false,
                             chunks,
+                            ranges,
                         },
                     );
                 }
@@ -591,35 +575,85 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
             }
         }
     }
-    // A compressed slot's pages that had not filled a chunk yet: its pending file's.
-    for (k, path) in &entries {
-        let Known::Pending(slot) = *k else { continue };
-        let Compression::Zstd { level } = compression else {
-            rec.errors.push(format!(
-                "{} belongs to a compressed recording, this one is not: not read, left as it is",
-                path.display()
-            ));
-            rec.left.push(path.clone());
-            continue;
-        };
-        match add_pending(&dir, slot, path, page, level, &mut sources) {
-            Ok(torn) => rec.torn_bytes += torn,
-            Err(e) => {
-                rec.errors.push(e.to_string());
-                keep.insert(path.clone());
+    // What the chunks cost: torn, damaged, repeated. A part file not read whole is kept.
+    for (slot, w) in &walks {
+        rec.torn_bytes += w.torn_bytes;
+        rec.torn_chunks += u64::from(w.torn_bytes > 0);
+        rec.damaged_chunks += w.damaged_chunks;
+        rec.damaged_pages += w.damaged_pages;
+        rec.duplicate_chunks += w.duplicates;
+        rec.errors.extend(w.problems.iter().cloned());
+        if let Some(src) = sources.get_mut(slot).filter(|_| !w.whole()) {
+            if src.remove {
+                keep.insert(src.path.clone());
             }
+            src.remove = false;
         }
     }
-    // The counters no page carries, as the recording last noted them.
-    let mut counts = Counts::default();
-    if let Some(p) = entries.get(&Known::Counters) {
-        match read_small(p, 2 * HALF as u64).map(|b| counters::parse(&b)) {
-            Ok(Some(c)) => counts = c,
-            Ok(None) => rec.errors.push(format!(
-                "{}: not a counters file the recorder wrote; the counters it holds are not in the file",
-                p.display()
-            )),
-            Err(e) => rec.errors.push(e.to_string()),
+    // A compressed slot's chunks not yet in its part file: its pending files, in index order;
+    // and the chunks it handed over that are nowhere.
+    let mut pendings: BTreeMap<u8, Vec<(u64, PathBuf, bool)>> = BTreeMap::new();
+    for (k, path) in &entries {
+        if let Known::Pending(slot, index) | Known::Lost(slot, index) = *k {
+            let lost = matches!(k, Known::Lost(..));
+            pendings
+                .entry(slot)
+                .or_default()
+                .push((index, path.clone(), lost));
+        }
+    }
+    for files in pendings.values_mut() {
+        files.sort_by_key(|f| f.0);
+    }
+    for &(slot, _) in &counts.chunks {
+        pendings.entry(slot).or_default();
+    }
+    for (slot, files) in pendings {
+        let Compression::Zstd { level } = compression else {
+            for (_, path, _) in files {
+                rec.errors.push(format!(
+                    "{} belongs to a compressed recording, this one is not: not read, left as it is",
+                    path.display()
+                ));
+                rec.left.push(path);
+            }
+            continue;
+        };
+        let s = Slot {
+            slot,
+            page,
+            level,
+            chunk_pages: ses.chunk_pages,
+            handed_over: counts
+                .chunks
+                .iter()
+                .find(|c| c.0 == slot)
+                .map_or(0, |c| c.1),
+            walk: walks.get(&slot),
+        };
+        let mut src = sources.remove(&slot);
+        let r = add_pending(&dir, &s, &files, &mut src);
+        if let Some(src) = src {
+            sources.insert(slot, src);
+        }
+        match r {
+            Ok(a) => {
+                rec.torn_bytes += a.torn_bytes;
+                rec.missing_chunks += a.missing_chunks;
+                rec.missing_pages += a.missing_pages;
+                rec.errors.extend(a.errors);
+                keep.extend(a.keep);
+            }
+            Err(e) => {
+                rec.errors.push(e.to_string());
+                keep.extend(files.into_iter().map(|f| f.1));
+                if let Some(src) = sources.get_mut(&slot) {
+                    if src.remove {
+                        keep.insert(src.path.clone());
+                    }
+                    src.remove = false;
+                }
+            }
         }
     }
     rec.no_slot = counts.no_slot;
@@ -631,8 +665,8 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         rec.clamped += c.clamped;
     }
     let mut meta = FileMeta::new(page_size as u32);
-    meta.wall_anchor_ns = session["wall_anchor_ns"].as_i64().unwrap_or(0);
-    meta.mono_anchor_ns = session["monotonic_anchor_ns"].as_i64().unwrap_or(0);
+    meta.wall_anchor_ns = ses.wall_anchor_ns;
+    meta.mono_anchor_ns = ses.mono_anchor_ns;
     if !chunked {
         check_page_size(&sources, page, &session_path)?;
     }
@@ -685,6 +719,10 @@ pub fn recover(out: impl AsRef<Path>) -> io::Result<Recovered> {
         "damaged_pages": rec.damaged_pages,
         "torn_bytes": rec.torn_bytes,
         "torn_chunks": rec.torn_chunks,
+        "damaged_chunks": rec.damaged_chunks,
+        "duplicate_chunks": rec.duplicate_chunks,
+        "missing_chunks": rec.missing_chunks,
+        "missing_pages": rec.missing_pages,
         "unreadable_pages": unreadable_before,
         "pages_lost": rec.pages_lost,
         "sink_errors": rec.sink_errors,
