@@ -293,7 +293,8 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     }
     if s.damaged_pages > 0 {
         println!(
-            "  {} skipped, each marked \"events lost\" without a count",
+            "  {} skipped, each run of them on a slot marked \"events lost\" without a \
+             count of events (damaged_pages: the run's pages)",
             damaged_pages(s.damaged_pages)
         );
     }

@@ -358,6 +358,14 @@ impl<'o, W: Write> Writer<'o, W> {
                     None => arg(&mut ev, &mut interned, "not_counted", None),
                 }
             }
+            if let Kind::Damaged(n) = it.kind {
+                let iid = self
+                    .names
+                    .iid("events lost", &mut interned, INTERNED_EVENT_NAMES);
+                ev.uint(EVENT_NAME_IID, iid);
+                arg(&mut ev, &mut interned, "not_counted", None);
+                arg(&mut ev, &mut interned, "damaged_pages", Some(Arg::U(n)));
+            }
             if let Some((rec, _)) = it.rec {
                 let iid = self
                     .names
@@ -421,7 +429,9 @@ impl<W: Write> Sink for Writer<'_, W> {
         match it.kind {
             Kind::Slice => self.event(it, TYPE_SLICE_BEGIN, it.ts, true),
             Kind::End => self.event(it, TYPE_SLICE_END, it.ts, false),
-            Kind::Instant | Kind::Lost(_) => self.event(it, TYPE_INSTANT, it.ts, true),
+            Kind::Instant | Kind::Lost(_) | Kind::Damaged(_) => {
+                self.event(it, TYPE_INSTANT, it.ts, true)
+            }
         }
     }
 }
