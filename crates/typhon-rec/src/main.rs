@@ -7,6 +7,7 @@ mod durations;
 mod inspect;
 mod push;
 mod report;
+mod session;
 mod timebase;
 
 use clap::{Parser, Subcommand};

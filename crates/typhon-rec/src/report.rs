@@ -2,7 +2,8 @@
 //! `--name`, a time window, `--limit`), the time column (`--time`) and the JSON lines form.
 
 use crate::durations::parse_duration;
-use crate::inspect::{comm, damaged, missed_total, progress, Losses, Res, Session};
+use crate::inspect::{comm, progress, reading_end, warn_anchor, Res};
+use crate::session::{counters_error, missed_total, Losses, Session};
 use crate::timebase::{TimeBase, TimeMode};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -287,6 +288,7 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let first = f.stream_records().find_map(|r| r.ok()).map(|r| r.ts);
     let tb = crate::timebase::TimeBase::of(&f, first);
+    warn_anchor(file, &f);
     let filter = Filter::new(args, &tb)?;
     // A slot the file does not have is a mistake, not an empty answer.
     if let Some(&bad) = args.slot.iter().find(|&&s| s >= f.cpus()) {
@@ -440,6 +442,7 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     let session = Session::read(&f);
     let missed = missed_total(&session, &missed);
     let losses = Losses::new(&session, missed, damaged_pages);
+    let bad_counters = counters_error(file, &session, &losses);
     let end = if args.json {
         let lost: serde_json::Map<String, serde_json::Value> = losses
             .lost
@@ -452,18 +455,24 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
             .map(|(k, v)| ((*k).to_string(), (*v).into()))
             .collect();
         json_printable(
-            &serde_json::json!({ "losses": lost, "left_out_on_request": filtered, "shown": shown })
-                .to_string(),
+            &serde_json::json!({
+                "losses": lost, "left_out_on_request": filtered, "shown": shown,
+                "counters_error": bad_counters,
+            })
+            .to_string(),
         )
     } else {
-        format!("[LOSSES: {}]", losses.line())
+        match &bad_counters {
+            Some(e) => format!("[LOSSES: {}] ({})", losses.line(), printable(e)),
+            None => format!("[LOSSES: {}]", losses.line()),
+        }
     };
     if writeln!(out, "{end}").is_err() {
         return Ok(());
     }
     out.flush().ok();
     pb.finish_and_clear();
-    damaged(file, damaged_pages, "the report")
+    reading_end(file, damaged_pages, "the report", bad_counters)
 }
 
 #[cfg(test)]
