@@ -286,7 +286,17 @@ impl DamageRun {
 pub fn report(file: &Path, args: &ReportArgs) -> Res {
     // Streamed: memory is a page per slot whatever the file's size.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let first = f.stream_records().find_map(|r| r.ok()).map(|r| r.ts);
+    // The first record's time stands in for a missing anchor only: finding it is a reading of
+    // the file up to it (of all of it for a file of damaged pages).
+    let anchored = f
+        .typhon_meta()
+        .and_then(Result::ok)
+        .is_some_and(|m| m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0);
+    let first = if anchored {
+        None
+    } else {
+        f.stream_records().find_map(|r| r.ok()).map(|r| r.ts)
+    };
     let tb = crate::timebase::TimeBase::of(&f, first);
     warn_anchor(file, &f);
     let filter = Filter::new(args, &tb)?;
