@@ -67,6 +67,9 @@ fn count(v: &serde_json::Value, k: &str, place: &str, problems: &mut Vec<String>
     }
 }
 
+/// One of a slot's counters.
+type Counter = fn(&SlotCounters) -> u64;
+
 impl Session {
     pub(crate) fn read(f: &TraceFile) -> Self {
         let mut s = Session::default();
@@ -142,7 +145,7 @@ impl Session {
 
     /// The per-slot counters whose sum over the slots saturated.
     pub(crate) fn saturated(&self) -> Vec<&'static str> {
-        let all: [(&str, fn(&SlotCounters) -> u64); 8] = [
+        let all: [(&str, Counter); 8] = [
             ("attempted", |c| c.attempted),
             ("written", |c| c.written),
             ("missed", |c| c.missed),
