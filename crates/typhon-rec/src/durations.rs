@@ -8,9 +8,18 @@
 //! error) whose size does not grow with the count. A histogram costs about as many bytes as
 //! `EXACT_MAX` records take in the file, so memory stays below the file's size whatever the
 //! mix of names, and stays flat for a long recording of a few names.
+//!
+//! The per-name tables (span names, named instants) keep the first [`NAMES_KEPT`] distinct
+//! names seen, each exactly. A name first seen once a table is full is folded into its
+//! [`Folded`] "other" row: its instances and time are added exactly, and it is counted among
+//! the folded names by a 64-bit hash (8 bytes, not the name), so a file of a million distinct
+//! names costs a few MiB, not a table row each. Exact top-N by total time in one pass would
+//! need every name's total; what is printed instead is exact for every row it shows: the kept
+//! names by total time, then the folded ones' sum.
 
 use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use typhon_recorder::codec::records::{decode_fields, FieldValue};
 use typhon_recorder::codec::{Shape, TraceEventKind};
 use typhon_recorder::printable::printable;
@@ -19,6 +28,47 @@ use crate::timebase::{self, TimeBase};
 
 /// Durations kept exactly per series before switching to a histogram.
 pub const EXACT_MAX: usize = 8192;
+
+/// Distinct names a per-name table keeps (with their series); later names are folded.
+pub const NAMES_KEPT: usize = 1024;
+
+/// The names a full table folds into its "other" row: counted, with their instances and
+/// total time, not kept.
+#[derive(Default)]
+pub struct Folded {
+    /// The names' 64-bit hashes (SipHash with fixed keys), to count them: 8 bytes a name. Two
+    /// names of one hash (about one chance in 2^64 / n for n names) would count as one.
+    hashes: HashSet<u64>,
+    /// Instances of folded names.
+    pub count: u64,
+    /// Their total duration (ns), saturating (0 for instants).
+    pub total: u64,
+    /// Their longest duration (ns).
+    pub max: u64,
+}
+
+impl Folded {
+    fn add(&mut self, name: &str, dur: u64) {
+        let mut h = std::hash::DefaultHasher::new();
+        name.hash(&mut h);
+        self.hashes.insert(h.finish());
+        self.count += 1;
+        self.total = self.total.saturating_add(dur);
+        self.max = self.max.max(dur);
+    }
+
+    /// Distinct names folded.
+    pub fn names(&self) -> u64 {
+        self.hashes.len() as u64
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "names": self.names(), "count": self.count, "total_ns": self.total,
+            "max_ns": self.max,
+        })
+    }
+}
 
 /// How many of the slowest instances each series names.
 pub const SLOWEST: usize = 5;
@@ -206,8 +256,10 @@ struct SlotState {
 
 /// Everything `stats` learns about durations from the records.
 pub struct Durations {
-    /// Per span name (NamedSpan and TracedSpan).
+    /// Per span name (NamedSpan and TracedSpan): the first [`NAMES_KEPT`] names.
     pub spans: HashMap<String, Series>,
+    /// Spans of the names past those.
+    pub spans_folded: Folded,
     /// Ticks: TickStart to the next TickEnd on the same slot.
     pub ticks: Series,
     /// Per phase number: PhaseStart to the PhaseEnd of the same phase on the same slot (named
@@ -215,8 +267,10 @@ pub struct Durations {
     pub phases: BTreeMap<u8, Series>,
     /// The name of each phase that had one (NamedPhaseStart/End; the last one seen).
     pub phase_names: BTreeMap<u8, String>,
-    /// NamedInstants per name.
+    /// NamedInstants per name: the first [`NAMES_KEPT`] names.
     pub instants: BTreeMap<String, u64>,
+    /// NamedInstants of the names past those.
+    pub instants_folded: Folded,
     /// The tick budget (ns) and the ticks over it.
     pub budget: u64,
     /// Ticks longer than the budget.
@@ -234,10 +288,12 @@ impl Durations {
     pub fn new(budget: u64) -> Self {
         Durations {
             spans: HashMap::new(),
+            spans_folded: Folded::default(),
             ticks: Series::default(),
             phases: BTreeMap::new(),
             phase_names: BTreeMap::new(),
             instants: BTreeMap::new(),
+            instants_folded: Folded::default(),
             budget,
             overruns: 0,
             unmatched_ends: 0,
@@ -266,8 +322,10 @@ impl Durations {
                 slot,
                 id,
             };
+            let full = self.spans.len() >= NAMES_KEPT;
             match self.spans.get_mut(name) {
                 Some(s) => s.add(i),
+                None if full => self.spans_folded.add(name, i.dur),
                 None => {
                     let mut s = Series::default();
                     s.add(i);
@@ -302,8 +360,12 @@ impl Durations {
             },
             TraceEventKind::NAMED_INSTANT => {
                 let name = d.get("name").and_then(FieldValue::as_str).unwrap_or("");
+                let full = self.instants.len() >= NAMES_KEPT;
                 match self.instants.get_mut(name) {
                     Some(n) => *n += 1,
+                    None if full => {
+                        self.instants_folded.add(name, 0);
+                    }
                     None => {
                         self.instants.insert(name.to_owned(), 1);
                     }
@@ -407,7 +469,8 @@ fn instance_json(i: &Instance, tb: &TimeBase) -> serde_json::Value {
 
 impl Durations {
     /// Everything as JSON: `tick_budget_ns`, `ticks` (with `overruns`), `phases`, `spans`
-    /// (by total time), and the unmatched starts and ends.
+    /// (by total time; the names past the kept ones in `spans_other`), `instants` (and
+    /// `instants_other`), and the unmatched starts and ends.
     pub fn json(&mut self, tb: &TimeBase) -> serde_json::Value {
         let mut ticks = series_json(&self.ticks.summary(), tb);
         ticks["overruns"] = self.overruns.into();
@@ -431,6 +494,9 @@ impl Durations {
                 v["name"] = n.as_str().into();
                 v
             }).collect::<Vec<_>>(),
+            "spans_other": self.spans_folded.json(),
+            "instants_other": self.instants_folded.json(),
+            "names_kept": NAMES_KEPT,
             "unmatched_starts": self.unmatched_starts,
             "unmatched_ends": self.unmatched_ends,
         })
@@ -508,10 +574,38 @@ impl Durations {
         for (n, m) in self.spans_by_total() {
             row(&mut out, &n, &m);
         }
+        let f = &self.spans_folded;
+        if f.count > 0 {
+            let _ = writeln!(
+                out,
+                "{:<24} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}  the spans of {} more names \
+                 (the table keeps the first {NAMES_KEPT} names)",
+                "(other)",
+                f.count,
+                fmt_ns(f.total as f64),
+                fmt_ns(f.total as f64 / f.count as f64),
+                "-",
+                "-",
+                "-",
+                fmt_ns(f.max as f64),
+                f.names()
+            );
+        }
         if !self.instants.is_empty() {
             let _ = writeln!(out, "\n{:<24} {:>9}", "named instants", "count");
             for (n, c) in &self.instants {
                 let _ = writeln!(out, "{:<24} {c:>9}", printable(n).to_string());
+            }
+            let f = &self.instants_folded;
+            if f.count > 0 {
+                let _ = writeln!(
+                    out,
+                    "{:<24} {:>9}  the instants of {} more names (the table keeps the first \
+                     {NAMES_KEPT} names)",
+                    "(other)",
+                    f.count,
+                    f.names()
+                );
             }
         }
         out

@@ -1,191 +1,19 @@
 //! Reading recordings: stats, export, pages, recover (and what `report` shares with them).
 
+use crate::session::{counters_error, missed_total, Losses, Session};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use typhon_recorder::codec::TraceEventKind;
 use typhon_recorder::printable::{json_printable, printable};
 use typhon_trace::export;
-use typhon_trace::tracedat::{TraceFile, OPTION_TYPHON_META};
+use typhon_trace::tracedat::TraceFile;
 
 pub type Res = Result<(), String>;
 
 /// The slot's thread name from the file, escaped for the terminal.
 pub(crate) fn comm(f: &TraceFile, cpu: u32) -> String {
     printable(f.cmdline(cpu as i64).unwrap_or("<...>")).to_string()
-}
-
-/// One slot's counters from the file's metadata (absent keys: 0).
-#[derive(Default, Clone, Copy)]
-struct SlotCounters {
-    attempted: u64,
-    written: u64,
-    missed: u64,
-    refused: u64,
-    filtered: u64,
-    sink_lost: u64,
-    clamped: u64,
-    /// Spans still open at finish, written ending at finish time.
-    unclosed: u64,
-}
-
-/// Every counter the session kept, from the file's metadata option (SPEC §9). Read leniently:
-/// a file made before a key existed has 0 for it, unknown keys are ignored, and metadata
-/// that is not JSON is reported, not fatal (the records can still be read).
-#[derive(Default)]
-pub(crate) struct Session {
-    /// Whether the file has Typhon metadata at all (kernel traces have none).
-    present: bool,
-    /// Why the metadata could not be read, if it could not.
-    unreadable: Option<String>,
-    slots: BTreeMap<u32, SlotCounters>,
-    no_slot: u64,
-    filtered_no_slot: u64,
-    pages_lost: u64,
-    sink_errors: u64,
-    first_sink_error: Option<String>,
-    recovered: bool,
-    damaged_pages: u64,
-    torn_bytes: u64,
-    unreadable_pages: u64,
-    /// A recovered compressed recording's chunks that were missing (their pages lost), and
-    /// those left out as damaged or repeated.
-    missing_chunks: u64,
-    missing_pages: u64,
-    damaged_chunks: u64,
-    duplicate_chunks: u64,
-}
-
-impl Session {
-    pub(crate) fn read(f: &TraceFile) -> Self {
-        let mut s = Session::default();
-        let Some(o) = f.options().iter().find(|o| o.id == OPTION_TYPHON_META) else {
-            return s;
-        };
-        s.present = true;
-        let v: serde_json::Value = match serde_json::from_str(&o.text()) {
-            Ok(v) => v,
-            Err(e) => {
-                s.unreadable = Some(e.to_string());
-                return s;
-            }
-        };
-        let n = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
-        for e in v["slots"].as_array().into_iter().flatten() {
-            let Some(slot) = e.get("slot").and_then(|x| x.as_u64()) else {
-                continue;
-            };
-            let c = s.slots.entry(slot as u32).or_default();
-            c.attempted = n(e, "attempted");
-            c.written = n(e, "written");
-            c.missed = n(e, "missed");
-        }
-        let ses = &v["session"];
-        for e in ses["slots"].as_array().into_iter().flatten() {
-            let Some(slot) = e.get("slot").and_then(|x| x.as_u64()) else {
-                continue;
-            };
-            let c = s.slots.entry(slot as u32).or_default();
-            c.refused = n(e, "refused");
-            c.filtered = n(e, "filtered");
-            c.sink_lost = n(e, "sink_lost");
-            c.clamped = n(e, "clamped");
-            c.unclosed = n(e, "unclosed");
-        }
-        s.no_slot = n(ses, "no_slot");
-        s.filtered_no_slot = n(ses, "filtered_no_slot");
-        s.pages_lost = n(ses, "pages_lost");
-        s.sink_errors = n(ses, "sink_errors");
-        s.first_sink_error = ses
-            .get("first_sink_error")
-            .and_then(|x| x.as_str())
-            .map(str::to_owned);
-        s.recovered = ses
-            .get("recovered")
-            .and_then(|x| x.as_bool())
-            .unwrap_or(false);
-        s.damaged_pages = n(ses, "damaged_pages");
-        s.torn_bytes = n(ses, "torn_bytes");
-        s.unreadable_pages = n(ses, "unreadable_pages");
-        s.missing_chunks = n(ses, "missing_chunks");
-        s.missing_pages = n(ses, "missing_pages");
-        s.damaged_chunks = n(ses, "damaged_chunks");
-        s.duplicate_chunks = n(ses, "duplicate_chunks");
-        s
-    }
-
-    fn total(&self, f: impl Fn(&SlotCounters) -> u64) -> u64 {
-        self.slots.values().map(f).sum()
-    }
-}
-
-/// What was lost and what was left out on request, for a recording: the metadata's counters
-/// with what reading the records found (missed counts on pages, damaged pages).
-pub(crate) struct Losses {
-    /// (name, count) of every loss, in a fixed order, zeros included.
-    pub(crate) lost: Vec<(&'static str, u64)>,
-    /// (name, count) of writes left out on request (disabled kinds or zones).
-    pub(crate) filtered: Vec<(&'static str, u64)>,
-    first_sink_error: Option<String>,
-}
-
-impl Losses {
-    /// `missed`: per slot, the larger of the metadata's and the pages' counts (pages the sink
-    /// failed to store take their counts with them); `damaged`: pages reading skipped.
-    pub(crate) fn new(s: &Session, missed: u64, damaged: u64) -> Self {
-        Losses {
-            lost: vec![
-                ("missed", missed),
-                ("refused", s.total(|c| c.refused)),
-                ("no_slot", s.no_slot),
-                ("sink_lost", s.total(|c| c.sink_lost)),
-                ("pages_lost", s.pages_lost),
-                ("sink_errors", s.sink_errors),
-                ("damaged_pages", damaged),
-                ("recovered_damaged_pages", s.damaged_pages),
-                ("unreadable_pages", s.unreadable_pages),
-                ("torn_bytes", s.torn_bytes),
-                ("missing_pages", s.missing_pages),
-                ("missing_chunks", s.missing_chunks),
-                ("damaged_chunks", s.damaged_chunks),
-                ("duplicate_chunks", s.duplicate_chunks),
-                ("clamped", s.total(|c| c.clamped)),
-                ("unclosed", s.total(|c| c.unclosed)),
-            ],
-            filtered: vec![
-                ("filtered", s.total(|c| c.filtered)),
-                ("filtered_no_slot", s.filtered_no_slot),
-            ],
-            first_sink_error: s.first_sink_error.clone(),
-        }
-    }
-
-    /// "no_slot=4545 refused=3 ..." or "none", then what was filtered on request, if any.
-    pub(crate) fn line(&self) -> String {
-        let mut out = String::new();
-        for (k, v) in self.lost.iter().filter(|e| e.1 > 0) {
-            let _ = write!(out, "{}{k}={v}", if out.is_empty() { "" } else { " " });
-            if *k == "sink_errors" {
-                if let Some(e) = &self.first_sink_error {
-                    let _ = write!(out, " (first: {})", printable(e));
-                }
-            }
-        }
-        if out.is_empty() {
-            out.push_str("none");
-        }
-        let filtered: Vec<String> = self
-            .filtered
-            .iter()
-            .filter(|e| e.1 > 0)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        if !filtered.is_empty() {
-            let _ = write!(out, "; left out on request: {}", filtered.join(" "));
-        }
-        out
-    }
 }
 
 /// A records counter on stderr for reads that can take more than a second: drawn only when
@@ -218,22 +46,26 @@ pub(crate) fn damaged(file: &Path, pages: u64, what: &str) -> Res {
     ))
 }
 
+/// The end of a reading: [`damaged`]'s error, and the file's counters' if they cannot be
+/// right (both, a line each).
+pub(crate) fn reading_end(file: &Path, pages: u64, what: &str, counters: Option<String>) -> Res {
+    match (damaged(file, pages, what), counters) {
+        (r, None) => r,
+        (Ok(()), Some(e)) => Err(e),
+        (Err(d), Some(e)) => Err(format!("{d}\n{e}")),
+    }
+}
+
+/// Warns on stderr, naming the file, when its clock anchors are missing or malformed.
+pub(crate) fn warn_anchor(file: &Path, f: &TraceFile) {
+    if let Some(p) = crate::timebase::TimeBase::anchor_problem(f) {
+        eprintln!("typhon-rec: warning: {}: {}", file.display(), printable(&p));
+    }
+}
+
 /// "1 damaged page", "2 damaged pages".
 fn damaged_pages(n: u64) -> String {
     format!("{n} damaged page{}", if n == 1 { "" } else { "s" })
-}
-
-/// Missed records in all: per slot, the larger of the metadata's count and the pages'.
-pub(crate) fn missed_total(s: &Session, pages: &BTreeMap<u32, u64>) -> u64 {
-    let mut slots: std::collections::BTreeSet<u32> = s.slots.keys().copied().collect();
-    slots.extend(pages.keys());
-    slots
-        .iter()
-        .map(|c| {
-            let m = s.slots.get(c).map_or(0, |c| c.missed);
-            m.max(pages.get(c).copied().unwrap_or(0))
-        })
-        .sum()
 }
 
 /// Whether `a` and `b` are one file (the same inode, whatever the paths: links included).
@@ -256,6 +88,10 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     }
     // Streaming: the records stay in the file and are read a page at a time.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    if format == export::Format::Perfetto {
+        // Its clock snapshot carries the anchor; without one the trace has no wall-clock time.
+        warn_anchor(file, &f);
+    }
     // The file does not name the program that recorded it; its own name stands in.
     let name = file.file_stem().map_or_else(
         || "typhon-recorder".into(),
@@ -307,7 +143,8 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     }
     if s.damaged_pages > 0 {
         println!(
-            "  {} skipped, each marked \"events lost\" without a count",
+            "  {} skipped, each run of them on a slot marked \"events lost\" without a \
+             count of events (damaged_pages: the run's pages)",
             damaged_pages(s.damaged_pages)
         );
     }
@@ -417,7 +254,10 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
     let page_missed: BTreeMap<u32, u64> = slots.iter().map(|(c, a)| (*c, a.missed)).collect();
     let missed = missed_total(&session, &page_missed);
     let losses = Losses::new(&session, missed, all.damaged);
+    let bad_counters = counters_error(file, &session, &losses);
+    warn_anchor(file, &f);
     let counters = |c: u32| session.slots.get(&c).copied().unwrap_or_default();
+    let saturated = crate::session::saturated(&session, &losses);
     if json {
         let mut v = serde_json::json!({
             "file": file.display().to_string(),
@@ -474,8 +314,10 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             .map(|(k, n)| ((*k).to_string(), serde_json::Value::from(*n)))
             .collect::<serde_json::Map<_, _>>()
             .into();
+        v["saturated"] = saturated.clone().into();
+        v["metadata_problems"] = session.problems.clone().into();
         println!("{}", json_printable(&format!("{v:#}")));
-        return damaged(file, all.damaged, "the counting");
+        return reading_end(file, all.damaged, "the counting", bad_counters);
     }
     let damage = |n: u64| {
         if n > 0 {
@@ -493,6 +335,9 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         damage(all.damaged)
     );
     println!("losses: {}", losses.line());
+    if let Some(e) = &bad_counters {
+        println!("({})", printable(e));
+    }
     if !session.present {
         println!("(no Typhon metadata: only what the pages show is counted)");
     } else if let Some(e) = &session.unreadable {
@@ -583,7 +428,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         );
     }
     print!("{}", durations.table(&tb));
-    damaged(file, all.damaged, "the counting")
+    reading_end(file, all.damaged, "the counting", bad_counters)
 }
 
 /// The raw pages of one slot, one file per page.

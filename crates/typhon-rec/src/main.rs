@@ -8,6 +8,7 @@ mod inspect;
 mod push;
 mod push_config;
 mod report;
+mod session;
 mod timebase;
 
 use clap::{Parser, Subcommand};

@@ -2,7 +2,8 @@
 //! `--name`, a time window, `--limit`), the time column (`--time`) and the JSON lines form.
 
 use crate::durations::parse_duration;
-use crate::inspect::{comm, damaged, missed_total, progress, Losses, Res, Session};
+use crate::inspect::{comm, progress, reading_end, warn_anchor, Res};
+use crate::session::{counters_error, missed_total, Losses, Session};
 use crate::timebase::{TimeBase, TimeMode};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -239,14 +240,65 @@ pub fn record_json(
     v
 }
 
+/// Damaged pages of one slot with no record between them: printed as one line, before the
+/// slot's next record (or at the end), so a stretch of damage costs one line, not one a page.
+struct DamageRun {
+    /// The first page's error, printable.
+    first: String,
+    pages: u64,
+    /// File offsets (virtual, compressed) of the first and last pages.
+    from: u64,
+    to: u64,
+}
+
+impl DamageRun {
+    fn new(first: String, at: u64) -> Self {
+        DamageRun {
+            first,
+            pages: 1,
+            from: at,
+            to: at,
+        }
+    }
+
+    fn line(&self, cpu: u32, json: bool) -> String {
+        let l = match (self.pages, json) {
+            (1, true) => serde_json::json!({ "damaged_page": self.first }).to_string(),
+            (1, false) => format!("[DAMAGED PAGE: {}]", self.first),
+            (n, true) => serde_json::json!({
+                "damaged_pages": n, "slot": cpu, "first_page_at": self.from,
+                "last_page_at": self.to, "first": self.first,
+            })
+            .to_string(),
+            (n, false) => format!(
+                "[DAMAGED PAGES: {n} pages of cpu {cpu} in a row, at offsets {} to {}; the \
+                 first: {}]",
+                self.from, self.to, self.first
+            ),
+        };
+        json_printable(&l)
+    }
+}
+
 /// One line per record that passes `args`' filters, in the order the file has them (a span at
 /// its end, where it was written; its line shows its start and end), with a line before each
-/// record that follows lost ones and one in place of each damaged page's unread records.
+/// record that follows lost ones and one in place of each run of damaged pages of a slot.
 pub fn report(file: &Path, args: &ReportArgs) -> Res {
     // Streamed: memory is a page per slot whatever the file's size.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let first = f.stream_records().find_map(|r| r.ok()).map(|r| r.ts);
+    // The first record's time stands in for a missing anchor only: finding it is a reading of
+    // the file up to it (of all of it for a file of damaged pages).
+    let anchored = f
+        .typhon_meta()
+        .and_then(Result::ok)
+        .is_some_and(|m| m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0);
+    let first = if anchored {
+        None
+    } else {
+        f.stream_records().find_map(|r| r.ok()).map(|r| r.ts)
+    };
     let tb = crate::timebase::TimeBase::of(&f, first);
+    warn_anchor(file, &f);
     let filter = Filter::new(args, &tb)?;
     // A slot the file does not have is a mistake, not an empty answer.
     if let Some(&bad) = args.slot.iter().find(|&&s| s >= f.cpus()) {
@@ -263,6 +315,8 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     let mut damaged_pages = 0u64;
     let mut shown = 0u64;
     let mut missed: BTreeMap<u32, u64> = BTreeMap::new();
+    // Per slot, the damaged pages since its last record: one line when the run ends.
+    let mut runs: BTreeMap<u32, DamageRun> = BTreeMap::new();
     let mut n = 0u64;
     for r in f.stream_records() {
         let r = match r {
@@ -275,19 +329,27 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
             }
             Err(e @ typhon_trace::tracedat::TraceDatError::DamagedPage { .. }) => {
                 damaged_pages += 1;
-                let msg = printable(&e.to_string()).to_string();
-                let l = if args.json {
-                    serde_json::json!({ "damaged_page": msg }).to_string()
-                } else {
-                    format!("[DAMAGED PAGE: {msg}]")
-                };
-                if writeln!(out, "{}", json_printable(&l)).is_err() {
-                    return Ok(());
+                if let typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, page_at, .. } = e {
+                    match runs.get_mut(&cpu) {
+                        Some(run) => {
+                            run.pages += 1;
+                            run.to = page_at;
+                        }
+                        None => {
+                            let first = printable(&e.to_string()).to_string();
+                            runs.insert(cpu, DamageRun::new(first, page_at));
+                        }
+                    }
                 }
                 continue;
             }
             Err(e) => return Err(format!("{}: {e}", file.display())),
         };
+        if let Some(run) = runs.remove(&r.cpu) {
+            if writeln!(out, "{}", run.line(r.cpu, args.json)).is_err() {
+                return Ok(());
+            }
+        }
         n += 1;
         if n.is_multiple_of(65536) {
             pb.set_position(n);
@@ -381,10 +443,16 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
             return Ok(()); // closed pipe (e.g. `| head`): not an error
         }
     }
+    for (cpu, run) in runs {
+        if writeln!(out, "{}", run.line(cpu, args.json)).is_err() {
+            return Ok(());
+        }
+    }
     // The last line names every loss (SPEC §9), so none stays hidden behind the records.
     let session = Session::read(&f);
     let missed = missed_total(&session, &missed);
     let losses = Losses::new(&session, missed, damaged_pages);
+    let bad_counters = counters_error(file, &session, &losses);
     let end = if args.json {
         let lost: serde_json::Map<String, serde_json::Value> = losses
             .lost
@@ -397,18 +465,24 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
             .map(|(k, v)| ((*k).to_string(), (*v).into()))
             .collect();
         json_printable(
-            &serde_json::json!({ "losses": lost, "left_out_on_request": filtered, "shown": shown })
-                .to_string(),
+            &serde_json::json!({
+                "losses": lost, "left_out_on_request": filtered, "shown": shown,
+                "counters_error": bad_counters,
+            })
+            .to_string(),
         )
     } else {
-        format!("[LOSSES: {}]", losses.line())
+        match &bad_counters {
+            Some(e) => format!("[LOSSES: {}] ({})", losses.line(), printable(e)),
+            None => format!("[LOSSES: {}]", losses.line()),
+        }
     };
     if writeln!(out, "{end}").is_err() {
         return Ok(());
     }
     out.flush().ok();
     pb.finish_and_clear();
-    damaged(file, damaged_pages, "the report")
+    reading_end(file, damaged_pages, "the report", bad_counters)
 }
 
 #[cfg(test)]

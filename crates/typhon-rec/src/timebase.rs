@@ -40,6 +40,32 @@ impl TimeBase {
         }
     }
 
+    /// What is wrong with the file's clock anchors, if anything, for a warning naming the
+    /// field: its Typhon metadata does not read back, or lacks the wall-clock or monotonic
+    /// anchor (times are then relative to the first record, and no wall-clock time can be
+    /// shown). A file without Typhon metadata (a kernel trace) has nothing to say.
+    pub fn anchor_problem(f: &TraceFile) -> Option<String> {
+        match f.typhon_meta()? {
+            Err(e) => Some(format!(
+                "{e}: times are relative to the first record, without wall-clock times"
+            )),
+            Ok(m) => {
+                let bad = [
+                    ("wall_anchor_ns", m.wall_anchor_ns),
+                    ("mono_anchor_ns", m.mono_anchor_ns),
+                ]
+                .into_iter()
+                .find(|e| e.1 <= 0)?;
+                Some(format!(
+                    "the Typhon metadata has no clock anchor ({} is {}, missing or not after \
+                     the epoch): times are relative to the first record, without wall-clock \
+                     times",
+                    bad.0, bad.1
+                ))
+            }
+        }
+    }
+
     /// Signed ns from the start (a record can precede the anchor by a little).
     pub fn rel_ns(&self, ts: u64) -> i128 {
         i128::from(ts) - i128::from(self.start)

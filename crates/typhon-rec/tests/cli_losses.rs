@@ -21,6 +21,16 @@ fn scratch(tag: &str) -> PathBuf {
 /// A recording of one slot, named `name`, holding a span named `span_name`, with `meta`'s
 /// session counters.
 fn write(path: &Path, name: &str, span_name: &'static str, session: serde_json::Value) {
+    std::fs::write(path, file_with(name, span_name, session, |_| {})).unwrap();
+}
+
+/// The bytes [`write`] writes, with `edit` applied to the metadata first.
+fn file_with(
+    name: &str,
+    span_name: &'static str,
+    session: serde_json::Value,
+    edit: impl FnOnce(&mut FileMeta),
+) -> Vec<u8> {
     let mut w = PageWriter::new(4096).unwrap();
     let mut b = [0u8; 512];
     let r = Record::NamedSpan {
@@ -49,9 +59,22 @@ fn write(path: &Path, name: &str, span_name: &'static str, session: serde_json::
         ..SlotMeta::default()
     });
     meta.session = session;
+    edit(&mut meta);
     let mut out = std::io::Cursor::new(Vec::new());
     write_tracedat(&mut out, &meta, &mut [SlotPages::from_bytes(1, &page)]).unwrap();
-    std::fs::write(path, out.into_inner()).unwrap();
+    out.into_inner()
+}
+
+/// `b` with `from` (found once) replaced by `to`, of the same length.
+fn patched(b: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at: Vec<usize> = (0..b.len() - from.len())
+        .filter(|&i| &b[i..i + from.len()] == from.as_bytes())
+        .collect();
+    assert_eq!(at.len(), 1, "{from}");
+    let mut v = b.to_vec();
+    v[at[0]..at[0] + to.len()].copy_from_slice(to.as_bytes());
+    v
 }
 
 /// Every counter of the shared metadata contract, each with a different non-zero value.
@@ -267,5 +290,142 @@ fn strings_from_the_file_are_printed_escaped() {
     assert!(!ok);
     assert_eq!(controls(&err), [], "{err:?}");
     assert!(err.contains(r"bad\x1b[2J\u{9b}.dat"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Sums of counters saturate at 2^64 - 1 and say so: two slots refusing 2^63 writes each (and
+/// attempting as many) read as "refused=18446744073709551615 (saturated)", the JSON lists the
+/// saturated sums, and the reading ends with status 1 naming the file and the counters.
+/// (Before: the sums wrapped to 0 in a release build, "losses: none" for refused.)
+#[test]
+fn counter_sums_that_overflow_saturate_and_are_flagged() {
+    let d = scratch("saturate");
+    let f = d.join("huge.dat");
+    let half = 1u64 << 63;
+    let session = serde_json::json!({
+        "slots": [{ "slot": 1, "refused": half }, { "slot": 2, "refused": half }],
+    });
+    let b = file_with("worker", "span", session, |m| {
+        for s in &mut m.slots {
+            s.attempted = half;
+        }
+        m.wall_anchor_ns = 1_700_000_000_000_000_000;
+        m.mono_anchor_ns = 50;
+    });
+    std::fs::write(&f, b).unwrap();
+    let fs = f.to_str().unwrap();
+    let (ok, out, err) = rec(&["stats", "--json", fs]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("huge.dat")
+            && err.contains("cannot be right")
+            && err.contains("attempted, refused saturated"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["refused"].as_u64(), Some(u64::MAX));
+    assert_eq!(v["attempted"].as_u64(), Some(u64::MAX));
+    assert_eq!(v["losses"]["refused"].as_u64(), Some(u64::MAX));
+    assert_eq!(v["saturated"], serde_json::json!(["attempted", "refused"]));
+    let (ok, out, err) = rec(&["stats", fs]);
+    assert!(!ok && err.contains("saturated"), "{err}");
+    let losses = out.lines().find(|l| l.starts_with("losses: ")).unwrap();
+    assert!(
+        losses.contains("refused=18446744073709551615 (saturated)"),
+        "{losses}"
+    );
+    let (ok, out, err) = rec(&["report", fs]);
+    assert!(
+        !ok && err.contains("huge.dat") && err.contains("saturated"),
+        "{err}"
+    );
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("[LOSSES: missed=3 refused=18446744073709551615 (saturated)]"),
+        "{last}"
+    );
+    let (ok, out, _) = rec(&["report", "--json", fs]);
+    assert!(!ok);
+    let end: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(end["losses"]["refused"].as_u64(), Some(u64::MAX));
+    assert!(
+        end["counters_error"]
+            .as_str()
+            .unwrap()
+            .contains("saturated"),
+        "{end}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A counter that is not a count, a clock anchor of the wrong type and a missing (renamed)
+/// anchor are named with the file and the field: counters end the reading with status 1 (the
+/// output stands, each read as 0), an anchor is a warning (times are then relative).
+/// (Before: each read as 0 without a word.)
+#[test]
+fn malformed_counters_and_anchors_are_named() {
+    let d = scratch("malformed");
+    let f = d.join("odd.dat");
+    let fs = f.to_str().unwrap();
+    let anchors = |m: &mut FileMeta| {
+        m.wall_anchor_ns = 17;
+        m.mono_anchor_ns = 50;
+    };
+    // Sound: no warning, status 0.
+    std::fs::write(
+        &f,
+        file_with("worker", "span", serde_json::json!({}), anchors),
+    )
+    .unwrap();
+    let (ok, _, err) = rec(&["stats", fs]);
+    assert!(ok && err.is_empty(), "{err}");
+    let session = serde_json::json!({
+        "pages_lost": -4,
+        "slots": [{ "slot": 1, "refused": "lots" }],
+    });
+    std::fs::write(&f, file_with("worker", "span", session, anchors)).unwrap();
+    for cmd in ["stats", "report"] {
+        let (ok, _, err) = rec(&[cmd, fs]);
+        assert!(!ok, "{cmd}");
+        assert!(
+            err.contains("odd.dat: the file's counters cannot be right")
+                && err.contains("session.pages_lost is -4, not a count")
+                && err.contains("session.slots[0].refused is \"lots\", not a count"),
+            "{cmd}: {err}"
+        );
+    }
+    let (_, out, _) = rec(&["stats", "--json", fs]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["metadata_problems"].as_array().unwrap().len(), 2, "{v:#}");
+    // An anchor of the wrong type: the metadata does not read back; both the counters' end
+    // and a warning name the field.
+    let good = file_with("worker", "span", serde_json::json!({}), anchors);
+    std::fs::write(
+        &f,
+        patched(&good, "\"wall_anchor_ns\":17", "\"wall_anchor_ns\":\"\""),
+    )
+    .unwrap();
+    let (ok, _, err) = rec(&["stats", fs]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("odd.dat") && err.contains("wall_anchor_ns"),
+        "{err}"
+    );
+    // A renamed anchor key: the anchor is missing, which is a warning; the counting stands.
+    std::fs::write(
+        &f,
+        patched(&good, "\"mono_anchor_ns\"", "\"mono_anchor_nz\""),
+    )
+    .unwrap();
+    for cmd in ["stats", "report"] {
+        let (ok, _, err) = rec(&[cmd, fs]);
+        assert!(ok, "{cmd}: {err}");
+        assert!(
+            err.contains("warning: ")
+                && err.contains("odd.dat")
+                && err.contains("no clock anchor (mono_anchor_ns is 0"),
+            "{cmd}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

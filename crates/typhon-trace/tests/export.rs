@@ -269,7 +269,7 @@ fn damaged_pages_are_marked_on_their_threads() {
     let marks: Vec<&str> = t
         .events
         .iter()
-        .filter(|e| e.phase == export::Phase::Lost(None))
+        .filter(|e| e.phase == export::Phase::Damaged(1))
         .map(|e| t.threads[t.tracks[e.track as usize].thread].name.as_str())
         .collect();
     let brief_name = tf.cmdline(i64::from(brief)).unwrap_or("").to_string();
@@ -284,7 +284,7 @@ fn damaged_pages_are_marked_on_their_threads() {
         .events
         .iter()
         .position(|e| {
-            e.phase == export::Phase::Lost(None)
+            e.phase == export::Phase::Damaged(1)
                 && t.threads[t.tracks[e.track as usize].thread].name == "busy"
         })
         .unwrap();

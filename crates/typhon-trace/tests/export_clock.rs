@@ -108,7 +108,7 @@ fn perfetto_times_resolve_to_the_readers_and_to_wall_clock() {
     let ty = |p: Phase| match p {
         Phase::Begin => "TYPE_SLICE_BEGIN",
         Phase::End => "TYPE_SLICE_END",
-        Phase::Instant | Phase::Lost(_) => "TYPE_INSTANT",
+        Phase::Instant | Phase::Lost(_) | Phase::Damaged(_) => "TYPE_INSTANT",
     };
     let mut want: Vec<(u64, String)> = t
         .events

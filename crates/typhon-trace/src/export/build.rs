@@ -73,6 +73,7 @@ impl Sink for Collect<'_, '_> {
             }
             Kind::Instant => self.t.events.push(ev(it.ts, Phase::Instant, rec)),
             Kind::Lost(n) => self.t.events.push(ev(it.ts, Phase::Lost(n), None)),
+            Kind::Damaged(n) => self.t.events.push(ev(it.ts, Phase::Damaged(n), None)),
             // Pushed with its slice's Begin.
             Kind::End => {}
         }
@@ -87,7 +88,8 @@ impl<'a> Timeline<'a> {
     /// which keeps every track nested).
     ///
     /// A damaged page (see [`TraceDatError::DamagedPage`]) is skipped and counted in
-    /// `damaged_pages`; its thread gets a loss mark without a count before its next record.
+    /// `damaged_pages`; its thread gets a [`Phase::Damaged`] mark before its next record, one
+    /// for each run of damaged pages with their count.
     ///
     /// # Errors
     /// [`ExportError::Read`] if the record data cannot be read, or the file is a streaming one
@@ -156,7 +158,7 @@ impl<'a> Timeline<'a> {
                         ends[b] = e.ts;
                     }
                 }
-                Phase::Instant | Phase::Lost(_) => {}
+                Phase::Instant | Phase::Lost(_) | Phase::Damaged(_) => {}
             }
         }
         for (i, e) in self.events.iter().enumerate() {
@@ -165,6 +167,7 @@ impl<'a> Timeline<'a> {
                 Phase::Begin => Kind::Slice,
                 Phase::Instant => Kind::Instant,
                 Phase::Lost(n) => Kind::Lost(n),
+                Phase::Damaged(n) => Kind::Damaged(n),
             };
             sink.item(&Item {
                 ts: e.ts,

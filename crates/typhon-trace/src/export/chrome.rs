@@ -118,12 +118,13 @@ impl<W: Write> Sink for Writer<'_, W> {
         let tid = self.tids.get(it.track as usize).copied().unwrap_or(0);
         let out = &mut *self.out;
         match (it.kind, it.rec) {
-            (Kind::Lost(n), _) => {
+            (kind @ (Kind::Lost(_) | Kind::Damaged(_)), _) => {
                 // "count" is always a number: a loss without one says so in its own argument.
-                let count = n.map_or_else(
-                    || "\"not_counted\":true".to_string(),
-                    |n| format!("\"count\":{n}"),
-                );
+                let count = match kind {
+                    Kind::Lost(Some(n)) => format!("\"count\":{n}"),
+                    Kind::Damaged(n) => format!("\"not_counted\":true,\"damaged_pages\":{n}"),
+                    _ => "\"not_counted\":true".to_string(),
+                };
                 write!(
                     out,
                     ",\n{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"events lost\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{{count}}}}}"

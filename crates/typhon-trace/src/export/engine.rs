@@ -26,6 +26,9 @@ pub(super) enum Kind {
     Instant,
     /// A loss mark: `Some(n)` counted, `None` not.
     Lost(Option<u64>),
+    /// An uncounted loss mark for a run of `n` damaged pages of the thread's slot: one mark
+    /// per run, so neither the window nor the output grows with the pages.
+    Damaged(u64),
     /// A slice's end, at `ts`, on `track` (after its [`Kind::Slice`], which carries `end`
     /// too, for writers that write a slice whole).
     End,
@@ -240,6 +243,7 @@ impl Engine<'_> {
                 self.stats.loss_marks += 1;
                 self.stats.lost_events += n.unwrap_or(0);
             }
+            Kind::Damaged(_) => self.stats.loss_marks += 1,
             Kind::End => {}
         }
         self.reorder.push(Held::of(&it));
@@ -377,8 +381,8 @@ impl Engine<'_> {
             None => page,
         };
         self.threads[th].last = page;
-        for _ in 0..self.damage.remove(&r.cpu).unwrap_or(0) {
-            self.point(th, page, Kind::Lost(None), None);
+        if let Some(n) = self.damage.remove(&r.cpu) {
+            self.point(th, page, Kind::Damaged(n), None);
         }
         if let Some(m) = r.missed_before {
             let n = u64::try_from(m).ok().filter(|&n| n > 0);
@@ -464,10 +468,8 @@ impl Engine<'_> {
                     th
                 }
             };
-            for _ in 0..n {
-                let last = self.threads[th].last;
-                self.point(th, last, Kind::Lost(None), None);
-            }
+            let last = self.threads[th].last;
+            self.point(th, last, Kind::Damaged(n), None);
         }
         // Ticks and phases still open at the end stay marks (phases in the order they started).
         for th in 0..self.threads.len() {

@@ -34,7 +34,8 @@
 //! for tools and tests.
 //!
 //! Nothing is left out silently: every record becomes a slice end, an instant or (ThreadInfo)
-//! a thread's name, and every page's missed count becomes a loss mark carrying the count.
+//! a thread's name, and every page's missed count becomes a loss mark carrying the count; each
+//! run of damaged pages of a slot becomes one uncounted loss mark carrying the pages' count.
 //!
 //! ```
 //! use typhon_trace::export::{Timeline, TimelineStats};

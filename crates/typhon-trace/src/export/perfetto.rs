@@ -87,8 +87,10 @@ const EVENT_DEBUG_ANNOTATIONS: u32 = 4;
 const EVENT_TYPE: u32 = 9;
 const EVENT_TRACK_UUID: u32 = 11;
 const EVENT_NAME_IID: u32 = 10;
+const EVENT_NAME: u32 = 23;
 const EVENT_FLOW_IDS: u32 = 47;
 const ANNOTATION_NAME_IID: u32 = 1;
+const ANNOTATION_NAME: u32 = 10;
 const INTERNED_EVENT_NAMES: u32 = 2;
 const INTERNED_ANNOTATION_NAMES: u32 = 3;
 const INTERNED_IID: u32 = 1;
@@ -152,6 +154,10 @@ impl Msg {
     }
 }
 
+/// Strings interned of one kind at most: later new ones are written in place (a file of a
+/// million distinct span names would otherwise hold them all).
+const INTERNED_MAX: usize = 1 << 14;
+
 /// Iids of one kind of interned string; a new string's entry goes into the packet that first
 /// uses it.
 #[derive(Default)]
@@ -160,20 +166,35 @@ struct Interner {
 }
 
 impl Interner {
-    /// The iid of `s`, adding its entry (field `list` of InternedData) to `new` the first time.
-    fn iid(&mut self, s: &str, new: &mut Msg, list: u32) -> u64 {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
-        }
-        let id = self.ids.len() as u64 + 1;
-        self.ids.insert(s.to_string(), id);
-        let mut entry = Msg::default();
-        entry.uint(INTERNED_IID, id);
-        entry.bytes(INTERNED_NAME, s.as_bytes());
-        new.msg(list, &entry);
-        id
+    /// Names `s` in `ev`: by its iid (field `iid_field`), adding its entry (field `list` of
+    /// InternedData) to `new` the first time, or once [`INTERNED_MAX`] strings are interned
+    /// and `s` is not among them, in place (field `name_field`).
+    fn name(&mut self, s: &str, ev: &mut Msg, new: &mut Msg, fields: (u32, u32, u32)) {
+        let (list, iid_field, name_field) = fields;
+        let id = match self.ids.get(s) {
+            Some(&id) => id,
+            None if self.ids.len() >= INTERNED_MAX => return ev.bytes(name_field, s.as_bytes()),
+            None => {
+                let id = self.ids.len() as u64 + 1;
+                self.ids.insert(s.to_string(), id);
+                let mut entry = Msg::default();
+                entry.uint(INTERNED_IID, id);
+                entry.bytes(INTERNED_NAME, s.as_bytes());
+                new.msg(list, &entry);
+                id
+            }
+        };
+        ev.uint(iid_field, id);
     }
 }
+
+/// (InternedData list, iid field, in-place field) of event and annotation names.
+const EVENT_NAMES: (u32, u32, u32) = (INTERNED_EVENT_NAMES, EVENT_NAME_IID, EVENT_NAME);
+const ANNOTATION_NAMES: (u32, u32, u32) = (
+    INTERNED_ANNOTATION_NAMES,
+    ANNOTATION_NAME_IID,
+    ANNOTATION_NAME,
+);
 
 /// Writes `t` as a Perfetto trace (without a wall-clock anchor: its times map to MONOTONIC).
 ///
@@ -336,8 +357,7 @@ impl<'o, W: Write> Writer<'o, W> {
         // An argument's value, or (None) the boolean true.
         let mut arg = |ev: &mut Msg, interned: &mut Msg, name: &str, v: Option<Arg<'_>>| {
             a.0.clear();
-            let iid = arg_names.iid(name, interned, INTERNED_ANNOTATION_NAMES);
-            a.uint(ANNOTATION_NAME_IID, iid);
+            arg_names.name(name, a, interned, ANNOTATION_NAMES);
             match v {
                 Some(Arg::U(u)) => a.uint(ANNOTATION_UINT, u),
                 Some(Arg::I(i)) => a.int(ANNOTATION_INT, i),
@@ -348,21 +368,23 @@ impl<'o, W: Write> Writer<'o, W> {
         };
         if with_body {
             if let Kind::Lost(n) = it.kind {
-                let iid = self
-                    .names
-                    .iid("events lost", &mut interned, INTERNED_EVENT_NAMES);
-                ev.uint(EVENT_NAME_IID, iid);
+                self.names
+                    .name("events lost", &mut ev, &mut interned, EVENT_NAMES);
                 // "count" is always a number: a loss without one says so apart.
                 match n {
                     Some(n) => arg(&mut ev, &mut interned, "count", Some(Arg::U(n))),
                     None => arg(&mut ev, &mut interned, "not_counted", None),
                 }
             }
+            if let Kind::Damaged(n) = it.kind {
+                self.names
+                    .name("events lost", &mut ev, &mut interned, EVENT_NAMES);
+                arg(&mut ev, &mut interned, "not_counted", None);
+                arg(&mut ev, &mut interned, "damaged_pages", Some(Arg::U(n)));
+            }
             if let Some((rec, _)) = it.rec {
-                let iid = self
-                    .names
-                    .iid(&event_name(rec), &mut interned, INTERNED_EVENT_NAMES);
-                ev.uint(EVENT_NAME_IID, iid);
+                self.names
+                    .name(&event_name(rec), &mut ev, &mut interned, EVENT_NAMES);
                 for (name, v, _) in shown_args(rec) {
                     arg(&mut ev, &mut interned, name, Some(v));
                 }
@@ -421,7 +443,9 @@ impl<W: Write> Sink for Writer<'_, W> {
         match it.kind {
             Kind::Slice => self.event(it, TYPE_SLICE_BEGIN, it.ts, true),
             Kind::End => self.event(it, TYPE_SLICE_END, it.ts, false),
-            Kind::Instant | Kind::Lost(_) => self.event(it, TYPE_INSTANT, it.ts, true),
+            Kind::Instant | Kind::Lost(_) | Kind::Damaged(_) => {
+                self.event(it, TYPE_INSTANT, it.ts, true)
+            }
         }
     }
 }
@@ -448,5 +472,33 @@ mod tests {
         m.fixed64(47, 5);
         assert_eq!(m.0[..2], [0xf9, 0x02]); // (47 << 3 | 1) as a varint
         assert_eq!(m.0[2..], 5u64.to_le_bytes());
+    }
+
+    /// The interner keeps INTERNED_MAX strings: a string it holds is named by its iid (again
+    /// and again), one past the cap in place, each time, and the table stays at the cap.
+    #[test]
+    fn names_past_the_interned_cap_are_written_in_place() {
+        let mut names = Interner::default();
+        let name = |names: &mut Interner, s: &str| {
+            let (mut ev, mut new) = (Msg::default(), Msg::default());
+            names.name(s, &mut ev, &mut new, EVENT_NAMES);
+            (ev.0, new.0)
+        };
+        for i in 0..INTERNED_MAX {
+            let (ev, new) = name(&mut names, &format!("n{i}"));
+            let mut want = Msg::default();
+            want.uint(EVENT_NAME_IID, i as u64 + 1);
+            assert_eq!(ev, want.0);
+            assert!(!new.is_empty());
+        }
+        let (ev, new) = name(&mut names, "n0");
+        assert_eq!((ev, new.len()), (vec![EVENT_NAME_IID as u8 * 8, 1], 0));
+        for _ in 0..2 {
+            let (ev, new) = name(&mut names, "late");
+            let mut want = Msg::default();
+            want.bytes(EVENT_NAME, b"late");
+            assert_eq!((ev, new.len()), (want.0, 0));
+        }
+        assert_eq!(names.ids.len(), INTERNED_MAX);
     }
 }

@@ -47,6 +47,9 @@ pub enum Phase {
     Instant,
     /// Events were lost before this point: `Some(n)` counted, `None` an uncounted loss.
     Lost(Option<u64>),
+    /// Events were lost before this point, not counted: the records of this many damaged
+    /// pages of the thread's slot in a row (one mark for the run).
+    Damaged(u64),
 }
 
 /// One timeline event.
@@ -96,7 +99,8 @@ pub struct TimelineStats {
     pub out_of_order: u64,
     /// Records whose own time was before zero, placed at their page time instead.
     pub negative_times: u64,
-    /// Damaged pages the reader skipped (each an uncounted loss mark on its thread).
+    /// Damaged pages the reader skipped (each run of them on a slot one uncounted loss mark on
+    /// its thread, carrying the run's page count).
     pub damaged_pages: u64,
 }
 
@@ -120,7 +124,7 @@ pub struct Timeline<'a> {
     /// Records whose own time was before zero, placed at their page time instead.
     pub negative_times: u64,
     /// Damaged pages the reader skipped: their records from the damage on are missing, and
-    /// each shows as a loss mark without a count.
+    /// each run of them on a slot shows as one [`Phase::Damaged`] mark with the page count.
     pub damaged_pages: u64,
 }
 
@@ -151,6 +155,7 @@ impl<'a> Timeline<'a> {
                     s.loss_marks += 1;
                     s.lost_events += n.unwrap_or(0);
                 }
+                Phase::Damaged(_) => s.loss_marks += 1,
             }
             if e.flow != 0 {
                 *flows.entry(e.flow).or_default() += 1;
