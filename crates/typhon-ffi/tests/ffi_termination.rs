@@ -30,10 +30,11 @@ fn host() -> Option<PathBuf> {
     Some(exe)
 }
 
-/// Runs the host, sends `signal` once it announced its counts; its status and the counts.
-fn run(exe: &Path, out: &Path, signal: Option<i32>) -> (std::process::ExitStatus, Vec<u64>) {
+/// Runs the host (`host OUT signal|exit`), sends `signal` once it announced its counts; its
+/// status and the counts.
+fn run(mut host: Command, out: &Path, signal: Option<i32>) -> (std::process::ExitStatus, Vec<u64>) {
     let mode = if signal.is_some() { "signal" } else { "exit" };
-    let mut child = Command::new(exe)
+    let mut child = host
         .arg(out)
         .arg(mode)
         .stdout(Stdio::piped())
@@ -94,20 +95,55 @@ fn check_complete(out: &Path, counts: &[u64]) {
     }
 }
 
-#[test]
-fn a_c_host_signalled_or_exiting_leaves_a_complete_file() {
-    let Some(exe) = host() else {
-        return;
-    };
-    let dir = scratch("term-host");
+/// SIGTERM, SIGINT and exit(3), each in a fresh run of `host()`, in `dir`.
+fn each_ending(dir: &Path, host: impl Fn() -> Command) {
     for (name, signal) in [("sigterm", Some(15)), ("sigint", Some(2)), ("exit", None)] {
         let out = dir.join(format!("{name}.dat"));
-        let (status, counts) = run(&exe, &out, signal);
+        let (status, counts) = run(host(), &out, signal);
         match signal {
             Some(sig) => assert_eq!(status.signal(), Some(sig), "{name}: {status}"),
             None => assert_eq!(status.code(), Some(3), "{name}: {status}"),
         }
         check_complete(&out, &counts);
     }
+}
+
+#[test]
+fn a_c_host_signalled_or_exiting_leaves_a_complete_file() {
+    let Some(exe) = host() else {
+        return;
+    };
+    let dir = scratch("term-host");
+    each_ending(&dir, || Command::new(&exe));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same through the C# binding under mono (whose runtime has signal handlers of its own).
+#[test]
+fn a_csharp_host_signalled_or_exiting_leaves_a_complete_file() {
+    if !available("mcs", "compiling the C# binding") || !available("mono", "running the C# host") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch("term-cs-host");
+    let exe = dir.join("term_host.exe");
+    let out = Command::new("mcs")
+        .args(["-langversion:7.2", "-unsafe", "-warnaserror", "-nologo"])
+        .arg(format!("-out:{}", exe.display()))
+        .arg(root.join("csharp/TyphonRecorder.cs"))
+        .arg(root.join("tests/cs/term_host.cs"))
+        .output()
+        .expect("run mcs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let lib = library("libtyphon_ffi.so");
+    each_ending(&dir, || {
+        let mut c = Command::new("mono");
+        c.arg(&exe).env("LD_LIBRARY_PATH", lib.parent().unwrap());
+        c
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }
