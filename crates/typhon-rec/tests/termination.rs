@@ -260,3 +260,50 @@ fn a_handler_installed_before_runs_after_the_finish() {
     check_complete(&out, &counts);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `typhon-rec demo` interrupted by Ctrl-C (SIGINT) or SIGTERM mid-recording: the file is
+/// complete and readable, the demo says so, and it dies of the signal.
+#[test]
+fn an_interrupted_demo_leaves_a_complete_file() {
+    let dir = tmp("term-demo");
+    for (name, sig) in [("sigint", libc::SIGINT), ("sigterm", libc::SIGTERM)] {
+        let out = dir.join(format!("{name}.dat"));
+        let child = std::process::Command::new(BIN)
+            .args(["demo", "--duration", "600", "-o"])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Recording: the parts directory is there; let a few flush cycles go to disk.
+        let t0 = Instant::now();
+        while !parts_of(&out).exists() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(120),
+                "the demo never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) of our own child, not yet reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.signal(), Some(sig), "{name}: {}: {err}", o.status);
+        let said = format!("{} is complete", out.display());
+        assert!(err.contains(&said), "{name}: {err}");
+        assert!(!parts_of(&out).exists(), "{name}");
+        // Readable to its end; the demo's own threads wrote into it.
+        let recs = records(&out);
+        assert!(
+            recs.iter().any(|r| r.0 > 0),
+            "{name}: no records of the demo's threads"
+        );
+        let n = recs.len();
+        assert!(
+            err.contains(&format!("{n} records written")),
+            "{name}: {n} records: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
