@@ -7,17 +7,12 @@
 use typhon_recorder::{span, RecorderBuilder, RecorderError};
 
 fn main() -> Result<(), RecorderError> {
-    let out = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "server.dat".into());
+    let out = std::env::args().nth(1).unwrap_or("server.dat".into());
     let _rec = RecorderBuilder::new()
         .output(&out)
         // Finish on SIGINT, SIGTERM or exit, then end as the signal would have.
         .on_termination(|why, outcome| match outcome {
-            Ok(stats) => eprintln!(
-                "{why}: {} records in the finished file",
-                stats.user_written()
-            ),
+            Ok(stats) => eprintln!("{why}: {} records written", stats.user_written()),
             Err(e) => eprintln!("{why}: {e}"),
         })
         .start()?;

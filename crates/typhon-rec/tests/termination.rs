@@ -36,7 +36,8 @@ extern "C" fn program_handler(_: libc::c_int) {
 /// (every record below it was complete before the line was printed). Then, by TYPHON_TERM_MODE:
 /// `signal` waits to be signalled, `exit` calls `std::process::exit(3)`, `return` leaks the
 /// recorder and returns (the test harness then returns from `main`), `handler` is `signal` with
-/// a SIGTERM handler of the program's installed before `start`, which must run.
+/// a SIGTERM handler of the program's installed before `start`, which must run, and `ignored`
+/// is `signal` with SIGINT ignored before `start`.
 #[test]
 fn term_child() {
     let Some(out) = std::env::var_os(CHILD) else {
@@ -124,6 +125,16 @@ fn run(
     mode: &str,
     signal: Option<libc::c_int>,
 ) -> (std::process::ExitStatus, Vec<u64>, String) {
+    run_with(out, mode, signal, |_| {})
+}
+
+/// [`run`], with `before(&mut child)` called just before the signal is sent.
+fn run_with(
+    out: &Path,
+    mode: &str,
+    signal: Option<libc::c_int>,
+    before: impl FnOnce(&mut std::process::Child),
+) -> (std::process::ExitStatus, Vec<u64>, String) {
     let mut child = test_child(
         "term_child",
         &[(CHILD, out.as_os_str()), (MODE, mode.as_ref())],
@@ -153,6 +164,7 @@ fn run(
                 .collect::<Vec<u64>>();
         }
     };
+    before(&mut child);
     if let Some(sig) = signal {
         // SAFETY: kill(2) of our own child, not yet reaped.
         assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
@@ -257,6 +269,30 @@ fn a_handler_installed_before_runs_after_the_finish() {
     let (status, counts, stdout) = run(&out, "handler", Some(libc::SIGTERM));
     assert!(status.success(), "{status}: {stdout}");
     assert!(stdout.contains("HANDLER-RAN"), "{stdout}");
+    check_complete(&out, &counts);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A signal the process ignored when the recorder started stays ignored: SIGINT neither ends
+/// the process nor finishes the recording; SIGTERM then does both.
+#[test]
+fn an_ignored_signal_stays_ignored() {
+    let dir = tmp("term-ignored");
+    let out = dir.join("t.dat");
+    let (status, counts, _) = run_with(&out, "ignored", Some(libc::SIGTERM), |child| {
+        // SAFETY: kill(2) of our own child, not yet reaped.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "SIGINT ended the child"
+        );
+        assert!(parts_of(&out).exists(), "SIGINT finished the recording");
+    });
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
     check_complete(&out, &counts);
     std::fs::remove_dir_all(&dir).unwrap();
 }
