@@ -546,6 +546,10 @@ impl Recorder {
     /// (Writers take no lock, so nothing waits for them.) Join or stop the writing threads
     /// first when every record must be accounted for.
     ///
+    /// A recording already finished for the program
+    /// ([`RecorderBuilder::finish_on_termination`]: a signal whose previous handler let the
+    /// process live on) is not finished again: this returns its final counters, or its error.
+    ///
     /// ```
     /// # let _g = typhon_recorder::doc_lock();
     /// let r = typhon_recorder::RecorderBuilder::new()
