@@ -99,6 +99,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+mod error;
 mod flush;
 mod macros;
 pub mod printable;
@@ -107,6 +108,7 @@ mod session;
 pub mod sink;
 mod stats;
 mod sync;
+mod term;
 mod write;
 
 pub use codec::correlation::{command_causal_id, is_command_causal_id, IngressDropReason};
@@ -121,6 +123,7 @@ pub use recorder::{
 pub use sink::tracedat;
 pub use sink::tracedat::Compression;
 pub use stats::Stats;
+pub use term::Termination;
 pub use write::api::{
     celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
     egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,

@@ -18,97 +18,16 @@
 //! ```
 
 use crate::codec::{self, TraceEventKind};
+pub use crate::error::{RecorderError, Unfinished};
 use crate::session::*;
-use crate::sink::{SessionSummary, Sink};
+use crate::sink::Sink;
 use crate::stats::Stats;
 use crate::write::clock::Clock;
 use crate::write::slots::{Registry, SLOTS};
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// Errors from starting or finishing a recorder, and from writes that take variable input.
-#[derive(Debug)]
-pub enum RecorderError {
-    /// A configuration value is out of range.
-    Config(String),
-    /// Another recorder is installed in this process.
-    AlreadyInstalled,
-    /// An I/O error from the sink or the output file.
-    Io(std::io::Error),
-    /// The flusher thread panicked.
-    FlusherPanicked,
-    /// The recording ended but its output could not be completed (a full disk at finish):
-    /// the final counters are still here, and the error says where the pages are kept and
-    /// how to recover them.
-    Unfinished(Box<Unfinished>),
-}
-
-/// What a [`RecorderError::Unfinished`] carries.
-///
-/// ```
-/// use typhon_recorder::{RecorderError, Unfinished, Stats};
-/// let e = RecorderError::Unfinished(Box::new(Unfinished {
-///     error: std::io::Error::other("finishing /tmp/x.dat: no space; run `typhon-rec recover /tmp/x.dat`"),
-///     stats: Stats::default(),
-/// }));
-/// assert!(e.to_string().contains("typhon-rec recover /tmp/x.dat"));
-/// assert!(e.stats().is_some());
-/// ```
-#[derive(Debug)]
-pub struct Unfinished {
-    /// Why, naming the output and its parts directory and saying how to recover.
-    pub error: std::io::Error,
-    /// The session's final counters, as `finish()` would have returned them.
-    pub stats: Stats,
-}
-
-impl RecorderError {
-    /// The final counters, when the session ended but its output could not be completed.
-    ///
-    /// ```
-    /// assert!(typhon_recorder::RecorderError::AlreadyInstalled.stats().is_none());
-    /// ```
-    pub fn stats(&self) -> Option<&Stats> {
-        match self {
-            RecorderError::Unfinished(u) => Some(&u.stats),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for RecorderError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RecorderError::Config(s) => write!(f, "invalid recorder configuration: {s}"),
-            RecorderError::AlreadyInstalled => {
-                f.write_str("a recorder is already installed in this process")
-            }
-            RecorderError::Io(e) => write!(f, "recorder I/O error: {e}"),
-            RecorderError::FlusherPanicked => f.write_str("the flusher thread panicked"),
-            RecorderError::Unfinished(u) => write!(f, "recorder I/O error: {}", u.error),
-        }
-    }
-}
-
-impl std::error::Error for RecorderError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RecorderError::Io(e) => Some(e),
-            RecorderError::Unfinished(u) => Some(&u.error),
-            _ => None,
-        }
-    }
-}
-
-impl From<std::io::Error> for RecorderError {
-    fn from(e: std::io::Error) -> Self {
-        RecorderError::Io(e)
-    }
-}
 
 /// Recorder configuration.
 ///
@@ -130,6 +49,8 @@ pub struct RecorderBuilder {
     spare_rings: usize,
     disabled: Vec<TraceEventKind>,
     compression: crate::tracedat::Compression,
+    finish_on_termination: bool,
+    on_termination: Option<crate::term::Callback>,
 }
 
 impl Default for RecorderBuilder {
@@ -171,7 +92,71 @@ impl RecorderBuilder {
             spare_rings: DEFAULT_SPARE_RINGS,
             disabled: Vec::new(),
             compression: crate::tracedat::Compression::None,
+            finish_on_termination: false,
+            on_termination: None,
         }
+    }
+
+    /// Finishes the recording when the process is told to end, so that the output is a complete
+    /// file (as [`Recorder::finish`] would leave it) rather than `<out>.parts/`:
+    ///
+    /// - on **SIGINT or SIGTERM**, everything written before the signal is written out, the
+    ///   signals' previous dispositions are restored and the signal is raised again, so the
+    ///   process ends as it would have without the recorder (killed by that signal, or in the
+    ///   program's own handler, installed before `start()`, which then runs). A signal the
+    ///   process ignores stays ignored. A second SIGINT or SIGTERM while the file is being
+    ///   finished does not wait: it acts at once as before (a second Ctrl-C kills; the pages are
+    ///   then left for `typhon-rec recover`);
+    /// - on **`exit`** (`std::process::exit`, a return from `main`, C's `exit`) with the
+    ///   recorder still running (kept in a static, leaked, or never dropped before `exit`), an
+    ///   `atexit` hook finishes it before the process ends.
+    ///
+    /// Threads still writing meanwhile are not held up: their writes after the finish point are
+    /// not recorded, as after [`Recorder::finish`]. The handler itself only writes a byte to a
+    /// pipe (a helper thread, `typhon-signals`, does the finish) and is installed with
+    /// `SA_RESTART`, so system calls it interrupts are restarted. A handler the program installs
+    /// *after* `start()` replaces this one (chain to the previous handler from it to keep both).
+    /// Ends when the recorder is finished: the dispositions are put back as they were.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::doc_lock();
+    /// let rec = typhon_recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink)
+    ///     .finish_on_termination()
+    ///     .start()
+    ///     .unwrap();
+    /// rec.finish().unwrap(); // the previous SIGINT and SIGTERM handling is back
+    /// ```
+    pub fn finish_on_termination(mut self) -> Self {
+        self.finish_on_termination = true;
+        self
+    }
+
+    /// [`finish_on_termination`](Self::finish_on_termination), and `f` is called once the
+    /// recording has been finished that way, with the cause and the outcome: on the
+    /// `typhon-signals` thread just before the signal is raised again, or in the `atexit` hook.
+    /// (Rust's standard output still works there; keep it short, the process is ending.)
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::doc_lock();
+    /// use typhon_recorder::{RecorderBuilder, Termination};
+    /// let rec = RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink)
+    ///     .on_termination(|why: Termination, outcome| match outcome {
+    ///         Ok(stats) => eprintln!("{why}: recording complete, {} records", stats.user_written()),
+    ///         Err(e) => eprintln!("{why}: {e}"),
+    ///     })
+    ///     .start()
+    ///     .unwrap();
+    /// rec.finish().unwrap(); // finished by the program: `f` is not called
+    /// ```
+    pub fn on_termination(
+        mut self,
+        f: impl FnOnce(crate::term::Termination, Result<Stats, RecorderError>) + Send + 'static,
+    ) -> Self {
+        self.finish_on_termination = true;
+        self.on_termination = Some(Box::new(f));
+        self
     }
 
     /// How the output file is written (SPEC §11): [`Compression::None`] (the default: a
@@ -410,8 +395,16 @@ impl RecorderBuilder {
             pid: std::process::id() as i32,
             wakeup: crate::flush::wake::Wake::new(),
             progress: crate::stats::Progress::default(),
+            ending: parking_lot::Mutex::new(Ending::Starting),
+            flusher_thread: AtomicU64::new(0),
         });
         let flusher = crate::flush::flusher::spawn(core.clone(), sink)?;
+        #[cfg(unix)]
+        core.flusher_thread.store(
+            std::os::unix::thread::JoinHandleExt::as_pthread_t(&flusher) as u64,
+            Ordering::Relaxed,
+        );
+        *core.ending.lock() = Ending::Running(flusher);
         *active = Some(core.clone());
         SLOTLESS.reset();
         // Relaxed: threads that see the new generation take the slow path, which reads ACTIVE
@@ -422,17 +415,23 @@ impl RecorderBuilder {
             flag.store(if on { KIND_ON } else { KIND_FILTERED }, Ordering::Relaxed);
         }
         drop(active);
-        Ok(Recorder {
+        let rec = Recorder {
             core,
-            flusher: Some(flusher),
-        })
+            finished: false,
+        };
+        // After ACTIVE's lock is released: a signal's finish takes it.
+        if self.finish_on_termination {
+            rec.arm(self.on_termination)?;
+        }
+        Ok(rec)
     }
 }
 
 /// The running recorder. Dropping it finishes it (errors are then only logged to stderr).
 pub struct Recorder {
     core: Arc<Core>,
-    flusher: Option<JoinHandle<Result<SessionSummary, std::io::Error>>>,
+    /// `finish` ran (the Drop after it has nothing to do).
+    finished: bool,
 }
 
 impl Recorder {
@@ -469,9 +468,32 @@ impl Recorder {
     /// r.finish().unwrap();
     /// ```
     pub fn drain(&self) {
-        let flusher = self.flusher.as_ref();
-        self.core
-            .drain(|| flusher.map_or(true, |h| h.is_finished()));
+        self.core.drain(|| self.core.flusher_gone());
+    }
+
+    /// Turns on [`RecorderBuilder::finish_on_termination`] for a recorder already running (the C
+    /// ABI's `typhon_finish_on_termination`); doing it again changes nothing.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::doc_lock();
+    /// let r = typhon_recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// r.finish_on_termination().unwrap();
+    /// r.finish().unwrap();
+    /// ```
+    pub fn finish_on_termination(&self) -> Result<(), RecorderError> {
+        self.arm(None)
+    }
+
+    fn arm(&self, callback: Option<crate::term::Callback>) -> Result<(), RecorderError> {
+        if self.finished {
+            return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        crate::term::arm(&self.core, callback)?;
+        #[cfg(not(target_os = "linux"))]
+        drop(callback);
+        Ok(())
     }
 
     /// The recorder's clock now, in raw ticks (the unit of every `*_at` write).
@@ -524,6 +546,10 @@ impl Recorder {
     /// (Writers take no lock, so nothing waits for them.) Join or stop the writing threads
     /// first when every record must be accounted for.
     ///
+    /// A recording already finished for the program
+    /// ([`RecorderBuilder::finish_on_termination`]: a signal whose previous handler let the
+    /// process live on) is not finished again: this returns its final counters, or its error.
+    ///
     /// ```
     /// # let _g = typhon_recorder::doc_lock();
     /// let r = typhon_recorder::RecorderBuilder::new()
@@ -537,29 +563,14 @@ impl Recorder {
     }
 
     fn finish_inner(&mut self) -> Result<Stats, RecorderError> {
-        let Some(handle) = self.flusher.take() else {
+        if self.finished {
             return Ok(self.core.stats());
-        };
-        {
-            let mut active = ACTIVE.write();
-            for flag in KIND_STATE.iter() {
-                flag.store(KIND_OFF, Ordering::Relaxed);
-            }
-            GEN.store(0, Ordering::Relaxed);
-            SLOTLESS.settle(&self.core);
-            *active = None;
         }
-        // After uninstalling: every write that completed before this call is in its ring.
-        self.core.wakeup.finish();
-        match handle.join() {
-            Ok(Ok(_summary)) => Ok(self.core.stats()),
-            // The last cycle published the final counters before the sink's `finish`.
-            Ok(Err(e)) => Err(RecorderError::Unfinished(Box::new(Unfinished {
-                error: e,
-                stats: self.core.stats(),
-            }))),
-            Err(_) => Err(RecorderError::FlusherPanicked),
-        }
+        self.finished = true;
+        let r = self.core.finish();
+        #[cfg(target_os = "linux")]
+        crate::term::disarm(self.core.gen);
+        r
     }
 }
 

@@ -6,6 +6,8 @@
 //! compares the thread's cached generation with [`GEN`] and reads the per-kind byte of
 //! [`KIND_STATE`], both relaxed loads of lines nothing writes while a recording runs.
 
+use crate::error::{RecorderError, Unfinished};
+use crate::sink::SessionSummary;
 use crate::stats::Stats;
 use crate::write::clock::Clock;
 use crate::write::slots::Registry;
@@ -13,6 +15,7 @@ use crossbeam_utils::CachePadded;
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 // Every write reads KIND_STATE and GEN, from every thread, and every CeLog write the zones;
@@ -104,6 +107,29 @@ pub(crate) struct Core {
     /// Wakes the flusher early, and tells it to finish (see [`crate::flush::wake`]).
     pub(crate) wakeup: crate::flush::wake::Wake,
     pub(crate) progress: crate::stats::Progress,
+    /// The flusher until the recording is finished, then how the finish went. Whoever finishes
+    /// (the handle, a signal, `exit`) holds the lock until the file is complete, so a second
+    /// caller waits for the first and gets its outcome.
+    pub(crate) ending: parking_lot::Mutex<Ending>,
+    /// The flusher thread's `pthread_t` (0 before it runs): an `exit` on that thread (a sink's)
+    /// must not wait for the flusher to end.
+    pub(crate) flusher_thread: AtomicU64,
+}
+
+/// See [`Core::ending`].
+pub(crate) enum Ending {
+    /// Before `start` has spawned the flusher.
+    Starting,
+    Running(JoinHandle<std::io::Result<SessionSummary>>),
+    /// Finished: `Err` repeats a failed finish to later callers.
+    Done(Result<(), EndError>),
+}
+
+/// A failed finish, kept to be told again (an `io::Error` is not `Clone`).
+#[derive(Clone)]
+pub(crate) enum EndError {
+    Io(std::io::ErrorKind, String),
+    Panicked,
 }
 
 impl Core {
@@ -145,6 +171,65 @@ impl Core {
     pub(crate) fn stats(&self) -> Stats {
         self.progress
             .snapshot(&self.registry, self.no_slot(), self.filtered_no_slot())
+    }
+
+    /// Uninstalls the recorder, has the flusher write out everything written before the call
+    /// and waits for it; once finished, returns the final counters (or the same error) again.
+    pub(crate) fn finish(&self) -> Result<Stats, RecorderError> {
+        let mut ending = self.ending.lock();
+        let handle = match std::mem::replace(&mut *ending, Ending::Done(Err(EndError::Panicked))) {
+            Ending::Running(h) => h,
+            Ending::Starting => {
+                *ending = Ending::Done(Ok(()));
+                return Ok(self.stats());
+            }
+            Ending::Done(r) => {
+                *ending = Ending::Done(r.clone());
+                return match r {
+                    Ok(()) => Ok(self.stats()),
+                    Err(EndError::Io(kind, msg)) => {
+                        Err(RecorderError::Unfinished(Box::new(Unfinished {
+                            error: std::io::Error::new(kind, msg),
+                            stats: self.stats(),
+                        })))
+                    }
+                    Err(EndError::Panicked) => Err(RecorderError::FlusherPanicked),
+                };
+            }
+        };
+        {
+            let mut active = ACTIVE.write();
+            for flag in KIND_STATE.iter() {
+                flag.store(KIND_OFF, Ordering::Relaxed);
+            }
+            GEN.store(0, Ordering::Relaxed);
+            SLOTLESS.settle(self);
+            *active = None;
+        }
+        // After uninstalling: every write that completed before this call is in its ring.
+        self.wakeup.finish();
+        let (kept, result) = match handle.join() {
+            Ok(Ok(_summary)) => (Ok(()), Ok(self.stats())),
+            // The last cycle published the final counters before the sink's `finish`.
+            Ok(Err(e)) => (
+                Err(EndError::Io(e.kind(), e.to_string())),
+                Err(RecorderError::Unfinished(Box::new(Unfinished {
+                    error: e,
+                    stats: self.stats(),
+                }))),
+            ),
+            Err(_) => (Err(EndError::Panicked), Err(RecorderError::FlusherPanicked)),
+        };
+        *ending = Ending::Done(kept);
+        result
+    }
+
+    /// Whether the flusher will run no more cycles (it ended, or a finish has it in hand).
+    pub(crate) fn flusher_gone(&self) -> bool {
+        match self.ending.try_lock() {
+            Some(e) => !matches!(&*e, Ending::Running(h) if !h.is_finished()),
+            None => true,
+        }
     }
 
     /// Waits until a flusher cycle that started after this call has completed (see

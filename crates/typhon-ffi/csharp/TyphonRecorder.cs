@@ -96,6 +96,7 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern IntPtr typhon_last_error_message();
         [DllImport(Lib)] public static extern int typhon_start(TyphonConfig* config);
         [DllImport(Lib)] public static extern int typhon_finish(TyphonStats* @out);
+        [DllImport(Lib)] public static extern int typhon_finish_on_termination();
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* @out);
         [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* outNs);
         [DllImport(Lib)] public static extern int typhon_clamped(ulong* @out);
@@ -297,6 +298,10 @@ namespace Typhon.Recorder
 
         /// <summary>Returns once the flusher has drained every record written before the call.</summary>
         public static void Drain() => Check(Native.typhon_drain());
+
+        /// <summary>SIGINT, SIGTERM or exit() finish the running recording (a complete file, not
+        /// OUT.parts/) before the process ends as it would have: typhon_finish_on_termination.</summary>
+        public static void FinishOnTermination() => Check(Native.typhon_finish_on_termination());
 
         /// <summary>The clock in raw ticks, the unit of the *_at functions.</summary>
         public static ulong Now => Native.typhon_now();

@@ -223,6 +223,25 @@ int32_t typhon_start(const struct TyphonConfig *config);
 // `out` must be NULL or point to writable storage for a `TyphonStats`.
 int32_t typhon_finish(struct TyphonStats *out);
 
+// Finishes the recorder started by `typhon_start` when the process is told to end, so that
+// the output is a complete trace.dat rather than `OUT.parts/` (the Rust builder's
+// `finish_on_termination`):
+// - on SIGINT or SIGTERM, everything written before the signal is written out, the previous
+//   dispositions are restored and the signal is raised again, so the process ends as it would
+//   have (killed by the signal, or in a handler the host installed before this call, which then
+//   runs; a signal the process ignores stays ignored). A second one while the file is being
+//   finished acts at once. The handler only writes a byte to a pipe; a thread of the recorder's,
+//   `typhon-signals`, does the finish; it is installed with `SA_RESTART`;
+// - on `exit` (or a return from `main`) with the recorder still running, an `atexit` hook
+//   finishes it.
+//
+// Threads still writing meanwhile are not held up; their writes after the finish point are not
+// recorded. Ends with `typhon_finish`, which puts the dispositions back (after a signal's
+// finish it returns `TYPHON_OK` and the final counters). Calling it twice changes nothing.
+// Returns `TYPHON_ERR_NOT_STARTED` without a recorder, `TYPHON_ERR_IO` if the pipe or the
+// thread could not be made.
+int32_t typhon_finish_on_termination(void);
+
 // A snapshot of the running recorder's counters into `*out`. Returns `TYPHON_ERR_NULL` or
 // `TYPHON_ERR_NOT_STARTED`.
 //

@@ -19,7 +19,7 @@ use typhon_recorder::codec::celog::{CELID_RAW_ULONG, CELID_USER, CELZONE_MISC};
 use typhon_recorder::codec::correlation::IngressDropReason;
 use typhon_recorder::codec::records::{ThreadKind, TraceContext};
 use typhon_recorder::codec::TraceEventKind;
-use typhon_recorder::RecorderBuilder;
+use typhon_recorder::{RecorderBuilder, RecorderError, Stats, Termination};
 use typhon_trace::tracedat::TraceFile;
 
 #[derive(Args)]
@@ -262,11 +262,31 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             tracing_subscriber::registry().with(typhon_tracing::TyphonLayer::new()),
         );
     }
+    let interrupted = {
+        let out = a.out.display().to_string();
+        move |why: Termination, outcome: Result<Stats, RecorderError>| {
+            eprintln!();
+            match outcome {
+                Ok(stats) => {
+                    eprintln!(
+                        "typhon-rec demo: {why}: the recording is finished, {out} is complete: {} records written, {} missed, {} slots",
+                        stats.total_written(),
+                        stats.total_missed(),
+                        stats.slots.len()
+                    );
+                    eprintln!("  {} stats {out}", this_command());
+                }
+                Err(e) => eprintln!("typhon-rec demo: {why}: finishing {out} failed: {e}"),
+            }
+        }
+    };
+    // Ctrl-C or SIGTERM mid-demo still leaves a complete file, not `OUT.parts/`.
     let rec = RecorderBuilder::new()
         .output(&a.out)
         .page_size(a.page_size)
         .ring_bytes(a.ring_size)
         .compression(a.compress)
+        .on_termination(interrupted)
         .start()
         .map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));

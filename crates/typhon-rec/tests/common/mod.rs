@@ -57,12 +57,17 @@ pub fn sorted_records(out: &Path) -> Vec<(u32, u64)> {
 /// Runs the test `test` of this test binary alone, with `env` set: the child half of a test
 /// that kills or crashes a recording process.
 pub fn run_test_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
+    test_child(test, env).output().unwrap()
+}
+
+/// The command of [`run_test_child`], for a test that talks to the child while it runs.
+pub fn test_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args([test, "--exact", "--nocapture", "--test-threads=1"]);
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().unwrap()
+    c
 }
 
 /// Every record of a trace.dat, checked (an error fails the test).
