@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::Command;
-use typhon_recorder::tracedat::Compression;
+use typhon_recorder::tracedat::{Compression, FileMeta, SlotPages};
 use typhon_recorder::{doc_lock, RecorderBuilder, ThreadKind};
 use typhon_trace::tracedat::TraceFile;
 
@@ -842,4 +842,59 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
     let (code, _, err) = run(&["stats".as_ref(), good.as_os_str()]);
     assert_eq!(code, Some(0), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 32: a file whose CPUs go past a recorder's 256 slots (from another writer, or edited)
+/// converts whole, into each form: no CPU is dropped, whatever its number.
+#[test]
+fn convert_keeps_cpus_past_255() {
+    let dir = tmp("z-convert-cpus");
+    let src = dir.join("in.dat");
+    let cpus: [(u32, u64); 4] = [(1, 3), (255, 2), (256, 2), (4000, 1)];
+    let pages: Vec<(u32, Vec<u8>)> = cpus
+        .iter()
+        .map(|&(c, n)| {
+            let p: Vec<u8> = (0..n)
+                .flat_map(|k| test_page((c % 250) as u8, k + u64::from(c), 5))
+                .collect();
+            (c, p)
+        })
+        .collect();
+    let mut slots: Vec<SlotPages<'_>> = pages
+        .iter()
+        .map(|(c, p)| SlotPages {
+            slot: *c,
+            ..SlotPages::from_bytes(0, p)
+        })
+        .collect();
+    let mut out = std::fs::File::create(&src).unwrap();
+    typhon_recorder::tracedat::write_tracedat(&mut out, &FileMeta::new(4096), &mut slots).unwrap();
+    drop(out);
+    let per_cpu = |p: &Path| {
+        let f = TraceFile::open_streaming(p).unwrap();
+        let mut m = std::collections::BTreeMap::<u32, u64>::new();
+        for r in f.stream_records() {
+            *m.entry(r.unwrap().cpu).or_default() += 1;
+        }
+        m
+    };
+    let want = per_cpu(&src);
+    assert_eq!(
+        want,
+        cpus.iter().map(|&(c, n)| (c, n * 5)).collect(),
+        "the input holds every CPU"
+    );
+    for (name, args) in [
+        ("v7.dat", &["--compress", "zstd"][..]),
+        ("v7none.dat", &["--compress", "none", "--version", "7"][..]),
+        ("v6.dat", &[][..]),
+    ] {
+        let o = dir.join(name);
+        let mut a: Vec<&std::ffi::OsStr> = vec!["convert".as_ref(), src.as_os_str(), o.as_os_str()];
+        a.extend(args.iter().map(std::ffi::OsStr::new));
+        let (code, _, err) = run(&a);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        assert_eq!(per_cpu(&o), want, "{name}: every CPU's records");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -566,8 +566,17 @@ impl TraceFile {
         MergedRecords::new(self.data_cpus().map(|c| self.cpu_records(c)).collect())
     }
 
-    /// The CPUs with data, in order.
-    fn data_cpus(&self) -> impl Iterator<Item = u32> + '_ {
+    /// The CPUs with data (a non-empty entry in the file's per-CPU table), in order.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotPages, TraceFile};
+    /// let pages = vec![0u8; 4096];
+    /// let mut out = std::io::Cursor::new(Vec::new());
+    /// write_tracedat(&mut out, &FileMeta::new(4096), &mut [SlotPages::from_bytes(3, &pages)]).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.data_cpus().collect::<Vec<_>>(), [3]);
+    /// ```
+    pub fn data_cpus(&self) -> impl Iterator<Item = u32> + '_ {
         self.layout
             .cpu_data
             .iter()
