@@ -11,6 +11,8 @@
 //! assert_eq!(typhon_trace::fuzzing::export(b"not a file".to_vec()), None);
 //! ```
 
+pub mod shapes;
+
 use crate::kbuffer::{Endian, KBuffer, LongSize};
 use crate::tracedat::TraceFile;
 use typhon_recorder::codec::{celog, correlation, records};
