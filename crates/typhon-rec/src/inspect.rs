@@ -448,6 +448,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             })).collect::<Vec<_>>(),
         });
         v["durations"] = durations.json(&tb);
+        v["reader_warnings"] = f.reader_warnings().into();
         v["losses"] = losses
             .lost
             .iter()
@@ -474,6 +475,9 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         damage(all.damaged)
     );
     println!("losses: {}", losses.line());
+    for w in f.reader_warnings() {
+        println!("warning: {}", printable(&w));
+    }
     if !session.present {
         println!("(no Typhon metadata: only what the pages show is counted)");
     } else if let Some(e) = &session.unreadable {
