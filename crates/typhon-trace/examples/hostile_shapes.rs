@@ -8,7 +8,7 @@ use typhon_trace::fuzzing::shapes::{many_cpu_chunks, options_bomb, small_zstd, t
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(what), Some(dir)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: hostile_shapes seeds|big DIR");
+        eprintln!("usage: hostile_shapes seeds|big|cpus DIR [CPUS PAGES]");
         std::process::exit(2);
     };
     let dir = std::path::Path::new(dir);
@@ -20,6 +20,12 @@ fn main() {
             ("tiny_pages.dat", tiny_pages(&base, 40).unwrap()),
             ("many_cpu_chunks.dat", many_cpu_chunks(12, 2, 1)),
         ],
+        // `cpus DIR N PAGES`: N CPUs of one chunk of PAGES pages each.
+        "cpus" => {
+            let n: u32 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(200);
+            let pages: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(4096);
+            vec![("cpus.dat", many_cpu_chunks(n, pages, 1))]
+        }
         "big" => vec![
             (
                 "options_bomb_4.6MB.dat",
