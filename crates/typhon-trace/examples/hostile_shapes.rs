@@ -17,8 +17,8 @@ fn main() {
     let files: Vec<(&str, Vec<u8>)> = match what.as_str() {
         "seeds" => vec![
             ("options_bomb.dat", options_bomb(&base, 3, 1 << 20).unwrap()),
-            ("tiny_pages.dat", tiny_pages(&base, 40).unwrap()),
-            ("many_cpu_chunks.dat", many_cpu_chunks(12, 2, 1)),
+            ("tiny_pages.dat", tiny_pages(&base, 12).unwrap()),
+            ("many_cpu_chunks.dat", many_cpu_chunks(3, 2, 1)),
         ],
         // `cpus DIR N PAGES`: N CPUs of one chunk of PAGES pages each.
         "cpus" => {
