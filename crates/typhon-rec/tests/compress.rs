@@ -898,3 +898,58 @@ fn convert_keeps_cpus_past_255() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 32: a chunk written twice makes more records than the slot wrote: `stats` and
+/// `report` say so (and what else cannot be right), in text and in JSON.
+#[test]
+fn stats_and_report_show_what_cannot_be_right() {
+    let dir = tmp("z-warnings");
+    let p = dir.join("dup.dat");
+    let mut z = typhon_recorder::tracedat::ChunkCompressor::new(1).unwrap();
+    let chunk = |z: &mut typhon_recorder::tracedat::ChunkCompressor, k: u64| {
+        let mut c = Vec::new();
+        z.chunk(&test_page(1, k, 5), &mut c).unwrap();
+        c
+    };
+    let (a, b) = (chunk(&mut z, 0), chunk(&mut z, 1));
+    let bytes = [a, b.clone(), b].concat();
+    let mut meta = FileMeta::new(4096);
+    meta.slots.push(typhon_recorder::tracedat::SlotMeta {
+        slot: 1,
+        name: "w".into(),
+        attempted: 10,
+        written: 10,
+        ..Default::default()
+    });
+    let mut out = std::fs::File::create(&p).unwrap();
+    typhon_recorder::tracedat::write_tracedat_v7(
+        &mut out,
+        &meta,
+        Compression::Zstd { level: 1 },
+        1,
+        &mut [SlotPages::chunked(1, bytes.len() as u64, 3, &bytes[..])],
+    )
+    .unwrap();
+    drop(out);
+    let (code, o, e) = run(&["stats".as_ref(), p.as_os_str()]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(o.contains("15 records"), "{o}");
+    for w in [
+        "warning: cpu 1: the chunk at offset ",
+        "warning: cpu 1: time goes back 4 ",
+        "warning: cpu 1: 15 records read, over the 10 the metadata says the slot wrote",
+    ] {
+        assert!(o.contains(w), "{w}: {o}");
+    }
+    let (_, o, _) = run(&["stats".as_ref(), "--json".as_ref(), p.as_os_str()]);
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(
+        v["reader_warnings"].as_array().map(Vec::len),
+        Some(3),
+        "{o}"
+    );
+    let (code, o, e) = run(&["report".as_ref(), p.as_os_str()]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(o.matches("[WARNING: cpu 1: ").count(), 3, "{o}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
