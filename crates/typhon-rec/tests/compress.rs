@@ -746,14 +746,19 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
         })
     };
     let second = chunks[1].0;
+    // Damage that ends the slot counts the pages left unread: those of the chunks after a
+    // count too low, or a page per page-size of the bytes after an impossible header.
+    let all_pages = pages_before(n as usize);
+    let (_, size) = f.cpu_data(slot).unwrap();
+    let after_second = (data_at + size - second as u64).div_ceil(ps);
     // (what, patch, slot records kept, damaged pages)
     let cases: Vec<(&str, Patch, u64, u64)> = vec![
-        ("chunk count 0", count(0), 0, 1),
+        ("chunk count 0", count(0), 0, all_pages),
         (
             "chunk count 1",
             count(1),
             slot_records_before(pages_before(1)),
-            1,
+            all_pages - pages_before(1),
         ),
         ("chunk count one too many", count(n + 1), per_slot[&slot], 1),
         (
@@ -762,7 +767,7 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
                 d[second..second + 4].copy_from_slice(&0xffff_fff0u32.to_le_bytes())
             }),
             slot_records_before(pages_before(1)),
-            1,
+            after_second,
         ),
         (
             "second chunk's uncompressed size 0xffffffff",
@@ -770,7 +775,7 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
                 d[second + 4..second + 8].copy_from_slice(&u32::MAX.to_le_bytes())
             }),
             slot_records_before(pages_before(1)),
-            1,
+            after_second,
         ),
         (
             "second chunk's frame broken",

@@ -63,8 +63,8 @@ pub fn small_zstd(pages: u64) -> Vec<u8> {
 /// `v7` (a little-endian version 7 file written by the recorder, zstd-compressed) with
 /// `sections` more options sections chained after its last one, each compressed and holding
 /// one option of an unknown id with `option_bytes` zero bytes of data (at most 64 MiB - 20),
-/// compressed (frames of 16 MiB one after the other) into a body 1024 times smaller (padded
-/// with a skippable frame), the most the ratio cap allows. `None` if `v7` is not such a file.
+/// compressed (frames one after the other) into a body 1024 times smaller (padded with a
+/// skippable frame), the most the ratio cap allows. `None` if `v7` is not such a file.
 ///
 /// ```
 /// let bomb = typhon_trace::fuzzing::shapes::options_bomb(&typhon_trace::fuzzing::shapes::small_zstd(1), 2, 1 << 20).unwrap();
@@ -79,29 +79,37 @@ pub fn options_bomb(v7: &[u8], sections: usize, option_bytes: u32) -> Option<Vec
     let first = out.len();
     out[last.1 + last.2 - 8..last.1 + last.2].copy_from_slice(&(first as u64).to_le_bytes());
     let mut z = ChunkCompressor::new(1).ok()?;
-    let mut opts = Vec::with_capacity(inflated);
+    // The option's zeros as frames of 1 MiB (one frame, repeated), so that making a bomb of
+    // gigabytes takes 1 MiB: the frames of a body decompress one after the other.
+    const Z: usize = 1 << 20;
+    let mut frame = Vec::new();
+    let mut zeros = Vec::new();
+    z.chunk(&vec![0u8; Z], &mut zeros).ok()?;
+    let zeros = zeros[8..].to_vec();
     for k in 0..sections {
         let next = if k + 1 == sections {
             0
         } else {
             (first + (k + 1) * stride) as u64
         };
-        opts.clear();
-        opts.extend_from_slice(&0x7777u16.to_le_bytes());
-        opts.extend_from_slice(&option_bytes.to_le_bytes());
-        opts.resize(6 + option_bytes as usize, 0);
-        opts.extend_from_slice(&0u16.to_le_bytes());
-        opts.extend_from_slice(&8u32.to_le_bytes());
-        opts.extend_from_slice(&next.to_le_bytes());
-        // Frames of at most 16 MiB (the compressor's cap), one after the other.
         let mut body = vec![0u8; 8];
-        body[4..].copy_from_slice(&(opts.len() as u32).to_le_bytes());
-        let mut frame = Vec::new();
-        for piece in opts.chunks(16 << 20) {
-            frame.clear();
-            z.chunk(piece, &mut frame).ok()?;
-            body.extend_from_slice(&frame[8..]);
+        body[4..].copy_from_slice(&(inflated as u32).to_le_bytes());
+        let mut head = 0x7777u16.to_le_bytes().to_vec();
+        head.extend_from_slice(&option_bytes.to_le_bytes());
+        frame.clear();
+        z.chunk(&head, &mut frame).ok()?;
+        body.extend_from_slice(&frame[8..]);
+        let n = option_bytes as usize;
+        for _ in 0..n / Z {
+            body.extend_from_slice(&zeros);
         }
+        let mut tail = vec![0u8; n % Z];
+        tail.extend_from_slice(&0u16.to_le_bytes());
+        tail.extend_from_slice(&8u32.to_le_bytes());
+        tail.extend_from_slice(&next.to_le_bytes());
+        frame.clear();
+        z.chunk(&tail, &mut frame).ok()?;
+        body.extend_from_slice(&frame[8..]);
         // Pad the frame to the body's size with a skippable frame (magic, size, bytes).
         let pad = body_len.checked_sub(body.len() + 8)?;
         body.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
