@@ -73,7 +73,9 @@ pub fn convert(
         ));
     }
     let mut slots = Vec::new();
-    for cpu in 0..f.cpus().min(256) {
+    // Every CPU with data is kept, those past a recorder's 256 slots too (a file from another
+    // writer, or edited): dropping one would lose its records without a word.
+    for cpu in f.data_cpus() {
         // The pages are counted first (the writer places the slots by their lengths).
         let mut s = f.stream_cpu(cpu);
         let mut n = 0u64;
@@ -92,7 +94,10 @@ pub fn convert(
             pos: 0,
         };
         let len = n * u64::from(f.page_size());
-        slots.push(SlotPages::new(cpu as u8, len, src.take(len)));
+        slots.push(SlotPages {
+            slot: cpu,
+            ..SlotPages::new(0, len, src.take(len))
+        });
     }
     let out_file = std::fs::OpenOptions::new()
         .write(true)

@@ -307,6 +307,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         v["missing_pages"] = session.missing_pages.into();
         v["damaged_chunks"] = session.damaged_chunks.into();
         v["duplicate_chunks"] = session.duplicate_chunks.into();
+        v["reader_warnings"] = f.reader_warnings().into();
         v["losses"] = losses
             .lost
             .iter()
@@ -337,6 +338,9 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
     println!("losses: {}", losses.line());
     if let Some(e) = &bad_counters {
         println!("({})", printable(e));
+    }
+    for w in f.reader_warnings() {
+        println!("warning: {}", printable(&w));
     }
     if !session.present {
         println!("(no Typhon metadata: only what the pages show is counted)");

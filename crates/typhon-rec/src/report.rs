@@ -453,6 +453,17 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     let missed = missed_total(&session, &missed);
     let losses = Losses::new(&session, missed, damaged_pages);
     let bad_counters = counters_error(file, &session, &losses);
+    // What cannot be right (data read twice, time going back) before the losses line.
+    for w in f.reader_warnings() {
+        let line = if args.json {
+            json_printable(&serde_json::json!({ "reader_warning": w }).to_string())
+        } else {
+            format!("[WARNING: {}]", printable(&w))
+        };
+        if writeln!(out, "{line}").is_err() {
+            return Ok(());
+        }
+    }
     let end = if args.json {
         let lost: serde_json::Map<String, serde_json::Value> = losses
             .lost

@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use std::process::Command;
-use typhon_recorder::tracedat::Compression;
+use typhon_recorder::tracedat::{Compression, FileMeta, SlotPages};
 use typhon_recorder::{doc_lock, RecorderBuilder, ThreadKind};
 use typhon_trace::tracedat::TraceFile;
 
@@ -765,14 +765,19 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
         })
     };
     let second = chunks[1].0;
+    // Damage that ends the slot counts the pages left unread: those of the chunks after a
+    // count too low, or a page per page-size of the bytes after an impossible header.
+    let all_pages = pages_before(n as usize);
+    let (_, size) = f.cpu_data(slot).unwrap();
+    let after_second = (data_at + size - second as u64).div_ceil(ps);
     // (what, patch, slot records kept, damaged pages)
     let cases: Vec<(&str, Patch, u64, u64)> = vec![
-        ("chunk count 0", count(0), 0, 1),
+        ("chunk count 0", count(0), 0, all_pages),
         (
             "chunk count 1",
             count(1),
             slot_records_before(pages_before(1)),
-            1,
+            all_pages - pages_before(1),
         ),
         ("chunk count one too many", count(n + 1), per_slot[&slot], 1),
         (
@@ -781,7 +786,7 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
                 d[second..second + 4].copy_from_slice(&0xffff_fff0u32.to_le_bytes())
             }),
             slot_records_before(pages_before(1)),
-            1,
+            after_second,
         ),
         (
             "second chunk's uncompressed size 0xffffffff",
@@ -789,7 +794,7 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
                 d[second + 4..second + 8].copy_from_slice(&u32::MAX.to_le_bytes())
             }),
             slot_records_before(pages_before(1)),
-            1,
+            after_second,
         ),
         (
             "second chunk's frame broken",
@@ -869,4 +874,114 @@ fn damaged_chunks_cost_only_their_slot_s_data_from_the_damage_on() {
     let (code, _, err) = run(&["stats".as_ref(), good.as_os_str()]);
     assert_eq!(code, Some(0), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 32: a file whose CPUs go past a recorder's 256 slots (from another writer, or edited)
+/// converts whole, into each form: no CPU is dropped, whatever its number.
+#[test]
+fn convert_keeps_cpus_past_255() {
+    let dir = tmp("z-convert-cpus");
+    let src = dir.join("in.dat");
+    let cpus: [(u32, u64); 4] = [(1, 3), (255, 2), (256, 2), (4000, 1)];
+    let pages: Vec<(u32, Vec<u8>)> = cpus
+        .iter()
+        .map(|&(c, n)| {
+            let p: Vec<u8> = (0..n)
+                .flat_map(|k| test_page((c % 250) as u8, k + u64::from(c), 5))
+                .collect();
+            (c, p)
+        })
+        .collect();
+    let mut slots: Vec<SlotPages<'_>> = pages
+        .iter()
+        .map(|(c, p)| SlotPages {
+            slot: *c,
+            ..SlotPages::from_bytes(0, p)
+        })
+        .collect();
+    let mut out = std::fs::File::create(&src).unwrap();
+    typhon_recorder::tracedat::write_tracedat(&mut out, &FileMeta::new(4096), &mut slots).unwrap();
+    drop(out);
+    let per_cpu = |p: &Path| {
+        let f = TraceFile::open_streaming(p).unwrap();
+        let mut m = std::collections::BTreeMap::<u32, u64>::new();
+        for r in f.stream_records() {
+            *m.entry(r.unwrap().cpu).or_default() += 1;
+        }
+        m
+    };
+    let want = per_cpu(&src);
+    assert_eq!(
+        want,
+        cpus.iter().map(|&(c, n)| (c, n * 5)).collect(),
+        "the input holds every CPU"
+    );
+    for (name, args) in [
+        ("v7.dat", &["--compress", "zstd"][..]),
+        ("v7none.dat", &["--compress", "none", "--version", "7"][..]),
+        ("v6.dat", &[][..]),
+    ] {
+        let o = dir.join(name);
+        let mut a: Vec<&std::ffi::OsStr> = vec!["convert".as_ref(), src.as_os_str(), o.as_os_str()];
+        a.extend(args.iter().map(std::ffi::OsStr::new));
+        let (code, _, err) = run(&a);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        assert_eq!(per_cpu(&o), want, "{name}: every CPU's records");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 32: a chunk written twice makes more records than the slot wrote: `stats` and
+/// `report` say so (and what else cannot be right), in text and in JSON.
+#[test]
+fn stats_and_report_show_what_cannot_be_right() {
+    let dir = tmp("z-warnings");
+    let p = dir.join("dup.dat");
+    let mut z = typhon_recorder::tracedat::ChunkCompressor::new(1).unwrap();
+    let chunk = |z: &mut typhon_recorder::tracedat::ChunkCompressor, k: u64| {
+        let mut c = Vec::new();
+        z.chunk(&test_page(1, k, 5), &mut c).unwrap();
+        c
+    };
+    let (a, b) = (chunk(&mut z, 0), chunk(&mut z, 1));
+    let bytes = [a, b.clone(), b].concat();
+    let mut meta = FileMeta::new(4096);
+    meta.slots.push(typhon_recorder::tracedat::SlotMeta {
+        slot: 1,
+        name: "w".into(),
+        attempted: 10,
+        written: 10,
+        ..Default::default()
+    });
+    let mut out = std::fs::File::create(&p).unwrap();
+    typhon_recorder::tracedat::write_tracedat_v7(
+        &mut out,
+        &meta,
+        Compression::Zstd { level: 1 },
+        1,
+        &mut [SlotPages::chunked(1, bytes.len() as u64, 3, &bytes[..])],
+    )
+    .unwrap();
+    drop(out);
+    let (code, o, e) = run(&["stats".as_ref(), p.as_os_str()]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(o.contains("15 records"), "{o}");
+    for w in [
+        "warning: cpu 1: the chunk at offset ",
+        "warning: cpu 1: time goes back 4 ",
+        "warning: cpu 1: 15 records read, over the 10 the metadata says the slot wrote",
+    ] {
+        assert!(o.contains(w), "{w}: {o}");
+    }
+    let (_, o, _) = run(&["stats".as_ref(), "--json".as_ref(), p.as_os_str()]);
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(
+        v["reader_warnings"].as_array().map(Vec::len),
+        Some(3),
+        "{o}"
+    );
+    let (code, o, e) = run(&["report".as_ref(), p.as_os_str()]);
+    assert_eq!(code, Some(0), "{e}");
+    assert_eq!(o.matches("[WARNING: cpu 1: ").count(), 3, "{o}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -740,6 +740,33 @@ fn damaged_pages_cost_the_export_one_mark_per_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 32: the decompressed chunks held while reading a compressed file are bounded in all,
+/// whatever its CPU count. 128 CPUs of one 2 MiB chunk each, read in time order (a page of each
+/// in turn), held 256 MiB where 16 of them held 32 MiB.
+#[test]
+fn many_cpus_of_large_chunks_read_in_bounded_memory() {
+    use typhon_trace::fuzzing::shapes::many_cpu_chunks;
+    let dir = scratch("chunks");
+    let small = many_cpu_chunks(16, 512, 1);
+    let large = many_cpu_chunks(128, 512, 1);
+    every_command_bounded(&dir, &small, &large, 2.0, "128 CPUs of 2 MiB chunks");
+    // Counted by a child: read here, the chunks would grow this process, and with it the
+    // peak of every child it forks (a child's peak starts from its parent's size).
+    let (ok, out, err) = common::cli(&[
+        "stats".as_ref(),
+        "--json".as_ref(),
+        dir.join("large.dat").as_os_str(),
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["records"].as_u64(),
+        Some(128 * 512),
+        "every record, merged"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `report` prints one line for a run of damaged pages of a slot, with the count, in plain
 /// and JSON form: the output of 2^19 damaged pages is that of 2^14. (Before: one
 /// `[DAMAGED PAGE]` line a page, 3.7 GB for the issue's 1 MB file.)
@@ -906,6 +933,30 @@ fn the_perfetto_export_does_not_keep_every_name() {
     assert!(
         (l as f64) < 1.5 * s as f64,
         "`export` peaked at {l} KiB on {n} span names, {s} KiB on one"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 32: a compressed options section's unknown options are skipped as they are
+/// decompressed, and what a file's compressed sections decompress to is capped: 2 sections of
+/// 7 MiB in 20 kB were held (and decompressed whole) by every command, 40 of 8 MiB in 330 kB
+/// are refused, naming the file and the section.
+#[test]
+fn compressed_options_sections_are_read_in_bounded_memory() {
+    use typhon_trace::fuzzing::shapes::{options_bomb, small_zstd};
+    let dir = scratch("options-bomb");
+    let base = small_zstd(2);
+    let small = options_bomb(&base, 1, 64 << 10).unwrap();
+    let large = options_bomb(&base, 2, 7 << 20).unwrap();
+    every_command_bounded(&dir, &small, &large, 1.5, "2 options sections of 7 MiB");
+    let bomb = dir.join("bomb.dat");
+    std::fs::write(&bomb, options_bomb(&base, 40, (8 << 20) - 20).unwrap()).unwrap();
+    let (_, ok, err) = peak_rss_kib(&["stats".as_ref(), bomb.as_os_str()]);
+    assert!(
+        !ok && err.contains("bomb.dat")
+            && err.contains("compressed section 0 (\"options\")")
+            && err.contains("over the"),
+        "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

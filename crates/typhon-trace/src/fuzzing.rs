@@ -11,6 +11,8 @@
 //! assert_eq!(typhon_trace::fuzzing::export(b"not a file".to_vec()), None);
 //! ```
 
+pub mod shapes;
+
 use crate::kbuffer::{Endian, KBuffer, LongSize};
 use crate::tracedat::TraceFile;
 use typhon_recorder::codec::{celog, correlation, records};
@@ -362,13 +364,17 @@ pub fn v6_to_zstd(v6: &[u8]) -> Option<Vec<u8>> {
     use typhon_recorder::tracedat::{write_tracedat_v7, Compression, SlotPages};
     let tf = TraceFile::parse(v6.to_vec()).ok()?;
     let meta = tf.typhon_meta()?.ok()?;
-    let bytes: Vec<(u8, Vec<u8>)> = (0..tf.cpus().min(256))
-        .map(|c| (c as u8, tf.pages(c).flatten().copied().collect::<Vec<u8>>()))
+    let bytes: Vec<(u32, Vec<u8>)> = tf
+        .data_cpus()
+        .map(|c| (c, tf.pages(c).flatten().copied().collect::<Vec<u8>>()))
         .filter(|(_, b)| !b.is_empty())
         .collect();
     let mut slots: Vec<SlotPages<'_>> = bytes
         .iter()
-        .map(|(c, b)| SlotPages::from_bytes(*c, b))
+        .map(|(c, b)| SlotPages {
+            slot: *c,
+            ..SlotPages::from_bytes(0, b)
+        })
         .collect();
     let mut out = std::io::Cursor::new(Vec::new());
     write_tracedat_v7(

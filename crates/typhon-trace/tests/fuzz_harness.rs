@@ -383,3 +383,46 @@ proptest! {
         }
     }
 }
+
+/// The hostile shapes of `fuzz/corpus/tracedat_parse` (written by `examples/hostile_shapes
+/// seeds`: options sections that inflate 1024 times, 64-byte pages in 9-byte chunks, many
+/// CPUs of one chunk), as they are and mutated: read in bounds, what is kept within the file's
+/// size. The same shapes made afresh too, so the seeds cannot drift from the code.
+#[test]
+fn hostile_shapes_and_their_mutants_never_panic() {
+    use typhon_trace::fuzzing::shapes::{many_cpu_chunks, options_bomb, small_zstd, tiny_pages};
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/tracedat_parse");
+    let mut seeds: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| {
+            let p = e.unwrap().path();
+            (p.display().to_string(), std::fs::read(&p).unwrap())
+        })
+        .collect();
+    seeds.sort();
+    assert!(seeds.len() >= 3, "{seeds:?}");
+    let base = small_zstd(2);
+    seeds.push((
+        "options_bomb".into(),
+        options_bomb(&base, 3, 1 << 20).unwrap(),
+    ));
+    seeds.push(("tiny_pages".into(), tiny_pages(&base, 12).unwrap()));
+    seeds.push(("many_cpu_chunks".into(), many_cpu_chunks(3, 2, 1)));
+    let mut rng = Rng(0x5eed_0032);
+    for (name, seed) in &seeds {
+        assert!(seed.len() <= 16 << 10, "{name}: {} bytes", seed.len());
+        assert!(fuzzing::tracedat(seed.clone()).is_some(), "{name} parses");
+        for i in 0..iters() / 20 {
+            let m = mutate(&mut rng, seed);
+            if std::panic::catch_unwind(|| fuzzing::tracedat(m.clone())).is_err() {
+                let p = std::env::temp_dir().join(format!("typhon-fuzz-shape-crash-{i}.dat"));
+                std::fs::write(&p, &m).unwrap();
+                panic!(
+                    "{name}, iteration {i}: the reader panicked; input saved to {}",
+                    p.display()
+                );
+            }
+        }
+    }
+}

@@ -6,7 +6,9 @@
 //! another compression is refused by name.
 
 use typhon_recorder::page::PageWriter;
-use typhon_recorder::tracedat::{write_tracedat_v7, Compression, FileMeta, SlotPages};
+use typhon_recorder::tracedat::{
+    write_tracedat_v7, ChunkCompressor, Compression, FileMeta, SlotMeta, SlotPages,
+};
 use typhon_trace::tracedat::{TraceDatError, TraceFile};
 
 /// A zstd v7 file of `pages` pages of 50 records each on CPU 1, one page per chunk.
@@ -239,7 +241,7 @@ fn per_cpu(d: Vec<u8>) -> ([usize; 3], Vec<TraceDatError>) {
 }
 
 #[test]
-fn a_chunk_count_too_small_reports_the_bytes_it_leaves_out() {
+fn a_chunk_count_too_small_counts_every_page_it_leaves_out() {
     let base = two_cpus(5);
     let count_at = first_chunk(&base) - 4;
     assert_eq!(
@@ -251,18 +253,141 @@ fn a_chunk_count_too_small_reports_the_bytes_it_leaves_out() {
         d[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
         let (n, errs) = per_cpu(d);
         assert_eq!(n, [0, 50 * count as usize, 250], "count {count}");
-        assert_eq!(errs.len(), 1, "count {count}: {errs:?}");
-        match &errs[0] {
-            e @ TraceDatError::DamagedPage { cpu: 1, .. } => {
-                assert!(
-                    e.to_string()
-                        .contains("after the chunks its count declares"),
-                    "{e}"
-                )
+        // The chunks after the count are walked (not read): one damaged page per page each
+        // declares, at the virtual offsets they would have had.
+        let left = 5 - count as usize;
+        assert_eq!(errs.len(), left, "count {count}: {errs:?}");
+        for (i, e) in errs.iter().enumerate() {
+            match e {
+                TraceDatError::DamagedPage {
+                    cpu: 1, page_at, ..
+                } => {
+                    assert_eq!(
+                        *page_at,
+                        (count_at + (count as usize + i) * 4096) as u64,
+                        "{e}"
+                    );
+                    let s = e.to_string();
+                    assert!(
+                        s.contains("after the chunks its count declares")
+                            && s.contains(&format!("{left} chunks of {left} pages")),
+                        "{s}"
+                    );
+                }
+                other => panic!("count {count}: {other:?}"),
             }
-            other => panic!("count {count}: {other:?}"),
         }
     }
+}
+
+/// Issue 32: a count 40 chunks short in a CPU of chunks of four pages is 160 pages unread,
+/// counted as 160 damaged pages (not one).
+#[test]
+fn a_chunk_count_too_small_by_many_chunks_counts_their_pages() {
+    let data: Vec<u8> = (0..200u64).flat_map(|p| page(p, 10)).collect();
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat_v7(
+        &mut out,
+        &FileMeta::new(4096),
+        Compression::Zstd { level: 1 },
+        4,
+        &mut [SlotPages::from_bytes(1, &data)],
+    )
+    .unwrap();
+    let mut d = out.into_inner();
+    let count_at = first_chunk(&d) - 4;
+    assert_eq!(
+        u32::from_le_bytes(d[count_at..count_at + 4].try_into().unwrap()),
+        50
+    );
+    d[count_at..count_at + 4].copy_from_slice(&10u32.to_le_bytes());
+    let (ok, errs) = read_all(d);
+    assert_eq!((ok, errs.len()), (40 * 10, 160), "{:?}", errs.first());
+}
+
+/// A 4 KiB page of `n` records at times `1 + p * 100 + j`.
+fn page(p: u64, n: u64) -> Vec<u8> {
+    let mut w = PageWriter::new(4096).unwrap();
+    for j in 0..n {
+        w.try_push(1 + p * 100 + j, &[j as u8; 20]).unwrap();
+    }
+    w.finish().to_vec()
+}
+
+/// A zstd v7 file whose CPU 1 holds `chunks` as they are (each a compressed page), with
+/// metadata saying slot 1 wrote `written` records.
+fn raw_chunks(chunks: &[Vec<u8>], written: u64) -> Vec<u8> {
+    let mut meta = FileMeta::new(4096);
+    meta.slots.push(SlotMeta {
+        slot: 1,
+        written,
+        ..SlotMeta::default()
+    });
+    let bytes: Vec<u8> = chunks.concat();
+    let mut out = std::io::Cursor::new(Vec::new());
+    write_tracedat_v7(
+        &mut out,
+        &meta,
+        Compression::Zstd { level: 1 },
+        1,
+        &mut [SlotPages::chunked(
+            1,
+            bytes.len() as u64,
+            chunks.len() as u32,
+            &bytes[..],
+        )],
+    )
+    .unwrap();
+    out.into_inner()
+}
+
+fn chunk_of(p: u64) -> Vec<u8> {
+    let mut z = ChunkCompressor::new(1).unwrap();
+    let mut out = Vec::new();
+    z.chunk(&page(p, 50), &mut out).unwrap();
+    out
+}
+
+/// Issue 32: what reading cannot take for right is said, though every record is whole: a
+/// chunk repeated after itself, time going back from a chunk to the next, and more records
+/// than the metadata says the slot wrote.
+#[test]
+fn chunks_that_cannot_be_right_are_flagged() {
+    let (a, b, c) = (chunk_of(0), chunk_of(1), chunk_of(2));
+    // Written as recorded: no warning.
+    let f = TraceFile::parse(raw_chunks(&[a.clone(), b.clone(), c.clone()], 150)).unwrap();
+    assert_eq!(f.stream_records().filter(|r| r.is_ok()).count(), 150);
+    assert_eq!(f.reader_warnings(), Vec::<String>::new());
+
+    // The second chunk twice: its records are read twice, time goes back, and there are 200
+    // records where 150 were written.
+    let f = TraceFile::parse(raw_chunks(
+        &[a.clone(), b.clone(), b.clone(), c.clone()],
+        150,
+    ))
+    .unwrap();
+    assert_eq!(f.stream_records().filter(|r| r.is_ok()).count(), 200);
+    let w = f.reader_warnings();
+    assert_eq!(w.len(), 3, "{w:#?}");
+    assert!(
+        w[0].starts_with("cpu 1: the chunk at offset ") && w[0].contains("again"),
+        "{w:#?}"
+    );
+    assert!(w[1].starts_with("cpu 1: time goes back 49 "), "{w:#?}");
+    assert_eq!(
+        w[2],
+        "cpu 1: 200 records read, over the 150 the metadata says the slot wrote"
+    );
+    // Read again, the same warnings (not twice as many).
+    assert_eq!(f.stream_records().count(), 200);
+    assert_eq!(f.reader_warnings(), w);
+
+    // An earlier chunk again later: time goes back (no count: the slot's counts are all 0).
+    let f = TraceFile::parse(raw_chunks(&[a.clone(), b, c, a], 0)).unwrap();
+    assert_eq!(f.stream_records().filter(|r| r.is_ok()).count(), 200);
+    let w = f.reader_warnings();
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert!(w[0].starts_with("cpu 1: time goes back 249 "), "{w:#?}");
 }
 
 #[test]
@@ -319,4 +444,42 @@ fn an_impossible_chunk_header_costs_only_its_cpu_from_the_damage_on() {
         matches!(errs[0], TraceDatError::DamagedPage { cpu: 2, .. }),
         "{errs:?}"
     );
+}
+
+/// Issue 32: compressed options sections are read as a stream: an unknown option's data is
+/// skipped, never held, and the other options are kept as they are.
+#[test]
+fn unknown_options_of_compressed_sections_are_skipped_unread() {
+    use typhon_trace::fuzzing::shapes::{options_bomb, small_zstd};
+    let base = small_zstd(2);
+    let d = options_bomb(&base, 3, 4 << 20).unwrap();
+    assert!(d.len() < base.len() + (16 << 10), "{}", d.len());
+    let f = TraceFile::parse(d.clone()).unwrap();
+    let g = TraceFile::parse(base).unwrap();
+    assert_eq!(f.options(), g.options(), "the same options, no unknown one");
+    let held: usize = f.options().iter().map(|o| o.data.len()).sum();
+    assert!(held < d.len(), "{held} bytes of options from {}", d.len());
+    assert_eq!(read_all(d).0, 40);
+}
+
+/// Issue 32: what a file's compressed sections decompress to is capped in all (a fixed cap,
+/// and 32 times the file's size): beyond it the file is refused, naming the section.
+#[test]
+fn compressed_metadata_beyond_its_cap_is_refused_naming_the_section() {
+    use typhon_trace::fuzzing::shapes::{options_bomb, small_zstd};
+    // Two sections of 64 MiB each in a 140 kB file: the first is over the 16 MiB any file may
+    // have (a file of 512 KiB or more may have 32 times its size).
+    let d = options_bomb(&small_zstd(2), 2, (64 << 20) - 20).unwrap();
+    assert!(d.len() < 150 << 10, "{}", d.len());
+    match TraceFile::parse(d) {
+        Err(e @ TraceDatError::Corrupt { .. }) => {
+            let s = e.to_string();
+            assert!(
+                s.contains("compressed section 0 (\"options\") declares 67108864 bytes")
+                    && s.contains("times the file's size"),
+                "{s}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }

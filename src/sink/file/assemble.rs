@@ -217,7 +217,9 @@ pub(super) fn assemble(
         .collect();
     let mut kept = BTreeSet::new();
     let mut w = BufWriter::new(file);
-    let copied = |w: &mut &mut BufWriter<File>, slot: u8, offset: u64, len: u64| {
+    let copied = |w: &mut &mut BufWriter<File>, slot: u32, offset: u64, len: u64| {
+        // The slots come from part files, all below 256.
+        let slot = u8::try_from(slot).map_err(|_| io::Error::other(format!("slot {slot}")))?;
         w.flush()?;
         w.get_ref()
             .sync_data()

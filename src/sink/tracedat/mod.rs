@@ -29,6 +29,6 @@ pub use compress::{
 pub use v7::{write_tracedat_v7, write_tracedat_v7_with};
 
 pub use writer::{
-    write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, MAGIC, META_FORMAT,
-    OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION,
+    write_tracedat, write_tracedat_with, FileMeta, SlotMeta, SlotPages, MAGIC, MAX_WRITE_CPUS,
+    META_FORMAT, OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION,
 };

@@ -132,7 +132,7 @@ pub fn write_tracedat_v7_with<W: Write + Seek>(
     compression: Compression,
     chunk_pages: usize,
     slot_data: &mut [SlotPages<'_>],
-    mut copied: impl FnMut(&mut W, u8, u64, u64) -> io::Result<()>,
+    mut copied: impl FnMut(&mut W, u32, u64, u64) -> io::Result<()>,
 ) -> io::Result<()> {
     let start = out.stream_position()?;
     if start != 0 {
@@ -253,7 +253,7 @@ pub fn write_tracedat_v7_with<W: Write + Seek>(
                 end - pos
             }
         };
-        table.push((u32::from(sp.slot), pos, size));
+        table.push((sp.slot, pos, size));
         pos += size;
     }
     // The flyrecord section's size: every byte after its size field.

@@ -21,6 +21,10 @@ use super::format::{self, check_page_size, header_page, HEADER_EVENT, SYSTEM};
 use serde_json::{json, Value};
 use std::io::{self, Read, Seek, Write};
 
+/// The most CPUs (slots) a written file may have, as the reader accepts (Linux's NR_CPUS tops
+/// out at 8192): bounds the per-CPU table.
+pub const MAX_WRITE_CPUS: u32 = 1 << 16;
+
 /// trace.dat magic: `17 08 44` then `tracing`.
 /// The first ten bytes of every trace.dat file.
 pub const MAGIC: &[u8; 10] = b"\x17\x08\x44tracing";
@@ -244,8 +248,10 @@ impl FileMeta {
 /// assert_eq!((sp.slot, sp.len), (3, 8192));
 /// ```
 pub struct SlotPages<'a> {
-    /// Slot number (= CPU number in the file).
-    pub slot: u8,
+    /// Slot number (= CPU number in the file). A recorder's slots are below 256 (what the
+    /// constructors take); a file converted from another writer's may have CPUs up to
+    /// [`MAX_WRITE_CPUS`]` - 1`: set the field (`SlotPages { slot: 300, ..SlotPages::new(..) }`).
+    pub slot: u32,
     /// Bytes the source delivers: a multiple of the page size.
     pub len: u64,
     /// Where the pages come from (a per-slot page file, a buffer, ...).
@@ -265,7 +271,7 @@ impl<'a> SlotPages<'a> {
     /// ```
     pub fn new(slot: u8, len: u64, source: impl Read + 'a) -> Self {
         Self {
-            slot,
+            slot: u32::from(slot),
             len,
             source: Box::new(source),
             chunks: None,
@@ -314,9 +320,15 @@ fn cmdline_name(name: &str) -> String {
 pub(super) fn check_inputs(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::Result<u32> {
     let page = meta.page_size;
     check_page_size(page).map_err(|e| invalid(e.to_string()))?;
-    let mut seen = [false; 256];
+    let mut seen = std::collections::BTreeSet::new();
     for sp in slot_data {
-        if std::mem::replace(&mut seen[sp.slot as usize], true) {
+        if sp.slot >= MAX_WRITE_CPUS {
+            return Err(invalid(format!(
+                "slot {} is over the {MAX_WRITE_CPUS} CPUs a file may have",
+                sp.slot
+            )));
+        }
+        if !seen.insert(sp.slot) {
             return Err(invalid(format!("slot {} has page data twice", sp.slot)));
         }
         if sp.chunks.is_none() && sp.len % u64::from(page) != 0 {
@@ -338,9 +350,9 @@ pub(super) fn check_inputs(meta: &FileMeta, slot_data: &[SlotPages<'_>]) -> io::
     Ok(slot_data
         .iter()
         .map(|s| s.slot)
-        .chain(meta.slots.iter().map(|s| s.slot))
+        .chain(meta.slots.iter().map(|s| u32::from(s.slot)))
         .max()
-        .map_or(1u32, |m| u32::from(m) + 1))
+        .map_or(1u32, |m| m + 1))
 }
 
 /// The metadata both versions store, each part as its bytes (a version 7 section body is the
@@ -529,7 +541,7 @@ pub fn write_tracedat_with<W: Write + Seek>(
     mut out: W,
     meta: &FileMeta,
     slot_data: &mut [SlotPages<'_>],
-    mut copied: impl FnMut(&mut W, u8, u64, u64) -> io::Result<()>,
+    mut copied: impl FnMut(&mut W, u32, u64, u64) -> io::Result<()>,
 ) -> io::Result<()> {
     let start = out.stream_position()?;
     if start != 0 {

@@ -89,6 +89,8 @@ pub(super) struct Layout {
     pub(super) chunked: bool,
     /// The file's length.
     pub(super) file_len: u64,
+    /// Bytes of metadata decompressed so far (version 7), against the caps.
+    pub(super) inflated: u64,
 }
 
 impl Default for Layout {
@@ -113,6 +115,7 @@ impl Default for Layout {
             compression: None,
             chunked: false,
             file_len: 0,
+            inflated: 0,
         }
     }
 }

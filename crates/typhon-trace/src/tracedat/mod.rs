@@ -18,6 +18,7 @@
 //! reading through a bounds-checked cursor (`cursor`). The event formats (`formats`) and the
 //! record iterators (`records`) are what a reader of the parsed file uses.
 
+mod chunks;
 mod cursor;
 mod error;
 mod formats;
@@ -62,7 +63,18 @@ pub struct TraceFile {
     by_id: HashMap<u32, usize>,
     /// The first format's `common_type` field, which says where a record's event id is.
     common_type: Option<FieldFormat>,
+    /// What the streaming readers share: the decompressed chunks they hold, bounded in total.
+    pool: chunks::ChunkPool,
+    /// What reading found that cannot be right, by (cpu, offset, kind): see
+    /// [`Self::reader_warnings`].
+    warnings: std::sync::Mutex<BTreeMap<(u32, u64, u8), String>>,
+    /// The Typhon metadata's written count of each slot, read once.
+    written: std::sync::OnceLock<BTreeMap<u32, u64>>,
 }
+
+/// The most reader warnings kept (each names a CPU and an offset; one more says how many were
+/// left out).
+const MAX_WARNINGS: usize = 64;
 
 impl TraceFile {
     /// Reads and parses the file at `path`, which must be a regular file (a symlink to one is
@@ -95,12 +107,92 @@ impl TraceFile {
     /// ```
     pub fn parse(data: Vec<u8>) -> Result<Self> {
         let (layout, by_id, common_type) = Self::parse_layout(&data, v7::Src::Mem(&data))?;
-        Ok(TraceFile {
-            source: stream::Source::Memory(data),
+        Ok(Self::new(
+            stream::Source::Memory(data),
             layout,
             by_id,
             common_type,
-        })
+        ))
+    }
+
+    fn new(
+        source: stream::Source,
+        layout: Layout,
+        by_id: HashMap<u32, usize>,
+        common_type: Option<FieldFormat>,
+    ) -> Self {
+        TraceFile {
+            source,
+            layout,
+            by_id,
+            common_type,
+            pool: chunks::ChunkPool::default(),
+            warnings: Default::default(),
+            written: Default::default(),
+        }
+    }
+
+    /// What reading the records found that cannot be right, though each record read is
+    /// whole: a CPU with more records than the Typhon metadata says its slot wrote, a chunk
+    /// that repeats the one before it, time going back from one chunk to the next. One line
+    /// each, naming the CPU (at most 64, then how many more), in CPU and file order; filled
+    /// in as the records are read, so ask after reading them.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.stream_records().count(), 0);
+    /// assert!(f.reader_warnings().is_empty());
+    /// ```
+    pub fn reader_warnings(&self) -> Vec<String> {
+        let w = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        w.iter()
+            .map(|(&(cpu, _, _), m)| {
+                if cpu == u32::MAX {
+                    m.clone()
+                } else {
+                    format!("cpu {cpu}: {m}")
+                }
+            })
+            .collect()
+    }
+
+    /// Records a reader warning of kind `kind` about `cpu` at `at` (once, however often it
+    /// is read).
+    pub(super) fn warn(&self, cpu: u32, at: u64, kind: u8, what: String) {
+        let mut w = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if w.len() < MAX_WARNINGS || w.contains_key(&(cpu, at, kind)) {
+            w.insert((cpu, at, kind), what);
+        } else {
+            let more = w
+                .remove(&(u32::MAX, u64::MAX, 0))
+                .and_then(|m| m.split(' ').next()?.parse::<u64>().ok())
+                .unwrap_or(0);
+            w.insert(
+                (u32::MAX, u64::MAX, 0),
+                format!("{} more warnings left out", more + 1),
+            );
+        }
+    }
+
+    /// The written count the Typhon metadata gives the slot `cpu`, if it counts the slot's
+    /// records (a slot whose counts are all 0 is taken as described without them).
+    pub(super) fn written(&self, cpu: u32) -> Option<u64> {
+        self.written
+            .get_or_init(|| match self.typhon_meta() {
+                // A slot described without counts (as hand-made files have) says nothing.
+                Some(Ok(m)) => m
+                    .slots
+                    .iter()
+                    .filter(|s| s.attempted > 0 || s.written > 0)
+                    .map(|s| (u32::from(s.slot), s.written))
+                    .collect(),
+                _ => BTreeMap::new(),
+            })
+            .get(&cpu)
+            .copied()
     }
 
     /// The layout of the file `src` from its first bytes `data` (all of them, or a prefix
@@ -566,8 +658,17 @@ impl TraceFile {
         MergedRecords::new(self.data_cpus().map(|c| self.cpu_records(c)).collect())
     }
 
-    /// The CPUs with data, in order.
-    fn data_cpus(&self) -> impl Iterator<Item = u32> + '_ {
+    /// The CPUs with data (a non-empty entry in the file's per-CPU table), in order.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, SlotPages, TraceFile};
+    /// let pages = vec![0u8; 4096];
+    /// let mut out = std::io::Cursor::new(Vec::new());
+    /// write_tracedat(&mut out, &FileMeta::new(4096), &mut [SlotPages::from_bytes(3, &pages)]).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.data_cpus().collect::<Vec<_>>(), [3]);
+    /// ```
+    pub fn data_cpus(&self) -> impl Iterator<Item = u32> + '_ {
         self.layout
             .cpu_data
             .iter()

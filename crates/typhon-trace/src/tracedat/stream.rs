@@ -14,6 +14,7 @@
 //! The same iterator walks an in-memory file ([`TraceFile::parse`]), so one consumer serves
 //! both.
 
+use super::chunks::{Held, Refused};
 use super::cursor::read_uint;
 use super::error::{Result, TraceDatError};
 use super::records::CpuRecords;
@@ -66,17 +67,66 @@ pub struct CpuStream<'f> {
     data_end: u64,
     page: Vec<u8>,
     /// Compressed data: the chunks not yet read (`None` before the count is read), the
-    /// current chunk decompressed, the next page's place in it, the chunk's virtual offset
-    /// (the CPU's data offset + the uncompressed bytes before it, as trace-cmd numbers them),
-    /// and the compressed bytes read.
+    /// current chunk decompressed (held within the file's budget, see `chunks`), the next
+    /// page's place in it, and the chunk's virtual offset (the CPU's data offset + the
+    /// uncompressed bytes before it, as trace-cmd numbers them).
     chunks_left: Option<u32>,
-    chunk: Vec<u8>,
+    held: Held,
     chunk_pos: usize,
     chunk_at: u64,
-    zbuf: Vec<u8>,
+    /// Compressed data: the last chunk's fingerprint and file offset (a chunk repeated right
+    /// after itself is flagged), whether the next record is its first, and the time of the
+    /// last record (time going back from one chunk to the next is flagged).
+    prev_chunk: Option<(u64, u64)>,
+    chunk_start: bool,
+    last_ts: Option<u64>,
+    /// Records read, checked against the metadata's written count at the end.
+    records: u64,
+    /// Damaged pages not yet yielded: a chunk's worth can be 262 144 of them, so they are
+    /// made one at a time.
+    run: Option<DamageRun>,
     /// The loaded page's records not yet handed out.
     queue: VecDeque<Result<OwnedRecord>>,
     done: bool,
+    /// Whether the end-of-data checks ran.
+    checked: bool,
+}
+
+/// Pages lost in a row: `left` of `total` still to yield, the next at virtual offset
+/// `page_at`, the damage at file offset `at`.
+#[derive(Debug)]
+struct DamageRun {
+    page_at: u64,
+    left: u64,
+    total: u64,
+    page_size: u64,
+    at: u64,
+    what: String,
+}
+
+/// Reads `buf.len()` bytes at `at` of `file`, for `cpu`'s data.
+fn read_at(file: &TraceFile, cpu: u32, buf: &mut [u8], at: u64, what: &'static str) -> Result<()> {
+    match &file.source {
+        Source::Memory(d) => {
+            let s = usize::try_from(at)
+                .ok()
+                .and_then(|a| d.get(a..a.checked_add(buf.len())?));
+            match s {
+                Some(s) => buf.copy_from_slice(s),
+                None => return Err(TraceDatError::Truncated { what, at }),
+            }
+        }
+        Source::File(f, path) => f.read_exact_at(buf, at).map_err(|e| {
+            TraceDatError::Io(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{}: reading cpu {cpu} {what} at offset {at}: {e}",
+                    path.display()
+                ),
+            ))
+        })?,
+    }
+    Ok(())
 }
 
 impl<'f> CpuStream<'f> {
@@ -108,47 +158,26 @@ impl<'f> CpuStream<'f> {
             end,
             data_end: off.saturating_add(size),
             chunks_left: None,
-            chunk: Vec::new(),
+            held: Held::None,
             chunk_pos: 0,
             chunk_at: off,
-            zbuf: Vec::new(),
+            prev_chunk: None,
+            chunk_start: false,
+            last_ts: None,
+            records: 0,
+            run: None,
             page: Vec::new(),
             queue: VecDeque::new(),
             done: size == 0,
+            checked: false,
         }
-    }
-
-    /// Reads `buf.len()` bytes at `at` of the file.
-    fn read_at(&self, buf: &mut [u8], at: u64, what: &'static str) -> Result<()> {
-        match &self.file.source {
-            Source::Memory(d) => {
-                let s = usize::try_from(at)
-                    .ok()
-                    .and_then(|a| d.get(a..a.checked_add(buf.len())?));
-                match s {
-                    Some(s) => buf.copy_from_slice(s),
-                    None => return Err(TraceDatError::Truncated { what, at }),
-                }
-            }
-            Source::File(f, path) => f.read_exact_at(buf, at).map_err(|e| {
-                TraceDatError::Io(std::io::Error::new(
-                    e.kind(),
-                    format!(
-                        "{}: reading cpu {} {what} at offset {at}: {e}",
-                        path.display(),
-                        self.cpu
-                    ),
-                ))
-            })?,
-        }
-        Ok(())
     }
 
     /// Whether there is more to read.
     fn more(&self) -> bool {
         if self.file.layout.chunked {
             // Bytes before the declared end after the counted chunks are read too: as damage.
-            self.chunk_pos < self.chunk.len()
+            self.chunk_pos < self.held.len()
                 || self.chunks_left != Some(0)
                 || self.next < self.data_end
         } else {
@@ -156,45 +185,110 @@ impl<'f> CpuStream<'f> {
         }
     }
 
-    /// Queues damage that ends the CPU's compressed data at `at` (an impossible chunk header,
-    /// a chunk past the CPU's region, bytes the chunk count leaves out): one damaged page, as
-    /// the size of what is lost cannot be known; the other CPUs are read on.
-    fn end_damaged(&mut self, at: u64, what: String) -> Result<bool> {
-        self.queue.push_back(Err(TraceDatError::DamagedPage {
+    /// The next damaged page of the current run, if any.
+    fn next_damaged(&mut self) -> Option<TraceDatError> {
+        let r = self.run.as_mut()?;
+        let e = TraceDatError::DamagedPage {
             cpu: self.cpu,
-            page_at: at,
-            at,
+            page_at: r.page_at,
+            at: r.at,
             records_before: 0,
+            what: if r.total == 1 {
+                r.what.clone()
+            } else {
+                format!("page {} of {}: {}", r.total - r.left + 1, r.total, r.what)
+            },
+        };
+        r.left -= 1;
+        r.page_at += r.page_size;
+        if r.left == 0 {
+            self.run = None;
+        }
+        Some(e)
+    }
+
+    /// Starts a run of `pages` damaged pages (at least one) from the current virtual offset.
+    fn damage(&mut self, pages: u64, at: u64, what: String) {
+        let ps = u64::from(self.file.layout.page_size);
+        self.run = Some(DamageRun {
+            page_at: self.chunk_at,
+            left: pages.max(1),
+            total: pages.max(1),
+            page_size: ps,
+            at,
             what,
-        }));
-        self.chunk.clear();
+        });
+        self.chunk_at = self.chunk_at.saturating_add(pages.saturating_mul(ps));
+    }
+
+    /// Damage that ends the CPU's compressed data at `at` (an impossible chunk header, a
+    /// chunk past the CPU's region, bytes the chunk count leaves out): the pages that were not
+    /// read are counted: those of the chunk headers that can still be walked from `walk`
+    /// (without decompressing them), and a page for every page-size of bytes after them (a
+    /// lower bound: compressed bytes hold at least their size); one page when nothing is
+    /// known. The other CPUs are read on.
+    fn end_damaged(&mut self, at: u64, walk: Option<u64>, what: String) -> Result<bool> {
+        let ps = u64::from(self.file.layout.page_size);
+        let (mut pages, mut chunks, mut pos) = (0u64, 0u64, walk.unwrap_or(at));
+        if walk.is_some() {
+            let be = self.file.layout.big_endian;
+            while pos.saturating_add(8) <= self.end {
+                let mut h = [0u8; 8];
+                read_at(self.file, self.cpu, &mut h, pos, "chunk header")?;
+                let (c, u) = (read_uint(&h[..4], be), read_uint(&h[4..], be));
+                if u == 0
+                    || u % ps != 0
+                    || !typhon_recorder::tracedat::plausible_size(c, u)
+                    || pos + 8 + c > self.end
+                {
+                    break;
+                }
+                pages += u / ps;
+                chunks += 1;
+                pos += 8 + c;
+            }
+        }
+        let rest = self.data_end.saturating_sub(pos);
+        pages += rest.div_ceil(ps);
+        let what = if chunks > 0 {
+            format!("{what}: {chunks} chunks of {pages} pages in all left unread")
+        } else if pages > 1 {
+            format!("{what}: {rest} bytes, {pages} pages or more, left unread")
+        } else {
+            what
+        };
+        self.file.pool.release(&mut self.held);
         self.chunk_pos = 0;
+        self.damage(pages, at, what);
         self.chunks_left = Some(0);
         self.done = true;
         Ok(false)
     }
 
     /// Reads the next chunk: `Ok(false)` when none was loaded (no chunks left; a damaged chunk,
-    /// queued as one damaged page per page it declares, and the next chunk is read after it;
-    /// or damage that ends the CPU, queued as one damaged page). An error only when the file
-    /// cannot be read.
+    /// a run of one damaged page per page it declares, and the next chunk is read after it;
+    /// or damage that ends the CPU). An error only when the file cannot be read.
     fn next_chunk(&mut self) -> Result<bool> {
         let be = self.file.layout.big_endian;
         if self.chunks_left.is_none() {
             let at = self.next;
             if at.saturating_add(4) > self.end {
-                return self.end_damaged(at, "chunk count past the cpu's data".into());
+                return self.end_damaged(at, None, "chunk count past the cpu's data".into());
             }
             let mut n = [0u8; 4];
-            self.read_at(&mut n, at, "chunk count")?;
+            read_at(self.file, self.cpu, &mut n, at, "chunk count")?;
             self.chunks_left = Some(read_uint(&n, be) as u32);
             self.next += 4;
         }
         let at = self.next;
+        self.chunk_at += self.held.len() as u64;
+        self.file.pool.release(&mut self.held);
+        self.chunk_pos = 0;
         if self.chunks_left == Some(0) {
             if at < self.data_end {
                 return self.end_damaged(
                     at,
+                    Some(at),
                     format!(
                         "{} bytes of the cpu's data after the chunks its count declares",
                         self.data_end - at
@@ -206,6 +300,7 @@ impl<'f> CpuStream<'f> {
         if at.saturating_add(8) > self.end {
             return self.end_damaged(
                 at,
+                None,
                 format!(
                     "{} more chunks declared, but the cpu's data ends at offset {}",
                     self.chunks_left.unwrap_or(0),
@@ -214,7 +309,7 @@ impl<'f> CpuStream<'f> {
             );
         }
         let mut h = [0u8; 8];
-        self.read_at(&mut h, at, "chunk header")?;
+        read_at(self.file, self.cpu, &mut h, at, "chunk header")?;
         let csize = read_uint(&h[..4], be);
         let usize_ = read_uint(&h[4..], be) as u32;
         let ps = self.file.layout.page_size;
@@ -224,6 +319,7 @@ impl<'f> CpuStream<'f> {
         {
             return self.end_damaged(
                 at,
+                None,
                 format!(
                     "chunk of {csize} bytes compressed, {usize_} uncompressed (a multiple of \
                      the page size {ps}, at most {MAX_CHUNK_BYTES} and {} times the compressed \
@@ -235,6 +331,7 @@ impl<'f> CpuStream<'f> {
         if at + 8 + csize > self.end {
             return self.end_damaged(
                 at,
+                None,
                 format!(
                     "chunk of {csize} bytes compressed runs past the cpu's data (ends at \
                      offset {})",
@@ -244,35 +341,51 @@ impl<'f> CpuStream<'f> {
         }
         self.chunks_left = self.chunks_left.map(|n| n - 1);
         self.next = at + 8 + csize;
-        self.chunk_at += self.chunk.len() as u64;
-        let mut z = std::mem::take(&mut self.zbuf);
-        z.resize(csize as usize, 0);
-        let r = self.read_at(&mut z, at + 8, "compressed chunk");
-        self.zbuf = z;
-        r?;
-        match typhon_recorder::tracedat::decompress_chunk(&self.zbuf, usize_, &mut self.chunk) {
+        let (file, cpu) = (self.file, self.cpu);
+        let mut print = 0;
+        let r = file.pool.load(
+            &mut self.held,
+            csize as usize,
+            usize_,
+            ps as usize,
+            file.layout.file_len,
+            |buf| read_at(file, cpu, buf, at + 8, "compressed chunk"),
+            &mut print,
+        );
+        let pages = u64::from(usize_ / ps);
+        match r {
             Ok(()) => {
-                self.chunk_pos = 0;
+                if let Some((p, before)) = self.prev_chunk {
+                    if p == print {
+                        self.file.warn(
+                            cpu,
+                            at,
+                            0,
+                            format!(
+                                "the chunk at offset {at} is the one at offset {before} again: \
+                                 its records are read twice"
+                            ),
+                        );
+                    }
+                }
+                self.prev_chunk = Some((print, at));
+                self.chunk_start = true;
                 Ok(true)
             }
-            Err(e) => {
-                self.chunk.clear();
-                self.chunk_pos = 0;
-                // Every page the chunk holds is lost: one damaged page each (the size is
-                // bounded by the cap checked above), at its virtual offset.
-                let pages = usize_ / ps;
-                for i in 0..pages {
-                    self.queue.push_back(Err(TraceDatError::DamagedPage {
-                        cpu: self.cpu,
-                        page_at: self.chunk_at + u64::from(i) * u64::from(ps),
-                        at,
-                        records_before: 0,
-                        what: format!("page {} of {pages} of the chunk at offset {at}: {e}", i + 1),
-                    }));
-                }
-                self.chunk_at += u64::from(usize_);
+            // Every page the chunk holds is lost: one damaged page each, at its virtual offset.
+            Err(Refused::Bad(e)) => {
+                self.damage(pages, at, format!("the chunk at offset {at}: {e}"));
                 Ok(false)
             }
+            Err(Refused::OverBudget(e)) => {
+                self.damage(
+                    pages,
+                    at,
+                    format!("the chunk at offset {at} is not read: {e}"),
+                );
+                Ok(false)
+            }
+            Err(Refused::Read(e)) => Err(e),
         }
     }
 
@@ -286,68 +399,80 @@ impl<'f> CpuStream<'f> {
 
     /// Reads the next page (the last may be partial) into `self.page`, and returns its offset
     /// (virtual for compressed data); `None` when there was none to read (a damaged chunk,
-    /// queued as an error, or no chunks).
+    /// queued as a damage run, or no chunks).
     fn fetch(&mut self) -> Result<Option<u64>> {
         let ps = u64::from(self.file.layout.page_size);
         if self.file.layout.chunked {
-            if self.chunk_pos >= self.chunk.len() && (!self.next_chunk()? || self.chunk.is_empty())
-            {
+            if self.chunk_pos >= self.held.len() && (!self.next_chunk()? || self.held.len() == 0) {
                 return Ok(None);
             }
             let at = self.chunk_at + self.chunk_pos as u64;
             let p = ps as usize;
-            self.page.clear();
-            self.page
-                .extend_from_slice(&self.chunk[self.chunk_pos..self.chunk_pos + p]);
+            self.page.resize(p, 0);
+            let r = self
+                .file
+                .pool
+                .copy(&self.held, self.chunk_pos, &mut self.page);
             self.chunk_pos += p;
+            if let Err(e) = r {
+                self.queue.push_back(Err(TraceDatError::DamagedPage {
+                    cpu: self.cpu,
+                    page_at: at,
+                    at,
+                    records_before: 0,
+                    what: e,
+                }));
+                return Ok(None);
+            }
             return Ok(Some(at));
         }
         let at = self.next;
         let n = ps.min(self.end - at) as usize;
         self.next = at + n as u64;
         self.page.resize(n, 0);
-        match &self.file.source {
-            Source::Memory(d) => {
-                // Bounds were checked at parse time; `get` keeps this panic-free regardless.
-                let s = usize::try_from(at)
-                    .ok()
-                    .and_then(|a| d.get(a..a.checked_add(n)?));
-                match s {
-                    Some(s) => self.page.copy_from_slice(s),
-                    None => {
-                        return Err(TraceDatError::Truncated {
-                            what: "cpu data",
-                            at,
-                        })
-                    }
-                }
-            }
-            Source::File(f, path) => f.read_exact_at(&mut self.page, at).map_err(|e| {
-                TraceDatError::Io(std::io::Error::new(
-                    e.kind(),
-                    format!(
-                        "{}: reading cpu {} page at offset {at}: {e}",
-                        path.display(),
-                        self.cpu
-                    ),
-                ))
-            })?,
-        }
+        read_at(self.file, self.cpu, &mut self.page, at, "page")?;
         Ok(Some(at))
+    }
+
+    /// What can be checked once the CPU's data is read: more records than the metadata says
+    /// the slot wrote cannot be right (data read twice, or another file's).
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.checked, true) {
+            return;
+        }
+        self.file.pool.release(&mut self.held);
+        if let Some(written) = self.file.written(self.cpu) {
+            if self.records > written {
+                self.file.warn(
+                    self.cpu,
+                    u64::MAX,
+                    2,
+                    format!(
+                        "{} records read, over the {written} the metadata says the slot wrote",
+                        self.records
+                    ),
+                );
+            }
+        }
     }
 
     /// The next page of the CPU as (offset, bytes): offsets are the file's for pages, virtual
     /// ones (the data's offset + the uncompressed bytes before) for compressed chunks. A chunk
     /// that does not decompress is one [`TraceDatError::DamagedPage`] per page it declares,
     /// then the pages after it; an impossible chunk header (or bytes the chunk count leaves
-    /// out) is one damaged page and ends the CPU; a read error ends the CPU.
+    /// out) ends the CPU, with a damaged page for each page not read (at least one); a read
+    /// error ends the CPU.
     pub fn next_page(&mut self) -> Option<Result<(u64, &[u8])>> {
         loop {
             if let Some(Err(e)) = self.queue.pop_front() {
                 return Some(Err(e));
             }
+            if let Some(e) = self.next_damaged() {
+                return Some(Err(e));
+            }
             if self.done || !self.more() {
                 self.done = true;
+                self.file.pool.release(&mut self.held);
                 return None;
             }
             match self.fetch() {
@@ -369,6 +494,27 @@ impl<'f> CpuStream<'f> {
         let base = page.as_ptr() as usize;
         let it = CpuRecords::new(self.cpu, page, ps as usize, at, long, endian);
         for r in it {
+            if let Ok(r) = &r {
+                self.records += 1;
+                if std::mem::take(&mut self.chunk_start) {
+                    if let Some(last) = self.last_ts.filter(|&l| r.ts < l) {
+                        let chunk = self.prev_chunk.map_or(0, |p| p.1);
+                        self.file.warn(
+                            self.cpu,
+                            chunk,
+                            1,
+                            format!(
+                                "time goes back {} from the chunk before to the chunk at \
+                                 offset {chunk} (its first record at {}, the last before at \
+                                 {last})",
+                                last - r.ts,
+                                r.ts
+                            ),
+                        );
+                    }
+                }
+                self.last_ts = Some(r.ts);
+            }
             self.queue.push_back(r.map(|r| OwnedRecord {
                 cpu: r.cpu,
                 ts: r.ts,
@@ -380,6 +526,12 @@ impl<'f> CpuStream<'f> {
     }
 }
 
+impl Drop for CpuStream<'_> {
+    fn drop(&mut self) {
+        self.file.pool.release(&mut self.held);
+    }
+}
+
 impl Iterator for CpuStream<'_> {
     type Item = Result<OwnedRecord>;
 
@@ -388,8 +540,12 @@ impl Iterator for CpuStream<'_> {
             if let Some(r) = self.queue.pop_front() {
                 return Some(r);
             }
+            if let Some(e) = self.next_damaged() {
+                return Some(Err(e));
+            }
             if self.done || !self.more() {
                 self.done = true;
+                self.finish();
                 return None;
             }
             if let Err(e) = self.load() {
@@ -441,12 +597,12 @@ impl TraceFile {
                 }
                 Err(e) => return Err(e),
                 Ok((layout, by_id, common_type)) => {
-                    return Ok(TraceFile {
-                        source: Source::File(f, path.to_path_buf()),
+                    return Ok(TraceFile::new(
+                        Source::File(f, path.to_path_buf()),
                         layout,
                         by_id,
                         common_type,
-                    })
+                    ))
                 }
             }
         }

@@ -17,7 +17,9 @@ use super::cursor::{read_uint, Cur};
 use super::error::{corrupt, Result, TraceDatError};
 use super::layout::{text, Layout, TraceOption, MAX_CPUS};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::os::unix::fs::FileExt;
+use typhon_recorder::tracedat::{OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VERSION};
 
 /// trace-cmd option id of the CPU count (version 7).
 const OPTION_CPUCOUNT: u16 = 8;
@@ -25,6 +27,24 @@ const OPTION_CPUCOUNT: u16 = 8;
 /// The largest metadata section accepted once decompressed (a fixed cap, SPEC §10): a kernel's
 /// kallsyms is a few MiB.
 pub(super) const MAX_SECTION: u32 = 64 << 20;
+
+/// The most a file's compressed sections may decompress to in all (SPEC §10): a fixed cap, and
+/// [`METADATA_RATIO`] times the file's size (or [`METADATA_FLOOR`], if more). Each section's
+/// 1024× ratio alone would let a 4.6 MB file of options sections inflate to 4.6 GB.
+pub(super) const MAX_METADATA: u64 = 256 << 20;
+pub(super) const METADATA_RATIO: u64 = 32;
+pub(super) const METADATA_FLOOR: u64 = 16 << 20;
+
+/// The largest zstd window a compressed section may need to be read as a stream (2^23: zstd
+/// level 19's; an options section's unknown options are skipped through it, not kept).
+const WINDOW_LOG_MAX: u32 = 23;
+
+/// Options a compressed options section keeps (the others' data is skipped, unread): those
+/// this reader or its users read.
+fn kept_from_compressed(id: u16) -> bool {
+    matches!(id, 3 | OPTION_CPUCOUNT | 16..=21)
+        || [OPTION_TRACECLOCK, OPTION_VERSION, OPTION_TYPHON_META].contains(&id)
+}
 
 /// Where a file's bytes are read from while parsing.
 #[derive(Clone, Copy)]
@@ -60,8 +80,9 @@ impl Src<'_> {
     }
 }
 
-/// Decompresses a compressed section's body `b` (`u32 compressed, u32 uncompressed, frame`).
-pub(super) fn inflate(b: &[u8], big_endian: bool, at: u64) -> Result<Vec<u8>> {
+/// A compressed section's body `b` (`u32 compressed, u32 uncompressed, frame`): its frame and
+/// declared uncompressed size, checked against the caps.
+fn compressed_body(b: &[u8], big_endian: bool, at: u64) -> Result<(&[u8], u32)> {
     let mut c = Cur::at(b, 0, big_endian);
     let csize = c.u32("compressed size")?;
     let usize_ = c.u32("uncompressed size")?;
@@ -79,6 +100,11 @@ pub(super) fn inflate(b: &[u8], big_endian: bool, at: u64) -> Result<Vec<u8>> {
             at,
         );
     }
+    Ok((frame, usize_))
+}
+
+/// Decompresses a compressed section's body `b` whole.
+pub(super) fn inflate(frame: &[u8], usize_: u32, at: u64) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     // `decompress_chunk` allocates no more than the declared size (capped above).
     typhon_recorder::tracedat::decompress_chunk(frame, usize_, &mut out).map_err(|e| {
@@ -90,10 +116,49 @@ pub(super) fn inflate(b: &[u8], big_endian: bool, at: u64) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A section's body as a stream: itself, or its frame decompressed as it is read (at most its
+/// declared size, with a bounded window).
+fn body_reader<'a>(body: &'a [u8], comp: Option<(&'a [u8], u32)>) -> Result<Box<dyn Read + 'a>> {
+    Ok(match comp {
+        None => Box::new(body),
+        Some((frame, usize_)) => {
+            let mut d = zstd::stream::read::Decoder::with_buffer(frame)?;
+            d.window_log_max(WINDOW_LOG_MAX)?;
+            Box::new(d.take(u64::from(usize_)))
+        }
+    })
+}
+
+/// Reads exactly `buf.len()` bytes of a section body, naming what was read on failure.
+fn read_exact(r: &mut dyn Read, buf: &mut [u8], what: &'static str, at: u64) -> Result<()> {
+    r.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => TraceDatError::Truncated { what, at },
+        _ => TraceDatError::Corrupt {
+            what: format!("{what}: {e}"),
+            at,
+        },
+    })
+}
+
+/// A section's name, for errors.
+fn section_name(id: u16) -> &'static str {
+    match id {
+        0 => "options",
+        16 => "headers",
+        17 => "ftrace events",
+        18 => "event formats",
+        19 => "kallsyms",
+        20 => "printk",
+        21 => "command lines",
+        _ => "unknown",
+    }
+}
+
 impl Layout {
-    /// Section `want` at `off`: its body (decompressed if it is compressed) and the offset of
-    /// its end in the file.
-    fn section(&self, src: Src<'_>, off: u64, want: u16) -> Result<(Vec<u8>, u64)> {
+    /// Section `want` at `off`: its body as stored and the offset of its end in the file,
+    /// with whether it is compressed. A compressed one's declared size is charged to the
+    /// file's metadata budget before anything is decompressed.
+    fn section_raw(&mut self, src: Src<'_>, off: u64, want: u16) -> Result<(Vec<u8>, bool, u64)> {
         let h = src.read(off, 16, "section header")?;
         let mut c = Cur::at(&h, 0, self.big_endian);
         let id = c.u16("section id")?;
@@ -105,13 +170,120 @@ impl Layout {
         }
         let body = src.read(off + 16, size, "section body")?;
         let end = off + 16 + size;
-        if flags & 1 != 0 {
+        let compressed = flags & 1 != 0;
+        if compressed {
             if self.compression.is_none() {
                 return corrupt("compressed section in a file without compression", off);
             }
-            return Ok((inflate(&body, self.big_endian, off)?, end));
+            let (_, usize_) = compressed_body(&body, self.big_endian, off)?;
+            self.charge(u64::from(usize_), id, off, src.len())?;
+        }
+        Ok((body, compressed, end))
+    }
+
+    /// Counts `n` more bytes of decompressed metadata (section `id` at `off`) against the
+    /// caps for a `len`-byte file.
+    fn charge(&mut self, n: u64, id: u16, off: u64, len: u64) -> Result<()> {
+        let cap = MAX_METADATA.min(len.saturating_mul(METADATA_RATIO).max(METADATA_FLOOR));
+        let total = self.inflated.saturating_add(n);
+        if total > cap {
+            return corrupt(
+                format!(
+                    "compressed section {id} (\"{}\") declares {n} bytes: the file's \
+                     decompressed metadata would reach {total} bytes, over the {cap} a \
+                     {len}-byte file may have (at most {MAX_METADATA}, and {METADATA_RATIO} \
+                     times the file's size)",
+                    section_name(id)
+                ),
+                off,
+            );
+        }
+        self.inflated = total;
+        Ok(())
+    }
+
+    /// Section `want` at `off`: its body (decompressed if it is compressed) and the offset of
+    /// its end in the file.
+    fn section(&mut self, src: Src<'_>, off: u64, want: u16) -> Result<(Vec<u8>, u64)> {
+        let (body, compressed, end) = self.section_raw(src, off, want)?;
+        if compressed {
+            let (frame, usize_) = compressed_body(&body, self.big_endian, off)?;
+            return Ok((inflate(frame, usize_, off)?, end));
         }
         Ok((body, end))
+    }
+
+    /// The options of an options section's body, read as a stream: kept in `self.options`
+    /// (from a compressed section, only those [`kept_from_compressed`]: the others' data is
+    /// skipped as it is decompressed, never held). Returns the next section's offset (DONE's).
+    fn parse_options(
+        &mut self,
+        body: &[u8],
+        compressed: bool,
+        off: u64,
+        sections: &mut BTreeMap<u16, u64>,
+        buffers: &mut Vec<(String, usize)>,
+    ) -> Result<u64> {
+        let comp = if compressed {
+            Some(compressed_body(body, self.big_endian, off)?)
+        } else {
+            None
+        };
+        let left = comp.map_or(body.len() as u64, |c| u64::from(c.1));
+        let mut r = body_reader(body, comp)?;
+        let mut left = left;
+        loop {
+            let mut h = [0u8; 6];
+            read_exact(&mut r, &mut h, "option header", off)?;
+            left = left.saturating_sub(6);
+            let id = read_uint(&h[..2], self.big_endian) as u16;
+            let n = read_uint(&h[2..], self.big_endian);
+            if n > left {
+                return Err(TraceDatError::Truncated {
+                    what: "option data",
+                    at: off,
+                });
+            }
+            left -= n;
+            if compressed && id != 0 && !kept_from_compressed(id) {
+                let skipped =
+                    std::io::copy(&mut (&mut r).take(n), &mut std::io::sink()).map_err(|e| {
+                        TraceDatError::Corrupt {
+                            what: format!("option {id}: {e}"),
+                            at: off,
+                        }
+                    })?;
+                if skipped != n {
+                    return Err(TraceDatError::Truncated {
+                        what: "option data",
+                        at: off,
+                    });
+                }
+                continue;
+            }
+            // At most what the section holds (its bytes, or its declared and charged size).
+            let mut data = vec![0u8; n as usize];
+            read_exact(&mut r, &mut data, "option data", off)?;
+            if id == 0 {
+                return Ok(if data.len() >= 8 {
+                    read_uint(&data[..8], self.big_endian)
+                } else {
+                    0
+                });
+            }
+            match id {
+                16..=21 if data.len() >= 8 => {
+                    sections.insert(id, read_uint(&data[..8], self.big_endian));
+                }
+                3 => {
+                    let mut bc = Cur::at(&data, 8, self.big_endian);
+                    let name = text(bc.cstr("buffer name")?);
+                    buffers.push((name, self.options.len()));
+                }
+                _ => {}
+            }
+            self.options.push(TraceOption { id, data });
+        }
     }
 
     /// The rest of a version 7 file, from just after its page size.
@@ -145,37 +317,10 @@ impl Layout {
                     next,
                 );
             }
-            let (body, end) = self.section(src, next, 0)?;
+            let (body, compressed, end) = self.section_raw(src, next, 0)?;
             spans.push((next, end));
             min_next = end;
-            let mut oc = Cur::at(&body, 0, self.big_endian);
-            next = 0;
-            loop {
-                let id = oc.u16("option id")?;
-                let n = oc.u32("option size")?;
-                let data = oc.bytes_u64(u64::from(n), "option data")?;
-                if id == 0 {
-                    if data.len() >= 8 {
-                        next = read_uint(&data[..8], self.big_endian);
-                    }
-                    break;
-                }
-                match id {
-                    16..=21 if data.len() >= 8 => {
-                        sections.insert(id, read_uint(&data[..8], self.big_endian));
-                    }
-                    3 => {
-                        let mut bc = Cur::at(data, 8, self.big_endian);
-                        let name = text(bc.cstr("buffer name")?);
-                        buffers.push((name, self.options.len()));
-                    }
-                    _ => {}
-                }
-                self.options.push(TraceOption {
-                    id,
-                    data: data.to_vec(),
-                });
-            }
+            next = self.parse_options(&body, compressed, next, &mut sections, &mut buffers)?;
         }
         self.take_clock_option();
         let mut bodies = Vec::new();
@@ -186,6 +331,13 @@ impl Layout {
                 }
                 continue;
             };
+            if id == 19 || id == 20 {
+                // Kallsyms and printk are only checked: read as a stream, not kept.
+                let (body, compressed, end) = self.section_raw(src, off, id)?;
+                spans.push((off, end));
+                self.skip_symbols(&body, compressed, off, id)?;
+                continue;
+            }
             let (body, end) = self.section(src, off, id)?;
             spans.push((off, end));
             bodies.push((id, body));
@@ -208,8 +360,6 @@ impl Layout {
                 16 => self.parse_headers(&mut sc)?,
                 17 => self.parse_ftrace(&mut sc)?,
                 18 => self.parse_events(&mut sc)?,
-                19 => self.parse_kallsyms_printk(&mut sc, 0)?,
-                20 => self.parse_kallsyms_printk(&mut sc, 1)?,
                 _ => self.parse_cmdlines(&mut sc)?,
             }
         }
@@ -227,6 +377,31 @@ impl Layout {
             let h = src.read(at, 4, "buffer section header")?;
             let flags = read_uint(&h[2..4], self.big_endian);
             self.chunked = flags & 1 != 0;
+        }
+        Ok(())
+    }
+
+    /// Kallsyms or printk (`id` 19, 20): `u32 size`, then that many bytes, checked and
+    /// skipped as they are read.
+    fn skip_symbols(&self, body: &[u8], compressed: bool, off: u64, id: u16) -> Result<()> {
+        let what = if id == 19 { "kallsyms" } else { "printk" };
+        let comp = if compressed {
+            Some(compressed_body(body, self.big_endian, off)?)
+        } else {
+            None
+        };
+        let mut r = body_reader(body, comp)?;
+        let mut n = [0u8; 4];
+        read_exact(&mut r, &mut n, what, off)?;
+        let n = read_uint(&n, self.big_endian);
+        let got = std::io::copy(&mut (&mut r).take(n), &mut std::io::sink()).map_err(|e| {
+            TraceDatError::Corrupt {
+                what: format!("{what}: {e}"),
+                at: off,
+            }
+        })?;
+        if got != n {
+            return Err(TraceDatError::Truncated { what, at: off });
         }
         Ok(())
     }
