@@ -64,7 +64,7 @@
 //!   timestamp in raw ticks ([`Recorder::now`], [`Recorder::ns_to_ticks`]): [`tick_start`],
 //!   [`tick_end`], [`phase`] (a guard) or [`named_phase_start`] / [`named_phase_end`], the
 //!   numbered [`phase_start`] / [`phase_end`], [`named_instant`] (or [`instant!`]) and the
-//!   numbered [`instant`], the correlation instants ([`ingress_received`],
+//!   numbered [`instant()`], the correlation instants ([`ingress_received`],
 //!   [`ingress_admitted`], [`ingress_dropped`], [`command_consumed`], [`egress_sent`]), CeLog
 //!   events through [`CeLog`] (or CE's positional [`celog_data`]) with [`celog_set_zones`],
 //!   [`write_record`].
@@ -143,7 +143,7 @@ pub use write::spans::SpanGuard;
 pub use write::{WriteError, SPAN_DEPTH, SPAN_NAME_BYTES};
 
 /// The writes of a `tracing` layer (the `typhon-tracing` crate's `TyphonLayer` makes them; SPEC
-/// §12). A program instruments with [`span`] and the other free functions, or with `tracing`
+/// §12). A program instruments with [`span()`] and the other free functions, or with `tracing`
 /// through that layer.
 pub use write::tracing as bridge;
 

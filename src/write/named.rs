@@ -36,7 +36,7 @@ fn put_named(
 }
 
 /// Records a NamedInstant: a point in time called `name`, with `payload`. Use it where
-/// [`instant`](crate::instant)'s numeric id would need a table to read; `report`, `stats`, the
+/// [`instant`](fn@crate::instant)'s numeric id would need a table to read; `report`, `stats`, the
 /// exports and trace-cmd show the name. A name with a NUL byte, or too long for a page, is not
 /// recorded and is counted as refused.
 ///

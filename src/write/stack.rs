@@ -109,7 +109,7 @@ pub struct SpanStack {
 
 /// A [`SpanStack`]'s entries, sentinel first: what a static span's begin and every span's end
 /// touch, reached through [`SpanStack::entries`] or, by the owning thread, through the
-/// address its [`OwnStack`] keeps.
+/// address its `OwnStack` keeps.
 #[repr(transparent)]
 pub struct Entries([Entry; SPAN_DEPTH + 1]);
 

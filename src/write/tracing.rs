@@ -93,7 +93,7 @@ impl SpanName {
 }
 
 /// Opens an entry of the `tracing` span `key` (`tracing` id `tracing_id`) on this thread,
-/// displayed as `name`: it nests under the thread's innermost open span, like [`crate::span`].
+/// displayed as `name`: it nests under the thread's innermost open span, like [`crate::span()`].
 /// Returns whether it was opened: `false` when nothing is recorded (no recorder, TracingSpan
 /// filtered, no slot) or when it is refused (a name that [`SpanName::is_valid`] refuses, a
 /// record too large for the running recorder's pages, a full span stack: counted as refused).

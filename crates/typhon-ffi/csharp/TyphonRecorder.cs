@@ -206,6 +206,43 @@ namespace Typhon.Recorder
         /// pass to the span and thread helpers without a conversion per call.</summary>
         public static byte[] Utf8(string s) => Encoding.UTF8.GetBytes(s);
 
+        // The string overloads' names: a per-thread cache from the string object (by reference,
+        // so a lookup is one identity hash and one compare, not a hash of the text) to its UTF-8
+        // bytes. A name is encoded (and its bytes allocated) the first time a thread uses it
+        // while its cache entry is free; a name whose entry another name holds is encoded into
+        // the thread's scratch buffer on every call instead: slower, but it allocates nothing
+        // either. Literals are interned, so `Span("physics")` always finds its entry.
+        const int NameCacheSize = 256; // entries per thread, a power of two
+        [ThreadStatic] static string[] t_names;
+        [ThreadStatic] static byte[][] t_utf8;
+        [ThreadStatic] static byte[] t_scratch;
+
+        /// <summary>The UTF-8 bytes of <paramref name="name"/>, from this thread's cache: after a
+        /// thread's first use of a name, no allocation. The bytes of a name not in the cache are
+        /// in the thread's scratch buffer, valid until its next call.</summary>
+        public static ReadOnlySpan<byte> CachedUtf8(string name)
+        {
+            if (name == null) throw new ArgumentNullException(nameof(name));
+            string[] names = t_names;
+            if (names == null)
+            {
+                names = t_names = new string[NameCacheSize];
+                t_utf8 = new byte[NameCacheSize][];
+            }
+            int i = RuntimeHelpers.GetHashCode(name) & (NameCacheSize - 1);
+            if ((object)names[i] == (object)name) return t_utf8[i];
+            if (names[i] == null)
+            {
+                t_utf8[i] = Encoding.UTF8.GetBytes(name);
+                names[i] = name;
+                return t_utf8[i];
+            }
+            int n = Encoding.UTF8.GetMaxByteCount(name.Length);
+            if (t_scratch == null || t_scratch.Length < n) t_scratch = new byte[Math.Max(n, 256)];
+            int len = Encoding.UTF8.GetBytes(name, 0, name.Length, t_scratch, 0);
+            return new ReadOnlySpan<byte>(t_scratch, 0, len);
+        }
+
         /// <summary>Starts the process-wide recorder writing to <paramref name="outputPath"/>.</summary>
         public static void Start(string outputPath, ulong pageSize = 0, ulong ringBytes = 0, ulong flushIntervalUs = 0, uint zstdLevel = 0)
         {
@@ -301,6 +338,9 @@ namespace Typhon.Recorder
             return id;
         }
 
+        /// <summary>Opens a NamedSpan called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static ulong BeginSpan(string name) => BeginSpan(CachedUtf8(name));
+
         /// <summary>Opens a TracedSpan carrying a trace context (a command's causal id, or a W3C trace id).</summary>
         public static ulong BeginTracedSpan(ReadOnlySpan<byte> utf8Name, (ulong Hi, ulong Lo) trace)
         {
@@ -313,11 +353,23 @@ namespace Typhon.Recorder
             return id;
         }
 
+        /// <summary>Opens a TracedSpan called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static ulong BeginTracedSpan(string name, (ulong Hi, ulong Lo) trace) => BeginTracedSpan(CachedUtf8(name), trace);
+
         /// <summary>Ends this thread's innermost open span; throws (ErrSpanMismatch) for any other id.</summary>
         public static void EndSpan(ulong spanId) => Check(Native.typhon_span_end(spanId));
 
         /// <summary>Opens a NamedSpan ended by the scope's Dispose (<c>using (TyphonRecorder.Span(name)) { ... }</c>).</summary>
         public static SpanScope Span(ReadOnlySpan<byte> utf8Name) => new SpanScope(BeginSpan(utf8Name));
+
+        /// <summary>Opens a NamedSpan called <paramref name="name"/>, ended by the scope's Dispose
+        /// (<c>using (TyphonRecorder.Span("physics")) { ... }</c>; no allocation after the
+        /// thread's first use of the name).</summary>
+        public static SpanScope Span(string name) => new SpanScope(BeginSpan(CachedUtf8(name)));
+
+        /// <summary>Opens a TracedSpan called <paramref name="name"/>, ended by the scope's Dispose.</summary>
+        public static SpanScope TracedSpan(string name, (ulong Hi, ulong Lo) trace) =>
+            new SpanScope(BeginTracedSpan(CachedUtf8(name), trace));
 
         /// <summary>Opens a TracedSpan ended by the scope's Dispose.</summary>
         public static SpanScope TracedSpan(ReadOnlySpan<byte> utf8Name, (ulong Hi, ulong Lo) trace) =>
@@ -397,6 +449,15 @@ namespace Typhon.Recorder
                 Check(Native.typhon_named_instant(p != null ? p : &none, (UIntPtr)utf8Name.Length, payload));
             }
         }
+
+        /// <summary>A NamedInstant called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static void NamedInstant(string name, int payload) => NamedInstant(CachedUtf8(name), payload);
+
+        /// <summary>A NamedPhaseStart called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static void NamedPhaseStart(byte phase, string name) => NamedPhaseStart(phase, CachedUtf8(name));
+
+        /// <summary>A NamedPhaseEnd called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static void NamedPhaseEnd(byte phase, string name) => NamedPhaseEnd(phase, CachedUtf8(name));
 
         /// <summary>A NamedPhaseStart: phase <paramref name="phase"/>, called <paramref name="utf8Name"/>, starts.</summary>
         public static void NamedPhaseStart(byte phase, ReadOnlySpan<byte> utf8Name)

@@ -139,3 +139,68 @@ fn the_readme_c_example_builds_and_records() {
     assert_eq!(main_spans, 20, "10 ticks of two spans");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's ways of finding `libtyphon_ffi.so` at run time work: the README's C example
+/// linked against the shared library starts with `-Wl,-rpath,'$ORIGIN'` and the `.so` beside
+/// it, and without an rpath through `LD_LIBRARY_PATH`; with neither it cannot start (so the
+/// two are what made it start).
+#[test]
+fn the_shared_library_is_found_by_rpath_or_ld_library_path() {
+    if !available(
+        "cc",
+        "linking the README's C example against the shared library",
+    ) {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("../../README.md")).unwrap();
+    let start = readme.find("```c\n").expect("a C example in the README") + 5;
+    let len = readme[start..].find("```").expect("its end");
+    assert!(readme.contains("-Wl,-rpath,'$ORIGIN'") && readme.contains("LD_LIBRARY_PATH"));
+    let dir = scratch("readme-so");
+    std::fs::write(dir.join("host.c"), &readme[start..start + len]).unwrap();
+    let so = library("libtyphon_ffi.so");
+    let libdir = dir.join("lib");
+    std::fs::create_dir_all(&libdir).unwrap();
+    std::fs::copy(&so, dir.join("libtyphon_ffi.so")).unwrap();
+    std::fs::copy(&so, libdir.join("libtyphon_ffi.so")).unwrap();
+    let link = |exe: &str, extra: &[&str]| {
+        let o = Command::new("cc")
+            .args(["-std=c11", "-I"])
+            .arg(root.join("include"))
+            .arg(dir.join("host.c"))
+            .arg("-L")
+            .arg(&libdir)
+            .args(extra)
+            .args(["-ltyphon_ffi", "-lpthread", "-ldl", "-lm", "-o"])
+            .arg(dir.join(exe))
+            .output()
+            .expect("run cc");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    link("with-rpath", &["-Wl,-rpath,$ORIGIN"]);
+    link("plain", &[]);
+    let run = |exe: &str, ld: Option<&Path>| {
+        let mut c = Command::new(dir.join(exe));
+        c.current_dir(&dir).env_remove("LD_LIBRARY_PATH");
+        if let Some(p) = ld {
+            c.env("LD_LIBRARY_PATH", p);
+        }
+        c.output().expect("run it")
+    };
+    for (exe, ld) in [("with-rpath", None), ("plain", Some(libdir.as_path()))] {
+        let o = run(exe, ld);
+        assert!(
+            o.status.success(),
+            "{exe}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let _ = std::fs::remove_file(dir.join("server.dat"));
+    }
+    let o = run("plain", None);
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("libtyphon_ffi.so"),
+        "without an rpath or LD_LIBRARY_PATH the loader cannot find it"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

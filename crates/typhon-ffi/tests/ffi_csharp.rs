@@ -198,6 +198,10 @@ fn csharp_host_records_from_managed_threads() {
     assert_eq!(main.instants, vec![(-1, -1)]);
     // The named instant, and the named phase of every tick, by name.
     let mut named = vec![(241u8, 5i64, "cs-named".to_string())];
+    // The 300 string names through the binding's cache, twice each.
+    for i in 0..600 {
+        named.push((241, i, format!("n{}", i % 300)));
+    }
     for _ in 0..TICKS {
         named.push((242, 2, "ai".into()));
         named.push((243, 2, "ai".into()));

@@ -25,10 +25,12 @@ use typhon_trace::tracedat::TraceFile;
 #[derive(Args)]
 pub struct DemoArgs {
     /// Output trace.dat path.
-    #[arg(long, default_value = "typhon-demo.dat")]
+    #[arg(short = 'o', long, default_value = "typhon-demo.dat")]
     out: PathBuf,
     /// How long to record, in seconds (decimals allowed).
-    #[arg(long, default_value_t = 3.0)]
+    // Negative numbers reach the check below, which says what is wrong, instead of clap's
+    // "unexpected argument '-1'".
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     duration: f64,
     /// Worker threads (besides the tick-loop thread).
     #[arg(long, default_value_t = 2)]
@@ -81,7 +83,7 @@ impl Sampler {
     #[inline]
     fn time(&mut self, f: impl FnOnce()) {
         self.n = self.n.wrapping_add(1);
-        if self.n % 32 != 0 {
+        if !self.n.is_multiple_of(32) {
             f();
             return;
         }
@@ -125,7 +127,7 @@ fn worker(idx: u32, rate: u64, stop: Arc<AtomicBool>) -> (u64, Histogram<u64>) {
                 records += 1;
                 continue;
             }
-            drain_tick = drain_tick.wrapping_add((seq % 4 == 0) as u32);
+            drain_tick = drain_tick.wrapping_add(seq.is_multiple_of(4) as u32);
             s.time(|| typhon_recorder::ingress_admitted(session, seq, wire_idx, drain_tick));
             let (hi, lo) = typhon_recorder::command_causal_id(session, drain_tick, seq);
             {
@@ -211,7 +213,7 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
                 None => typhon_recorder::phase_end(phase),
             }
         }
-        typhon_recorder::tick_end((tick % 5 == 0) as u8, 1);
+        typhon_recorder::tick_end(tick.is_multiple_of(5) as u8, 1);
         records += 1 + 3 * 4 + 1;
         tick += 1;
         next += period;
@@ -232,11 +234,11 @@ fn systems(tick: u32) -> u64 {
     ai.follows_from(&physics);
     ai.in_scope(|| {
         std::thread::sleep(Duration::from_micros(150));
-        if tick % 30 == 0 {
+        if tick.is_multiple_of(30) {
             tracing::info!(tick, "ai replanned");
         }
     });
-    2 + 2 + 1 + u64::from(tick % 30 == 0)
+    2 + 2 + 1 + u64::from(tick.is_multiple_of(30))
 }
 
 pub fn run(a: DemoArgs) -> Result<(), String> {
@@ -407,15 +409,51 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             s.slot, s.name, s.attempted, s.written, s.missed
         );
     }
+    let me = this_command();
     println!("\nLook at it:");
-    println!("  typhon-rec report {out} | less     # every record, named fields");
-    println!(
-        "  typhon-rec stats {out}             # durations per tick, phase and span; counts, losses"
-    );
-    println!("  trace-cmd report {out} | less      # the standard ftrace reader");
-    println!("  kernelshark {out}                  # timeline GUI (one row per thread slot)");
-    println!(
-        "  typhon-rec export {out}            # -> .pftrace: open it at https://ui.perfetto.dev"
-    );
+    let look = [
+        (
+            format!("{me} report {out} | less"),
+            "every record, named fields",
+        ),
+        (
+            format!("{me} stats {out}"),
+            "durations per tick, phase and span; counts, losses",
+        ),
+        (
+            format!("trace-cmd report {out} | less"),
+            "the standard ftrace reader",
+        ),
+        (
+            format!("kernelshark {out}"),
+            "timeline GUI (one row per thread slot)",
+        ),
+        (
+            format!("{me} export {out}"),
+            "-> .pftrace: open it at https://ui.perfetto.dev",
+        ),
+    ];
+    let w = look.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    for (cmd, what) in &look {
+        println!("  {cmd:<w$}  # {what}");
+    }
     Ok(())
+}
+
+/// How to call this program again from the user's shell: `typhon-rec` when that name on PATH
+/// is this very binary, else the binary's own path (after `cargo run` it is in target/, and a
+/// pasted `typhon-rec …` would fail with "command not found").
+fn this_command() -> String {
+    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "typhon-rec".into();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("typhon-rec"))
+            .find(|c| c.is_file())
+    });
+    match on_path.and_then(|p| p.canonicalize().ok()) {
+        Some(p) if p == me => "typhon-rec".into(),
+        _ => me.display().to_string(),
+    }
 }

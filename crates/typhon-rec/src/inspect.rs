@@ -600,7 +600,7 @@ pub fn pages(file: &Path, slot: u32, out: &Path) -> Res {
         i += 1;
     }
     println!(
-        "wrote {n} pages of {} bytes to {} (read one with: cargo run --example kbuffer_dump -- FILE)",
+        "wrote {n} pages of {} bytes to {} (read one with: cargo run -p typhon-trace --example kbuffer_dump -- FILE)",
         f.page_size(),
         printable(&out.display().to_string())
     );

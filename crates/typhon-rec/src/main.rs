@@ -6,6 +6,7 @@ mod demo;
 mod durations;
 mod inspect;
 mod push;
+mod push_config;
 mod report;
 mod timebase;
 
@@ -74,7 +75,8 @@ enum Cmd {
         #[arg(long)]
         service: Option<String>,
     },
-    /// Send a recording to an OpenTelemetry Collector (OTLP/HTTP protobuf, POST URL/v1/traces).
+    /// Send a recording to an OpenTelemetry Collector or a hosted backend (OTLP/HTTP protobuf
+    /// over http or https, POST URL/v1/traces; the OTEL_EXPORTER_OTLP_* environment is read).
     Push(push::PushArgs),
     /// Rewrite a recording as trace.dat version 6, or version 7 uncompressed or zstd-compressed.
     Convert {
@@ -129,6 +131,10 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    if let Err(e) = killed_recording_hint(&cli.cmd) {
+        eprintln!("typhon-rec: {}", typhon_recorder::printable::printable(&e));
+        return ExitCode::from(1);
+    }
     let r = match cli.cmd {
         Cmd::Demo(a) => demo::run(a),
         Cmd::Report { file, args } => report::report(&file, &args),
@@ -159,7 +165,7 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Push(a) => push::push(&a),
-        Cmd::Recover { out } => inspect::recover(&out),
+        Cmd::Recover { out } => inspect::recover(&recover_target(out)),
         Cmd::Bench { quick, json, plot } => inspect::bench(quick, json, plot.as_deref()),
         Cmd::Convert {
             input,
@@ -176,5 +182,41 @@ fn main() -> ExitCode {
             eprintln!("typhon-rec: {}", typhon_recorder::printable::printable(&e));
             ExitCode::from(1)
         }
+    }
+}
+
+/// A reader given `X.dat` that does not exist while `X.dat.parts/` does: the recording was
+/// killed (or still runs). "No such file" alone would hide that it can be rebuilt.
+fn killed_recording_hint(cmd: &Cmd) -> Result<(), String> {
+    let file = match cmd {
+        Cmd::Report { file, .. }
+        | Cmd::Stats { file, .. }
+        | Cmd::Pages { file, .. }
+        | Cmd::Export { file, .. } => file,
+        Cmd::Convert { input, .. } => input,
+        _ => return Ok(()),
+    };
+    let parts = typhon_recorder::sink::parts_dir(file);
+    if file.symlink_metadata().is_err() && parts.is_dir() {
+        return Err(format!(
+            "{} does not exist, but {} does: the recording was killed before it finished (or \
+             is still running). `typhon-rec recover {}` rebuilds the file from its parts \
+             (it refuses while a live recording holds them)",
+            file.display(),
+            parts.display(),
+            file.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `recover X.dat.parts` means `recover X.dat`: the parts directory names its recording.
+fn recover_target(out: PathBuf) -> PathBuf {
+    match out
+        .to_str()
+        .and_then(|s| s.trim_end_matches('/').strip_suffix(".parts"))
+    {
+        Some(rec) if out.is_dir() && !rec.is_empty() => PathBuf::from(rec),
+        _ => out,
     }
 }

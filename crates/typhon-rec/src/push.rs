@@ -1,9 +1,13 @@
 //! OTLP: `export --format otlp|otlp-json` writes a recording as one OTLP request, and `push`
-//! POSTs it to a Collector (OTLP/HTTP `URL/v1/traces`, `application/x-protobuf`, optionally
-//! gzip) in bounded batches. Retries 429, 502, 503 and 504 (honouring `Retry-After`) and
-//! transport errors, within a bounded time per batch; never another status.
+//! POSTs it to a Collector or a hosted backend (OTLP/HTTP `URL/v1/traces` over http or https,
+//! `application/x-protobuf`, optionally gzip) in bounded batches. Retries 429, 502, 503 and 504
+//! (honouring `Retry-After`, in seconds or as an HTTP date) and transient transport errors,
+//! within a bounded time per batch; never another status, and never follows a redirect.
+//! Where it sends and with what headers: [`crate::push_config`].
 
-use crate::inspect::{same_file, Res};
+use crate::inspect::{damaged, same_file, Res};
+pub use crate::push_config::PushArgs;
+use crate::push_config::{mask, shown, Target};
 use indicatif::{ProgressBar, ProgressStyle};
 use prost::Message;
 use std::io::{BufWriter, Write};
@@ -13,29 +17,6 @@ use typhon_recorder::printable::printable;
 use typhon_trace::export::otlp::{self, OtlpOptions, OtlpStats};
 use typhon_trace::export::ExportError;
 use typhon_trace::tracedat::TraceFile;
-
-/// `typhon-rec push`'s arguments.
-#[derive(clap::Args, Debug)]
-pub struct PushArgs {
-    /// The trace.dat file.
-    pub file: PathBuf,
-    /// The Collector's OTLP/HTTP base URL (`http://HOST:4318`); spans go to URL/v1/traces.
-    #[arg(long)]
-    pub endpoint: String,
-    /// `service.name` of the spans (default: the file's name).
-    #[arg(long)]
-    pub service: Option<String>,
-    /// Compress each request body with gzip (`Content-Encoding: gzip`).
-    #[arg(long)]
-    pub gzip: bool,
-    /// Spans per request.
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=65536))]
-    pub batch: u64,
-    /// Longest time one request may spend being retried (with its unit: ms, s), waits
-    /// included; past it the push fails.
-    #[arg(long, default_value = "60s", value_parser = crate::durations::parse_duration)]
-    pub retry_for: u64,
-}
 
 /// The options a recording at `file` is exported with.
 fn options(file: &Path, service: Option<&str>) -> OtlpOptions {
@@ -84,7 +65,8 @@ pub fn export(file: &Path, json: bool, out: PathBuf, service: Option<&str>) -> R
     drop(w);
     println!("{}: {}", printable(&out.display().to_string()), summary(&s));
     notes(&s);
-    Ok(())
+    // As every reader does: what could be read is written, and the status says it is not all.
+    damaged(file, s.damaged_pages, "the export")
 }
 
 fn summary(s: &OtlpStats) -> String {
@@ -125,17 +107,9 @@ fn fail(url: &str, what: String) -> std::io::Error {
 
 /// `typhon-rec push FILE --endpoint URL`.
 pub fn push(a: &PushArgs) -> Res {
-    let base = a.endpoint.trim_end_matches('/');
-    if !base.starts_with("http://") {
-        return Err(format!(
-            "{}: the endpoint must be an http:// URL (OTLP/HTTP, port 4318 by default; this \
-             build has no TLS: push to a Collector on the host or the local network)",
-            printable(&a.endpoint)
-        ));
-    }
-    let url = format!("{base}/v1/traces");
+    let t = crate::push_config::resolve(a, &|k| std::env::var(k).ok())?;
     let f = open(&a.file)?;
-    let mut o = options(&a.file, a.service.as_deref());
+    let mut o = options(&a.file, t.service.as_deref());
     o.batch = a.batch as usize;
     let total: u64 = f
         .typhon_meta()
@@ -146,10 +120,10 @@ pub fn push(a: &PushArgs) -> Res {
         ProgressStyle::with_template("{bar:40} {pos}/{len} records, {msg} ({eta})")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let (agent, note) = t.agent();
+    if let Some(n) = note {
+        eprintln!("typhon-rec: {}: {n}", printable(&t.shown));
+    }
     let budget = Duration::from_nanos(a.retry_for);
     let (mut sent, mut retries) = (0u64, 0u64);
     let mut send =
@@ -163,7 +137,7 @@ pub fn push(a: &PushArgs) -> Res {
                 .map(|s| s.spans.len())
                 .sum();
             let mut body = req.encode_to_vec();
-            if a.gzip {
+            if t.gzip {
                 let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
                 z.write_all(&body)?;
                 body = z.finish()?;
@@ -171,74 +145,23 @@ pub fn push(a: &PushArgs) -> Res {
             let start = Instant::now();
             let mut backoff = Duration::from_millis(250);
             loop {
-                // Each attempt may take what is left of --retry-for (at least 1 s, at most 30 s),
-                // so a Collector that accepts and never answers cannot hold the push past it.
-                let attempt = budget
-                    .saturating_sub(start.elapsed())
-                    .clamp(Duration::from_secs(1), Duration::from_secs(30));
-                let mut r = agent
-                    .post(&url)
-                    .config()
-                    .timeout_global(Some(attempt))
-                    .build()
-                    .header("Content-Type", "application/x-protobuf");
-                if a.gzip {
-                    r = r.header("Content-Encoding", "gzip");
-                }
-                let (why, wait) = match r.send(&body[..]) {
-                    Ok(resp) => {
-                        let status = resp.status().as_u16();
-                        let after = resp
-                            .headers()
-                            .get("retry-after")
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.trim().parse::<u64>().ok())
-                            .map(Duration::from_secs);
-                        let text = resp
-                            .into_body()
-                            .with_config()
-                            .limit(64 * 1024)
-                            .read_to_vec()
-                            .unwrap_or_default();
-                        match status {
-                            200..=299 => {
-                                rejected(&url, &text)?;
-                                sent += spans as u64;
-                                bar.set_position(records);
-                                bar.set_message(format!("{sent} spans sent"));
-                                return Ok(());
-                            }
-                            429 | 502 | 503 | 504 => (format!("HTTP {status}"), after),
-                            _ => {
-                                // 413: the Collector's request limit; smaller batches fit.
-                                let hint = if status == 413 {
-                                    " (try a smaller --batch)"
-                                } else {
-                                    ""
-                                };
-                                return Err(fail(
-                                    &url,
-                                    format!("HTTP {status} (not retried){hint}: {}", reason(&text)),
-                                ));
-                            }
-                        }
-                    }
-                    Err(ureq::Error::Timeout(_)) => (
-                        format!("no answer within {:.1} s", attempt.as_secs_f64()),
-                        None,
-                    ),
-                    Err(e) => (e.to_string(), None),
+                let left = budget.saturating_sub(start.elapsed());
+                let Some((why, after)) = attempt(&agent, &t, &body, left)? else {
+                    sent += spans as u64;
+                    bar.set_position(records);
+                    bar.set_message(format!("{sent} spans sent"));
+                    return Ok(());
                 };
-                let next = if wait.is_some() {
+                let next = if after.is_some() {
                     "its Retry-After"
                 } else {
                     "the next retry"
                 };
-                let wait = wait.unwrap_or(backoff);
+                let wait = after.unwrap_or(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(30));
                 if start.elapsed() + wait > budget {
                     return Err(fail(
-                        &url,
+                        &t.shown,
                         format!(
                             "{why}; gave up after {:.1} s of retries: {next} ({:.1} s) would \
                              pass --retry-for ({:.1} s)",
@@ -252,7 +175,7 @@ pub fn push(a: &PushArgs) -> Res {
                 bar.suspend(|| {
                     eprintln!(
                         "typhon-rec: {}: {why}, retrying in {:.1} s",
-                        printable(&url),
+                        printable(&t.shown),
                         wait.as_secs_f64()
                     )
                 });
@@ -276,10 +199,127 @@ pub fn push(a: &PushArgs) -> Res {
         "{}: {} to {}, {retries} retries",
         printable(&a.file.display().to_string()),
         summary(&s),
-        printable(&url)
+        printable(&t.shown)
     );
     notes(&s);
-    Ok(())
+    // As every reader does: what could be read is pushed, and the status says it is not all.
+    damaged(&a.file, s.damaged_pages, "the push")
+}
+
+/// One POST of `body`, given at most `left` (what remains of --retry-for): sent (`None`),
+/// worth a retry (why, and the wait the server asked for), or an error that ends the push.
+fn attempt(
+    agent: &ureq::Agent,
+    t: &Target,
+    body: &[u8],
+    left: Duration,
+) -> std::io::Result<Option<(String, Option<Duration>)>> {
+    // The attempt may take what is left of --retry-for (at most 30 s), so a Collector that
+    // accepts and never answers cannot hold the push past it.
+    let limit = left.clamp(Duration::from_millis(1), Duration::from_secs(30));
+    let mut r = agent
+        .post(t.url.as_str())
+        .config()
+        .timeout_global(Some(limit))
+        .build()
+        .header("Content-Type", "application/x-protobuf");
+    if t.gzip {
+        r = r.header("Content-Encoding", "gzip");
+    }
+    for (k, v) in &t.headers {
+        r = r.header(k, v);
+    }
+    let resp = match r.send(body) {
+        Ok(resp) => resp,
+        Err(ureq::Error::Timeout(_)) => {
+            let why = format!("no answer within {:.1} s", limit.as_secs_f64());
+            return Ok(Some((why, None)));
+        }
+        Err(e) if permanent(&e) => {
+            let e = e.to_string();
+            let hint = if e.contains("certificate") {
+                ": the server's certificate is not from a CA the system trusts; give a private \
+                 CA's with --ca-cert FILE (or OTEL_EXPORTER_OTLP_CERTIFICATE)"
+            } else {
+                ""
+            };
+            return Err(fail(&t.shown, format!("{e} (not retried){hint}")));
+        }
+        Err(e) => return Ok(Some((e.to_string(), None))),
+    };
+    let status = resp.status().as_u16();
+    let header = |k: &str| {
+        resp.headers()
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_string())
+    };
+    let after = header("retry-after").and_then(|v| retry_after(&v));
+    let location = header("location");
+    let text = resp
+        .into_body()
+        .with_config()
+        .limit(64 * 1024)
+        .read_to_vec()
+        .unwrap_or_default();
+    let what = match status {
+        200..=299 => {
+            rejected(&t.shown, &text)?;
+            return Ok(None);
+        }
+        429 | 502 | 503 | 504 => return Ok(Some((format!("HTTP {status}"), after))),
+        // A followed redirect would lose the body: 301-303 turn a POST into a GET, and
+        // 307/308 would need it sent twice to a URL nobody gave. So none is followed.
+        300..=399 => match location {
+            Some(l) => {
+                let to = t
+                    .url
+                    .join(&l)
+                    .map_or_else(|_| mask(&l), |u| shown(&u, false));
+                format!(
+                    "HTTP {status} redirects to {to} (not followed, so nothing of this batch was \
+                     delivered: push to that URL with --endpoint)"
+                )
+            }
+            None => format!("HTTP {status}, a redirect without a Location (not followed)"),
+        },
+        401 | 403 => format!(
+            "HTTP {status}: authentication failed (not retried): check the API key or \
+             credentials (--header, OTEL_EXPORTER_OTLP_HEADERS, or the URL's user:password): {}",
+            reason(&text)
+        ),
+        // 413: the Collector's request limit; smaller batches fit.
+        413 => format!(
+            "HTTP 413 (not retried) (try a smaller --batch): {}",
+            reason(&text)
+        ),
+        _ => format!("HTTP {status} (not retried): {}", reason(&text)),
+    };
+    Err(fail(&t.shown, what))
+}
+
+/// Errors no retry can mend: a certificate the roots do not vouch for, a TLS or HTTP protocol
+/// failure, a request that cannot be made.
+fn permanent(e: &ureq::Error) -> bool {
+    use ureq::Error as E;
+    match e {
+        E::Tls(_) | E::Pem(_) | E::Rustls(_) | E::BadUri(_) | E::Http(_) | E::Protocol(_) => true,
+        // rustls reports a handshake's failure (an unknown issuer, a wrong name) as bad data.
+        E::Io(e) => e.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
+
+/// `Retry-After`: a number of seconds, or an HTTP date (a date past is no wait).
+fn retry_after(v: &str) -> Option<Duration> {
+    if let Ok(s) = v.parse::<u64>() {
+        return Some(Duration::from_secs(s));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// A 2xx whose body reports rejected spans (OTLP partial success) is an error: spans were lost.

@@ -289,7 +289,7 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
             Err(e) => return Err(format!("{}: {e}", file.display())),
         };
         n += 1;
-        if n % 65536 == 0 {
+        if n.is_multiple_of(65536) {
             pb.set_position(n);
         }
         if let Some(k) = r.missed_before.filter(|&k| k > 0) {

@@ -297,6 +297,11 @@ fn bad_input_is_an_error_not_a_panic() {
         "-1",
     ]);
     assert_clean_failure(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--duration must be a positive number"),
+        "{err}"
+    );
     assert!(!Path::new(&d.join("y.dat")).exists());
     // Too long to be a Duration: an error, not a panic.
     let y = d.join("y.dat");
@@ -363,5 +368,81 @@ fn a_closed_pipe_is_not_a_panic() {
             "{cmd}: {status:?} {err}"
         );
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The commands the demo prints under "Look at it" work when pasted into a shell that has no
+/// `typhon-rec` on its PATH (as after `cargo run`): they name the binary by its path.
+#[test]
+fn the_demos_look_at_it_commands_run_when_pasted() {
+    let d = scratch("look");
+    let out = d.join("look.dat");
+    let o = rec(&["demo", "-o", out.to_str().unwrap(), "--duration", "0.2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let look: Vec<&str> = text
+        .split("Look at it:")
+        .nth(1)
+        .expect("the demo prints how to look at its file")
+        .lines()
+        .filter_map(|l| l.split("  # ").next().map(str::trim))
+        .filter(|c| !c.is_empty())
+        .collect();
+    let ours: Vec<&str> = look
+        .iter()
+        .copied()
+        .filter(|c| !c.starts_with("trace-cmd") && !c.starts_with("kernelshark"))
+        .collect();
+    assert_eq!(ours.len(), 3, "report, stats and export: {look:?}");
+    for cmd in ours {
+        let cmd = cmd.replace(" | less", " >/dev/null");
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "`{cmd}` failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(out.with_extension("pftrace").exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// After a kill, `stats X.dat` says that `X.dat.parts/` is there and how to rebuild the file
+/// (it used to say only "No such file"), and `recover X.dat.parts` recovers `X.dat`.
+#[test]
+fn a_killed_recording_is_named_and_its_parts_directory_recovers() {
+    use typhon_recorder::page::PageWriter;
+    use typhon_recorder::sink::{parts_dir, FileSink, Sink};
+    let d = scratch("killed-hint");
+    let out = d.join("k.dat");
+    let mut s = FileSink::create(&out, 4096).unwrap();
+    let mut w = PageWriter::new(4096).unwrap();
+    for j in 0..10 {
+        w.try_push(j + 1, &[1; 20]).unwrap();
+    }
+    s.write_page(1, w.finish()).unwrap();
+    s.flush().unwrap();
+    drop(s); // as a kill leaves it: no finish
+    let parts = parts_dir(&out);
+    for cmd in ["stats", "report", "export"] {
+        let o = rec(&[cmd, out.to_str().unwrap()]);
+        assert_clean_failure(&o);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(parts.to_str().unwrap()) && err.contains("typhon-rec recover"),
+            "{cmd}: {err}"
+        );
+    }
+    let o = rec(&["recover", &format!("{}/", parts.display())]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.is_file() && !parts.exists());
+    let o = rec(&["stats", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&d);
 }

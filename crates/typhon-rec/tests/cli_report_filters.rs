@@ -21,6 +21,10 @@ fn record() -> (PathBuf, u64) {
     std::fs::create_dir_all(&d).unwrap();
     let out = d.join("r.dat");
     let r = RecorderBuilder::new().output(&out).start().unwrap();
+    // The thread's ThreadInfo is written at the clock's time when it claims its slot: claimed
+    // here, before `base`, it cannot land in a window of the test (under load, a claim at the
+    // first write came late enough to fall into the 3..4 ms one).
+    typhon_recorder::register_thread();
     let base = r.clock().to_ns(r.now()) + MS;
     let at = |ns: u64| {
         let raw = r.ns_to_ticks(base + ns);

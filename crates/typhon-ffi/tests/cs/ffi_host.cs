@@ -27,9 +27,8 @@ static unsafe class FfiHost
     const uint Session = 7;
     const byte CustomKind = 200;
 
-    static readonly byte[] Frame = TyphonRecorder.Utf8("frame");
+    const int CachedNames = 300;
     static readonly byte[] Ai = TyphonRecorder.Utf8("ai");
-    static readonly byte[] Apply = TyphonRecorder.Utf8("apply");
     static readonly byte[] Simulate = TyphonRecorder.Utf8("simulate");
     static readonly byte[] ApplyCommand = TyphonRecorder.Utf8("apply-command");
     static readonly byte[] Work = TyphonRecorder.Utf8("work");
@@ -86,13 +85,14 @@ static unsafe class FfiHost
             // From the third iteration on, the hot path must not allocate (the first two
             // JIT-compile, and allocate the thread's [ThreadStatic] storage).
             if (i == 2) allocatedBefore = GC.GetAllocatedBytesForCurrentThread();
-            using (SpanScope frame = TyphonRecorder.Span(Frame))
+            // The string overloads: names from the thread's UTF-8 cache, no allocation.
+            using (SpanScope frame = TyphonRecorder.Span("frame"))
             {
                 // One Instant per iteration: (thread id, i); the test checks every one arrived.
                 TyphonRecorder.Instant(id, i);
                 TyphonRecorder.IngressReceived((uint)id, (ushort)i, 0, 64);
                 var causal = TyphonRecorder.CommandCausalId((uint)id, (uint)i, (ushort)i);
-                using (TyphonRecorder.TracedSpan(Apply, causal))
+                using (TyphonRecorder.TracedSpan("apply", causal))
                 {
                     // Ending the outer span first is refused and changes nothing: EndSpan
                     // throws; a scope's Dispose does not, it reports the mismatch.
@@ -189,6 +189,19 @@ static unsafe class FfiHost
         // One time far ahead of the clock: clamped (counted), not pinning cs-main's later records.
         TyphonRecorder.InstantAt(TyphonRecorder.NsToTicks(1UL << 62), -1, -1);
         TyphonRecorder.NamedInstant(TyphonRecorder.Utf8("cs-named"), 5);
+        // String names through the thread's cache: 300 distinct names (more than its 256
+        // entries, so some share an entry and take the scratch path), each used twice. The
+        // second round allocates nothing.
+        var names = new string[CachedNames];
+        for (int i = 0; i < CachedNames; i++) names[i] = "n" + i;
+        long namesBefore = 0;
+        for (int i = 0; i < 2 * CachedNames; i++)
+        {
+            if (i == CachedNames) namesBefore = GC.GetAllocatedBytesForCurrentThread();
+            TyphonRecorder.NamedInstant(names[i % CachedNames], i);
+        }
+        long namesAllocated = GC.GetAllocatedBytesForCurrentThread() - namesBefore;
+        Expect(namesAllocated == 0, "string names allocated " + namesAllocated + " bytes once cached");
 
         // Dedicated threads, in rounds: each round's threads exit before the next starts.
         for (int r = 0; r < Rounds; r++)
