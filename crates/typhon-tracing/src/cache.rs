@@ -13,7 +13,8 @@
 //! is stored when it is created and replaced when it is renamed, and it is cleared when the
 //! span closes, so a stale entry (a closed span whose id was reused, a renamed span, a bucket
 //! another span took) never matches and the enter falls back to the Registry. Two live spans in
-//! one bucket only cost the one created first its hits.
+//! one bucket only cost the one created first its hits, and only while the other lives: the
+//! first one's next miss after that takes the emptied bucket back ([`reclaim`]).
 //!
 //! Ordering: a span's token is stored (Release) before any thread can enter it (entering needs
 //! its handle, passed on after its creation), and cleared (Release) in `on_close`, before the
@@ -55,6 +56,16 @@ pub(crate) fn publish(stack: u64, id: u64, old: u64, token: u64) {
         // Only where its old token still is: a bucket another span took stays that span's.
         let _ = b.compare_exchange(old, token, Ordering::Release, Ordering::Relaxed);
     }
+}
+
+/// Span `id` of `stack`, live and described by `token`, takes its bucket back if the bucket
+/// is empty: a span created later in its bucket, now closed, left it so, and without this
+/// every later enter of the span (a connection's, a frame's) would miss.
+pub(crate) fn reclaim(stack: u64, id: u64, token: u64) {
+    // Release, as `publish`; a bucket another live span holds stays that span's. The span
+    // cannot close meanwhile: the enter that calls this holds a handle on it, so the close's
+    // `retire` comes after.
+    let _ = bucket(stack, id).compare_exchange(0, token, Ordering::Release, Ordering::Relaxed);
 }
 
 /// Span `id` of `stack`, described by `token`, closed.
@@ -159,4 +170,49 @@ pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
         token,
         span: Some(span),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_recorder::bridge::SpanName;
+
+    /// A long-lived span whose bucket a later, short-lived span took: once that span closes,
+    /// the long-lived one's next miss takes the bucket back, and its enters hit again.
+    #[test]
+    fn a_span_takes_its_bucket_back_once_the_span_that_took_it_closes() {
+        let stack = new_token();
+        let (a, a_token) = (1u64, new_token());
+        // Another id of the same bucket (and another slot of the thread's table).
+        let b = (2..)
+            .find(|&b| std::ptr::eq(bucket(stack, b), bucket(stack, a)) && index(b) != index(a))
+            .unwrap();
+        let name: &'static SpanName = Box::leak(Box::new(SpanName::new("a")));
+        let entered = || Entered {
+            key: 7,
+            name: Display::Shared(name),
+        };
+        publish(stack, a, 0, a_token);
+        fill(stack, a, a_token, entered());
+        assert_eq!(with_cached(stack, a, |e| e.key), Some(7));
+        // b is created in the bucket, then closes.
+        let b_token = new_token();
+        publish(stack, b, 0, b_token);
+        retire(stack, b, b_token);
+        assert_eq!(
+            with_cached(stack, a, |e| e.key),
+            None,
+            "a stale bucket misses"
+        );
+        // a's miss (the Registry's lookup, then this) makes it good again.
+        reclaim(stack, a, a_token);
+        fill(stack, a, a_token, entered());
+        assert_eq!(with_cached(stack, a, |e| e.key), Some(7));
+        // A bucket a live span holds stays its own.
+        let c_token = new_token();
+        publish(stack, b, 0, c_token);
+        reclaim(stack, a, a_token);
+        assert_eq!(bucket(stack, a).load(Ordering::Relaxed), c_token);
+        retire(stack, b, c_token);
+    }
 }

@@ -160,53 +160,68 @@ impl SpanFields {
     }
 
     /// Sets `field`'s value to what `write` writes (into a writer that bounds it), replacing
-    /// the one it had. `scratch` is a buffer the caller lends (its contents do not matter).
-    /// Returns the value as kept.
-    pub(crate) fn set<'s>(
+    /// the one it had. `scratch` is a buffer the caller lends for a replaced value (its
+    /// contents do not matter). Returns the value as kept.
+    pub(crate) fn set(
         &mut self,
         field: &Field,
-        scratch: &'s mut String,
+        scratch: &mut String,
         write: impl FnOnce(&mut Bounded<'_>),
-    ) -> &'s str {
+    ) -> &str {
         let at = self.spots.iter().position(|s| s.field == field.index());
         let old = at.map_or(0, |i| self.spots[i].end - self.spots[i].start);
         let room = BODY_CAP.saturating_sub(self.body - old);
         let key = field.name();
-        scratch.clear();
         // ` k=` and at least `…` of the value, or nothing of it.
         let fits = 1 + key.len() + 1 + ELLIPSIS.len() <= room;
-        let value_at = 1 + key.len() + 1;
-        let cut = if fits {
-            scratch.push(' ');
-            scratch.push_str(key);
-            scratch.push('=');
-            let mut b = Bounded::new(scratch, room);
-            write(&mut b);
-            b.finish()
-        } else {
-            // Counted, not kept: the whole `k=v`.
-            let mut b = Bounded::new(scratch, 0);
-            write(&mut b);
-            b.finish().saturating_add(key.len() as u64 + 1)
-        };
-        let seg: &str = if fits { scratch } else { "" };
-        let (start, end) = match at {
-            Some(i) => (self.spots[i].start, self.spots[i].end),
-            None => (self.body, self.body),
-        };
         self.text.truncate(self.body);
-        self.text.replace_range(start..end, seg);
-        let grown = seg.len() as isize - (end - start) as isize;
-        // The fields after it move with its end (one left out moves too: it stays where the
-        // field that follows it begins).
-        for s in self.spots.iter_mut().filter(|s| s.start >= end) {
-            s.start = s.start.wrapping_add_signed(grown);
-            s.end = s.end.wrapping_add_signed(grown);
-        }
+        let (start, len, cut) = match at {
+            // A new field that fits: written where it goes, at the end.
+            None if fits => {
+                let start = self.body;
+                self.text.push(' ');
+                self.text.push_str(key);
+                self.text.push('=');
+                let mut b = Bounded::new(&mut self.text, start + room);
+                write(&mut b);
+                let cut = b.finish();
+                (start, self.text.len() - start, cut)
+            }
+            _ => {
+                scratch.clear();
+                let cut = if fits {
+                    scratch.push(' ');
+                    scratch.push_str(key);
+                    scratch.push('=');
+                    let mut b = Bounded::new(scratch, room);
+                    write(&mut b);
+                    b.finish()
+                } else {
+                    // Counted, not kept: the whole `k=v`.
+                    let mut b = Bounded::new(scratch, 0);
+                    write(&mut b);
+                    b.finish().saturating_add(key.len() as u64 + 1)
+                };
+                let seg: &str = if fits { scratch } else { "" };
+                let (start, end) = match at {
+                    Some(i) => (self.spots[i].start, self.spots[i].end),
+                    None => (self.body, self.body),
+                };
+                self.text.replace_range(start..end, seg);
+                let grown = seg.len() as isize - (end - start) as isize;
+                // The fields after it move with its end (one left out moves too: it stays
+                // where the field that follows it begins).
+                for s in self.spots.iter_mut().filter(|s| s.start >= end) {
+                    s.start = s.start.wrapping_add_signed(grown);
+                    s.end = s.end.wrapping_add_signed(grown);
+                }
+                (start, seg.len(), cut)
+            }
+        };
         let spot = Spot {
             field: field.index(),
             start,
-            end: start + seg.len(),
+            end: start + len,
             cut,
         };
         match at {
@@ -220,6 +235,10 @@ impl SpanFields {
             let mut digits = [0u8; 20];
             self.text.push_str(crate::decimal(total, &mut digits));
         }
-        scratch.get(value_at..).filter(|_| fits).unwrap_or("")
+        let value_at = start + 1 + key.len() + 1;
+        match len {
+            0 => "",
+            _ => &self.text[value_at..start + len],
+        }
     }
 }

@@ -349,6 +349,7 @@ fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
     });
     if let Some((token, e)) = found {
         bridge::enter_in(stack, &e.name, e.key, raw);
+        cache::reclaim(stack, raw, token);
         cache::fill(stack, raw, token, e);
     }
 }
