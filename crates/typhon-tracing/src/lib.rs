@@ -48,6 +48,7 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod callsites;
 mod fields;
 mod names;
 
@@ -63,6 +64,7 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 use typhon_recorder::bridge::{self, SpanName};
+use typhon_recorder::codec::records;
 
 /// The layer. It holds no state: everything goes into the installed recorder (with none
 /// installed, each hook does nothing but its own formatting at span creation and events).
@@ -111,7 +113,7 @@ struct SpanData {
 }
 
 /// The level byte of the records ([`typhon_recorder::codec::records::level_name`]).
-fn level_byte(l: &Level) -> u8 {
+pub(crate) fn level_byte(l: &Level) -> u8 {
     match *l {
         Level::ERROR => 1,
         Level::WARN => 2,
@@ -130,42 +132,6 @@ enum Value<'a> {
     Bool(bool),
     F64(f64),
     Debug(&'a dyn fmt::Debug),
-}
-
-/// `v`'s decimal digits, written by hand into the end of `buf`: integers are the commonest
-/// fields, and `Display` through the formatting machinery took about 60 instructions more per
-/// integer field (callgrind, `info!(n = 1, ..)`).
-fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written, so this cannot fail; the fallback keeps it panic-free.
-    std::str::from_utf8(&buf[i..]).unwrap_or("?")
-}
-
-/// Writes `v` as the records carry it: strings quoted and escaped by `Debug`, numbers and
-/// booleans as `Display` writes them, other values by their `Debug`.
-fn write_value(w: &mut impl fmt::Write, v: Value<'_>) {
-    let mut b = [0u8; 20];
-    let _ = match v {
-        Value::Str(s) => write!(w, "{s:?}"),
-        Value::I64(n) => {
-            if n < 0 {
-                let _ = w.write_char('-');
-            }
-            w.write_str(decimal(n.unsigned_abs(), &mut b))
-        }
-        Value::U64(n) => w.write_str(decimal(n, &mut b)),
-        Value::Bool(t) => w.write_str(if t { "true" } else { "false" }),
-        Value::F64(x) => write!(w, "{x}"),
-        Value::Debug(d) => write!(w, "{d:?}"),
-    };
 }
 
 /// What a visitor hands each field to.
@@ -202,30 +168,30 @@ impl<S: Sink> Visit for Visitor<S> {
     }
 }
 
-/// An event's fields: `k=v` pairs separated by spaces, the `message` field apart.
-struct EventFields<'a> {
-    out: &'a mut String,
-    message: &'a mut String,
+/// An event's fields as typed entries, `Debug` values formatted into `scratch` first.
+struct EventValues<'a> {
+    out: &'a mut Vec<u8>,
+    scratch: &'a mut String,
 }
 
-impl Sink for EventFields<'_> {
+impl Sink for EventValues<'_> {
     fn value(&mut self, field: &Field, v: Value<'_>) {
-        if field.name() == "message" {
-            match v {
-                Value::Str(s) => self.message.push_str(s),
-                Value::Debug(d) => {
-                    let _ = write!(self.message, "{d:?}");
-                }
-                _ => write_value(self.message, v),
+        let idx = field.index().min(254) as u8;
+        let v = match v {
+            Value::Str(s) => records::Value::Str(s),
+            Value::I64(n) => records::Value::I64(n),
+            Value::U64(n) => records::Value::U64(n),
+            Value::Bool(t) => records::Value::Bool(t),
+            Value::F64(x) => records::Value::F64(x),
+            Value::Debug(d) => {
+                self.scratch.clear();
+                let mut b = fields::Bounded::new(self.scratch, records::MAX_VALUE_STR);
+                let _ = write!(b, "{d:?}");
+                b.finish();
+                records::Value::Debug(self.scratch.as_str())
             }
-            return;
-        }
-        if !self.out.is_empty() {
-            self.out.push(' ');
-        }
-        self.out.push_str(field.name());
-        self.out.push('=');
-        write_value(self.out, v);
+        };
+        records::put_entry(self.out, idx, v);
     }
 }
 
@@ -240,16 +206,62 @@ struct SpanVisit<'a> {
 
 impl Sink for SpanVisit<'_> {
     fn value(&mut self, field: &Field, v: Value<'_>) {
-        let kept = self.fields.set(field, self.scratch, |b| write_value(b, v));
+        let kept = self.fields.set(field, self.scratch, v);
         if field.name() == "name" {
             // A string names the span as it is; another value (`name = %system`) as written.
-            let value = match v {
-                Value::Str(s) => s,
-                _ => kept,
+            let mut own = String::new();
+            let value = match (v, kept) {
+                (Value::Str(s), _) => s,
+                (_, Some(k)) => k,
+                (v, None) => {
+                    write_value(&mut own, v);
+                    &own
+                }
             };
             self.display = Some(display_name(self.meta, Some(value)));
         }
     }
+}
+
+/// A number or boolean as the records show it (a span's display name from a `name` field that
+/// is one).
+fn write_value(w: &mut String, v: Value<'_>) {
+    let v = match v {
+        Value::I64(n) => records::Value::I64(n),
+        Value::U64(n) => records::Value::U64(n),
+        Value::Bool(t) => records::Value::Bool(t),
+        Value::F64(x) => records::Value::F64(x),
+        Value::Str(s) => records::Value::Str(s),
+        Value::Debug(d) => {
+            let _ = write!(w, "{d:?}");
+            return;
+        }
+    };
+    records::write_value(w, v);
+}
+
+/// The callsite's field names, for a record written with its strings inline.
+fn field_names(meta: &'static Metadata<'static>) -> Vec<&'static str> {
+    meta.fields().iter().map(|f| f.name()).collect()
+}
+
+/// Writes span `key`'s description: against its callsite's definition, or (no room for the
+/// callsite, its definition not written) with its strings inline.
+fn write_span(key: u64, id: u64, meta: &'static Metadata<'static>, fields: &SpanFields) {
+    if let Some(cs) = callsites::defined(meta) {
+        let _ = bridge::span_values(key, id, cs, fields.bytes());
+        return;
+    }
+    let mut text = String::new();
+    records::write_text(fields.bytes(), &field_names(meta), &mut text);
+    let _ = bridge::span_info(
+        key,
+        id,
+        level_byte(meta.level()),
+        &no_nul_str(meta.name()),
+        &no_nul_str(meta.target()),
+        &text,
+    );
 }
 
 thread_local! {
@@ -291,14 +303,6 @@ fn record_span_fields(
     name
 }
 
-/// `s` with its NUL bytes (which end strings in the file's readers) replaced, so a record is
-/// written rather than refused.
-fn no_nul(s: &mut String) {
-    if s.contains('\0') {
-        *s = s.replace('\0', "\u{FFFD}");
-    }
-}
-
 /// The display name of a span of `meta` with `name` field `value` (`None`: none), shared
 /// with every span of that callsite and name while the table of [`names`] has room.
 fn display_name(meta: &'static Metadata<'static>, value: Option<&str>) -> Display {
@@ -325,8 +329,9 @@ fn no_nul_str(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 thread_local! {
-    /// An event's message and fields, reused so that events do not allocate once warm.
-    static EVENT_BUF: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+    /// An event's values and the text of its `Debug` values, reused so that events do not
+    /// allocate once warm.
+    static EVENT_BUF: RefCell<(Vec<u8>, String)> = const { RefCell::new((Vec::new(), String::new())) };
 }
 
 /// An enter the thread's cache could not serve: the Registry's lookup, kept for next time.
@@ -370,14 +375,7 @@ where
         let display = record_span_fields(meta, &mut fields, &|v| attrs.record(v))
             .unwrap_or_else(|| display_name(meta, None));
         let key = bridge::next_key();
-        let _ = bridge::span_info(
-            key,
-            id.into_u64(),
-            level_byte(meta.level()),
-            meta.name(),
-            meta.target(),
-            fields.text(),
-        );
+        write_span(key, id.into_u64(), meta, &fields);
         let token = cache::new_token();
         span.extensions_mut().insert(SpanData {
             key,
@@ -403,15 +401,8 @@ where
             d.token = token;
         }
         // The whole description again, with every field's last value: a reader keeps the last.
-        // Its text is bounded, so this costs the same however often the span records.
-        let _ = bridge::span_info(
-            d.key,
-            id.into_u64(),
-            level_byte(meta.level()),
-            meta.name(),
-            meta.target(),
-            d.fields.text(),
-        );
+        // Its values are bounded, so this costs the same however often the span records.
+        write_span(d.key, id.into_u64(), meta, &d.fields);
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
@@ -430,21 +421,26 @@ where
             .event_span(event)
             .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
             .unwrap_or(0);
-        let write = |msg: &mut String, fields: &mut String| {
-            msg.clear();
-            fields.clear();
-            event.record(&mut Visitor(EventFields {
-                out: &mut *fields,
-                message: &mut *msg,
+        let write = |values: &mut Vec<u8>, scratch: &mut String| {
+            values.clear();
+            event.record(&mut Visitor(EventValues {
+                out: &mut *values,
+                scratch,
             }));
-            no_nul(msg);
-            no_nul(fields);
+            if let Some(cs) = callsites::defined(meta) {
+                let _ = bridge::event_values(span_key, cs, values);
+                return;
+            }
+            let names = field_names(meta);
+            let msg = records::value_text(values, &names, "message").unwrap_or_default();
+            let mut text = String::new();
+            records::write_text_skipping(values, &names, Some("message"), &mut text);
             let _ = bridge::event(
                 span_key,
                 level_byte(meta.level()),
-                meta.target(),
-                msg,
-                fields,
+                &no_nul_str(meta.target()),
+                &no_nul_str(&msg),
+                &no_nul_str(&text),
             );
         };
         // A field's Debug that itself logs finds the buffers taken: it gets its own.
@@ -459,7 +455,7 @@ where
             })
             .unwrap_or(false);
         if !done {
-            write(&mut String::new(), &mut String::new());
+            write(&mut Vec::new(), &mut String::new());
         }
     }
 
@@ -493,33 +489,5 @@ where
         // The thread's stack knows the entry by its `tracing` id and this layer's stack (another
         // subscriber's span may have the same id): no lookup here.
         bridge::exit_in(self.stack, id.into_u64());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decimal;
-
-    #[test]
-    fn decimal_writes_what_display_writes() {
-        for v in [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            12_345,
-            u64::from(u32::MAX),
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            assert_eq!(decimal(v, &mut [0; 20]), v.to_string());
-        }
-        // i64::MIN's magnitude, as record_i64 writes it after its sign.
-        assert_eq!(
-            format!("-{}", decimal(i64::MIN.unsigned_abs(), &mut [0; 20])),
-            i64::MIN.to_string()
-        );
     }
 }
