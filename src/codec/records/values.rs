@@ -291,3 +291,111 @@ pub fn value_text(bytes: &[u8], names: &[&str], name: &str) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::records::*;
+
+    /// The three records of a callsite, byte for byte: the layout the kind table gives them.
+    #[test]
+    fn golden_bytes() {
+        let c = Callsite {
+            id: 0x0102_0304,
+            level: 3,
+            line: 42,
+            name: "req",
+            target: "app",
+            file: "m.rs",
+            field_names: "a,b",
+        };
+        let mut d = [0u8; 64];
+        let n = write_tracing_callsite(&mut d, 1, 2, &c).unwrap();
+        #[rustfmt::skip]
+        let want: &[u8] = &[
+            54, 0, 251, 1, 2, 0, 0, 0, 0, 0, 0, 0, // header: size 54, kind 251, slot 1, ts 2
+            4, 3, 2, 1, 3, 42, 0, 0, 0,             // callsite, level, line
+            37, 0, 4, 0, 41, 0, 4, 0,               // __data_loc name @37 len 4, target @41
+            45, 0, 5, 0, 50, 0, 4, 0,               // file @45 len 5, field_names @50 len 4
+            b'r', b'e', b'q', 0, b'a', b'p', b'p', 0, b'm', b'.', b'r', b's', 0, b'a', b',', b'b', 0,
+        ];
+        assert_eq!(&d[..n], want);
+
+        let mut v = Vec::new();
+        put_entry(&mut v, 0, Value::I64(-2));
+        put_entry(&mut v, 1, Value::Bool(true));
+        put_entry(&mut v, 2, Value::Debug("x"));
+        put_entry(&mut v, 0, Value::Cut(5));
+        #[rustfmt::skip]
+        let want_v: &[u8] = &[
+            0, 1, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // field 0, i64 -2
+            1, 4, 1,                                              // field 1, bool true
+            2, 6, 1, 0, b'x',                                     // field 2, Debug "x"
+            0xff, 7, 5, 0, 0, 0, 0, 0, 0, 0,                      // cut 5 (field byte 0xFF)
+        ];
+        assert_eq!(v, want_v);
+
+        let n = write_tracing_span_values(&mut d, 1, 2, 7, 8, 9, &v[..3 + 10]).unwrap();
+        #[rustfmt::skip]
+        let want: &[u8] = &[
+            45, 0, 252, 1, 2, 0, 0, 0, 0, 0, 0, 0,
+            7, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0,
+            0, 1, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 4, 1,
+        ];
+        assert_eq!(&d[..n], want);
+        let n = write_tracing_event_values(&mut d, 1, 2, 7, 9, &[1, 4, 0]).unwrap();
+        #[rustfmt::skip]
+        let want: &[u8] = &[
+            27, 0, 253, 1, 2, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, 4, 0,
+        ];
+        assert_eq!(&d[..n], want);
+    }
+
+    /// Every typed value comes back as written, and the text is the pre-§15 one.
+    #[test]
+    fn values_round_trip_and_read_as_text() {
+        let all = [
+            (0, Value::I64(i64::MIN)),
+            (1, Value::U64(u64::MAX)),
+            (2, Value::F64(0.5)),
+            (3, Value::Bool(false)),
+            (4, Value::Str("a \"q\"")),
+            (5, Value::Debug("Some(1)")),
+            (CUT_FIELD, Value::Cut(12)),
+        ];
+        let mut v = Vec::new();
+        for (f, x) in all {
+            put_entry(&mut v, f, x);
+        }
+        let back: Vec<_> = Values::new(&v).collect::<Result<_, _>>().unwrap();
+        assert_eq!(back, all);
+        let mut t = String::new();
+        write_text(&v, &["a", "b", "c", "d", "e", "f"], &mut t);
+        assert_eq!(
+            t,
+            r#"a=-9223372036854775808 b=18446744073709551615 c=0.5 d=false e="a \"q\"" f=Some(1) typhon.cut=12"#
+        );
+        assert_eq!(
+            value_text(&v, &["m", "x", "y", "z", "e"], "e").as_deref(),
+            Some("a \"q\"")
+        );
+    }
+
+    /// Malformed values end in an error, never a panic or a read past them.
+    #[test]
+    fn malformed_values_are_errors() {
+        for bad in [
+            &[0u8][..],
+            &[0, 9],
+            &[0, 1, 1, 2],
+            &[0, 5, 3, 0, b'a'],
+            &[0, 5, 1, 0, 0xff],
+        ] {
+            let r: Result<Vec<_>, _> = Values::new(bad).collect();
+            assert!(r.is_err(), "{bad:?}");
+            let mut t = String::new();
+            write_text(bad, &[], &mut t);
+            assert!(t.ends_with("typhon.bad_values"), "{t}");
+        }
+    }
+}
