@@ -4,6 +4,9 @@
 //! - Each enter → exit of a span on a thread is one TracingSpan record of that thread, nested
 //!   with its other spans (those of `typhon_recorder::span` too); a span entered on several
 //!   threads (an async task) gives one record per entry, all with the span's key.
+//! - Each layer knows which subscriber it is in, and an exit ends that subscriber's entry: a
+//!   global subscriber's span and a scoped (`with_default`) one's with the same id stay apart;
+//!   the other's entries open inside the one that ends go on as a second entry of their span.
 //! - A span's name, target, level and fields are encoded once, when it is created (and again
 //!   for `Span::record`, which replaces the field's value), into a TracingSpanInfo record; the
 //!   entry records carry the display name and the key only, so enter and exit format nothing.
