@@ -1,8 +1,11 @@
 //! The writes a `tracing` layer makes (SPEC §12; the layer itself is the `typhon-tracing`
 //! crate): an entry of a span goes on the thread's span stack like any span, so it nests with
-//! the thread's other spans, and is written as a TracingSpan when it exits; a span's name,
-//! target and fields are written once, as a TracingSpanInfo, when it is created and when it
-//! records more fields; events and `follows_from` links are records of their own.
+//! the thread's other spans, and is written as a TracingSpan when it exits; a callsite's
+//! strings are written once per recording ([`callsite`], SPEC §15), and a span's fields as
+//! typed values against them ([`span_values`]) when it is created and when it records more
+//! fields; events ([`event_values`]) and `follows_from` links are records of their own. The
+//! records with the strings inline ([`span_info`], [`event`]) remain, for a callsite that has
+//! no id.
 //!
 //! ```
 //! # let _g = typhon_recorder::doc_lock();

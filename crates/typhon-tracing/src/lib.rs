@@ -7,11 +7,15 @@
 //! - Each layer knows which subscriber it is in, and an exit ends that subscriber's entry: a
 //!   global subscriber's span and a scoped (`with_default`) one's with the same id stay apart;
 //!   the other's entries open inside the one that ends go on as a second entry of their span.
-//! - A span's name, target, level and fields are encoded once, when it is created (and again
-//!   for `Span::record`, which replaces the field's value), into a TracingSpanInfo record; the
-//!   entry records carry the display name and the key only, so enter and exit format nothing.
-//!   A span's field text is bounded (2 KiB): a value that does not fit is cut, ending in `…`,
-//!   and the text then ends with `typhon.cut=N`, the bytes it does not hold.
+//! - Each callsite (name, target, level, file, line, field names) is written once per
+//!   recording, as a TracingCallsite record, the first time the layer meets it.
+//!   A span's fields are encoded once, when it is created (and again for `Span::record`, which
+//!   replaces the field's value), as typed values against its callsite's field names, into a
+//!   TracingSpanValues record; the entry records carry the display name and the key only, so
+//!   enter and exit format nothing. A span's values are bounded (2 KiB): a string that does
+//!   not fit is cut, ending in `…`, and readers then show `typhon.cut=N`, the bytes not held.
+//!   Readers (`typhon_trace`'s `stream_records`) hand these records out as the
+//!   TracingSpanInfo and TracingEvent records they stand for.
 //! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
 //!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
 //!   aggregate per system.
@@ -19,8 +23,8 @@
 //!   its data in: display names are made once per callsite and `name` value (a bounded table),
 //!   closed spans' field buffers serve new ones, and enters, exits and events allocate
 //!   nothing.
-//! - Events give TracingEvent records (level, target, message, fields, the current span's
-//!   key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
+//! - Events give TracingEventValues records (callsite, typed values with the message, the
+//!   current span's key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
 //!
 //! A complete program:
 //!
