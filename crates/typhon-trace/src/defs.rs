@@ -137,51 +137,62 @@ impl Definitions {
         };
         let names: Vec<&str> = site.fields.iter().map(String::as_str).collect();
         let clean = |s: String| s.replace('\0', "\u{FFFD}");
-        let mut out = vec![0u8; CommonHeader::MAX_RECORD + 3];
+        let mut out = Vec::new();
         let (slot, ts) = (h.slot, h.timestamp);
-        let n = match body {
-            Record::TracingSpanValues {
-                key, tracing_id, ..
-            } => {
-                let mut text = String::new();
-                records::write_text(values, &names, &mut text);
-                let room = CommonHeader::MAX_RECORD
-                    - records::tracing_span_info_len(&site.name, &site.target, "");
-                let text = fit(clean(text), room);
-                records::write_tracing_span_info(
-                    &mut out,
-                    slot,
-                    ts,
-                    key,
-                    tracing_id,
-                    site.level,
-                    &site.name,
-                    &site.target,
-                    &text,
-                )
+        let n =
+            match body {
+                Record::TracingSpanValues {
+                    key, tracing_id, ..
+                } => {
+                    let mut text = String::new();
+                    records::write_text(values, &names, &mut text);
+                    let room = CommonHeader::MAX_RECORD.saturating_sub(
+                        records::tracing_span_info_len(&site.name, &site.target, ""),
+                    );
+                    let text = fit(clean(text), room);
+                    out.resize(
+                        records::tracing_span_info_len(&site.name, &site.target, &text) + 3,
+                        0,
+                    );
+                    records::write_tracing_span_info(
+                        &mut out,
+                        slot,
+                        ts,
+                        key,
+                        tracing_id,
+                        site.level,
+                        &site.name,
+                        &site.target,
+                        &text,
+                    )
+                }
+                Record::TracingEventValues { span_key, .. } => {
+                    let msg = records::value_text(values, &names, "message").unwrap_or_default();
+                    let mut text = String::new();
+                    records::write_text_skipping(values, &names, Some("message"), &mut text);
+                    let room = CommonHeader::MAX_RECORD.saturating_sub(records::tracing_event_len(
+                        &site.target,
+                        "",
+                        "",
+                    ));
+                    // The message first, leaving the fields at least half the room they need.
+                    let msg = fit(clean(msg), room - text.len().min(room / 2));
+                    let text = fit(clean(text), room.saturating_sub(msg.len()));
+                    out.resize(records::tracing_event_len(&site.target, &msg, &text) + 3, 0);
+                    records::write_tracing_event(
+                        &mut out,
+                        slot,
+                        ts,
+                        span_key,
+                        site.level,
+                        &site.target,
+                        &msg,
+                        &text,
+                    )
+                }
+                _ => return None,
             }
-            Record::TracingEventValues { span_key, .. } => {
-                let msg = records::value_text(values, &names, "message").unwrap_or_default();
-                let mut text = String::new();
-                records::write_text_skipping(values, &names, Some("message"), &mut text);
-                let room =
-                    CommonHeader::MAX_RECORD - records::tracing_event_len(&site.target, "", "");
-                let msg = fit(clean(msg), room / 2);
-                let text = fit(clean(text), room - msg.len());
-                records::write_tracing_event(
-                    &mut out,
-                    slot,
-                    ts,
-                    span_key,
-                    site.level,
-                    &site.target,
-                    &msg,
-                    &text,
-                )
-            }
-            _ => return None,
-        }
-        .ok()?;
+            .ok()?;
         out.truncate(n.next_multiple_of(4));
         Some(out)
     }
@@ -191,6 +202,9 @@ impl Definitions {
 fn fit(s: String, room: usize) -> String {
     if s.len() <= room {
         return s;
+    }
+    if room < 3 {
+        return String::new();
     }
     let mut end = room.saturating_sub(3);
     while !s.is_char_boundary(end) {
@@ -247,5 +261,61 @@ impl Iterator for Resolved<'_> {
             }
         }
         Some(Ok(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_recorder::codec::records::{put_entry, Callsite, Value};
+
+    /// Values that would not fit the record they stand for are cut to it (ending in `…`),
+    /// never refused and never a panic: the record still reads, with its callsite's strings.
+    #[test]
+    fn a_use_too_large_for_its_inline_record_is_cut_to_fit() {
+        let mut defs = Definitions::default();
+        // Long field names make the inline text longer than the values.
+        let names = format!("message,{}", "b".repeat(20_000));
+        let c = Callsite {
+            id: 1,
+            level: 3,
+            line: 0,
+            name: "n",
+            target: "t",
+            file: "",
+            field_names: &names,
+        };
+        let mut d = vec![0u8; 30_000];
+        let n = records::write_tracing_callsite(&mut d, 1, 0, &c).unwrap();
+        assert!(defs.learn(&d[..n]));
+        let big = "x".repeat(25_000);
+        let mut v = Vec::new();
+        put_entry(&mut v, 0, Value::Debug(&big));
+        put_entry(&mut v, 1, Value::Str(&big));
+        for kind in [K::TRACING_SPAN_VALUES, K::TRACING_EVENT_VALUES] {
+            let mut d = vec![0u8; 90_000];
+            let n = if kind == K::TRACING_SPAN_VALUES {
+                records::write_tracing_span_values(&mut d, 1, 0, 1, 1, 1, &v)
+            } else {
+                records::write_tracing_event_values(&mut d, 1, 0, 1, 1, &v)
+            }
+            .unwrap();
+            let out = defs.resolve(&d[..n]).unwrap();
+            assert!(out.len() <= CommonHeader::MAX_RECORD + 3);
+            match records::decode(&out).unwrap().1 {
+                Record::TracingSpanInfo { name, fields, .. } => {
+                    assert_eq!(name, "n");
+                    assert!(fields.ends_with('…') && fields.len() > 60_000);
+                }
+                Record::TracingEvent {
+                    message, fields, ..
+                } => {
+                    assert_eq!(message, big);
+                    assert!(fields.starts_with("bbb") && fields.ends_with('…'));
+                }
+                r => panic!("{r:?}"),
+            }
+        }
+        assert_eq!(defs.unresolved, 0);
     }
 }

@@ -34,6 +34,26 @@ fn main() {
     });
     let stats = rec.finish().unwrap();
     let bytes = std::fs::metadata(&out).unwrap().len();
+    // Bytes of each kind's records as written (each with its 4-byte page header word).
+    let f = typhon_trace::tracedat::TraceFile::open_streaming(&out).unwrap();
+    let mut by_kind = std::collections::BTreeMap::<u8, (u64, u64)>::new();
+    for cpu in 0..f.cpus() {
+        for r in f.stream_cpu(cpu).flatten() {
+            let e = by_kind.entry(r.data[2]).or_default();
+            e.0 += 1;
+            e.1 += r.data.len() as u64 + 4;
+        }
+    }
+    for (k, (count, b)) in by_kind {
+        let name = typhon_recorder::codec::kind_def(typhon_recorder::codec::TraceEventKind(k))
+            .map_or("?", |d| d.name);
+        println!(
+            "  {name:<20} {count:>8} records  {:>6.1} B each  {:>6.1} B/request",
+            b as f64 / count as f64,
+            b as f64 / n as f64
+        );
+    }
+    drop(f);
     let _ = std::fs::remove_file(&out);
     println!(
         "requests {n}  records {}  file {bytes} B  {:.1} B/request  {:.1} B/record",
