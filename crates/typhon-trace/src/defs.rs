@@ -221,6 +221,8 @@ pub struct Resolved<'f> {
     inner: Merge<CpuStream<'f>>,
     defs: Definitions,
     scanned: bool,
+    /// The kind the last record handed out was written as.
+    written_kind: u8,
 }
 
 impl<'f> Resolved<'f> {
@@ -230,7 +232,14 @@ impl<'f> Resolved<'f> {
             inner,
             defs: Definitions::default(),
             scanned: false,
+            written_kind: 0,
         }
+    }
+
+    /// The kind the last record handed out was written as (a resolved record's is the kind
+    /// of its typed form, not the one it is handed out as).
+    pub fn written_kind(&self) -> K {
+        K(self.written_kind)
     }
 
     /// The definitions read so far, and what was not resolved.
@@ -248,6 +257,7 @@ impl Iterator for Resolved<'_> {
             Err(e) => return Some(Err(e)),
         };
         let kind = r.data.get(2).copied();
+        self.written_kind = kind.unwrap_or(0);
         if kind == Some(K::TRACING_CALLSITE.0) {
             self.defs.learn(&r.data);
         } else if kind == Some(K::TRACING_SPAN_VALUES.0) || kind == Some(K::TRACING_EVENT_VALUES.0)
