@@ -44,8 +44,8 @@
 //!     });
 //! });
 //! let stats = rec.finish().unwrap();
-//! // ThreadInfo, 2 span infos, 1 event, 2 entries.
-//! assert_eq!(stats.user_written(), 6);
+//! // ThreadInfo, 3 callsites (2 spans, 1 event), 2 span descriptions, 1 event, 2 entries.
+//! assert_eq!(stats.user_written(), 9);
 //! ```
 //!
 //! With Bevy, return it from `LogPlugin::custom_layer`:
