@@ -205,12 +205,20 @@ impl SpanFields {
         };
         if let Some(value) = value {
             // A value with no room at all (not even `…` of a string) is left out, and counted.
-            let fits = value.entry_len() <= room
-                && !(cut > 0 && matches!(value, Value::Str("") | Value::Debug("")));
+            let fits = value.entry_len() <= room;
             if fits {
                 put_entry(&mut self.tmp, idx, value);
             } else {
-                cut = cut.saturating_add(value.entry_len() as u64);
+                // Left out: all of its value is counted (a string's bytes, a number's).
+                cut = match v {
+                    crate::Value::Str(s) => s.len() as u64,
+                    crate::Value::Debug(_) => {
+                        let kept = scratch.len() - if cut > 0 { ELLIPSIS.len() } else { 0 };
+                        (kept as u64).saturating_add(cut)
+                    }
+                    crate::Value::Bool(_) => 1,
+                    _ => 8,
+                };
             }
         }
         self.buf.truncate(self.body);
