@@ -397,6 +397,7 @@ impl RecorderBuilder {
             progress: crate::stats::Progress::default(),
             ending: parking_lot::Mutex::new(Ending::Starting),
             flusher_thread: AtomicU64::new(0),
+            definitions: Default::default(),
         });
         let flusher = crate::flush::flusher::spawn(core.clone(), sink)?;
         #[cfg(unix)]
@@ -448,6 +449,28 @@ impl Recorder {
     /// ```
     pub fn stats(&self) -> Stats {
         self.core.stats()
+    }
+
+    /// The definition records (SPEC §15; today the `tracing` callsites) this recording has
+    /// written so far, one per id, each as its first write made it, and how many were not kept
+    /// (past a bound of 65 536 records or 16 MiB). A snapshot or a segment that starts a new
+    /// file restates them (SPEC §16): a record that uses an id is only readable with its
+    /// definition in the same file.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::doc_lock();
+    /// use typhon_recorder::codec::records::Callsite;
+    /// let r = typhon_recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// let c = Callsite { id: 7, level: 3, line: 1, name: "req", target: "app", file: "", field_names: "" };
+    /// assert!(typhon_recorder::bridge::callsite(&c));
+    /// let (defs, overflow) = r.definition_records();
+    /// assert_eq!((defs.len(), overflow), (1, 0));
+    /// r.finish().unwrap();
+    /// ```
+    pub fn definition_records(&self) -> (Vec<Box<[u8]>>, u64) {
+        let d = self.core.definitions.lock();
+        (d.records.values().cloned().collect(), d.overflow)
     }
 
     /// Waits until the flusher has drained every record written before this call (on this

@@ -114,6 +114,42 @@ pub(crate) struct Core {
     /// The flusher thread's `pthread_t` (0 before it runs): an `exit` on that thread (a sink's)
     /// must not wait for the flusher to end.
     pub(crate) flusher_thread: AtomicU64,
+    /// The definitions (SPEC §15) this recording's writers wrote: see [`Definitions`].
+    pub(crate) definitions: parking_lot::Mutex<Definitions>,
+}
+
+/// The definition records a recording wrote (today the `tracing` callsites), each once, by id:
+/// the hook for restating them where a reader needs them again (SPEC §16: a snapshot or a
+/// segment restates the definitions it uses, so every file holds its own). A definition is
+/// logged when it is first written, on the writer's slow path (once per callsite and
+/// recording), never on the hot path. Bounded: past [`Definitions::CAP`] records, or
+/// [`Definitions::CAP_BYTES`] bytes, the rest are counted in `overflow`, not kept.
+#[derive(Debug, Default)]
+pub(crate) struct Definitions {
+    /// Each definition's whole record (as written, its header's time the first write's), by
+    /// callsite id.
+    pub(crate) records: std::collections::BTreeMap<u32, Box<[u8]>>,
+    pub(crate) bytes: usize,
+    pub(crate) overflow: u64,
+}
+
+impl Definitions {
+    pub(crate) const CAP: usize = 1 << 16;
+    pub(crate) const CAP_BYTES: usize = 16 << 20;
+
+    /// Keeps definition `id`'s record unless one is kept already (two threads may write the
+    /// same definition first).
+    pub(crate) fn log(&mut self, id: u32, record: &[u8]) {
+        if self.records.contains_key(&id) {
+            return;
+        }
+        if self.records.len() >= Self::CAP || self.bytes + record.len() > Self::CAP_BYTES {
+            self.overflow += 1;
+            return;
+        }
+        self.bytes += record.len();
+        self.records.insert(id, record.into());
+    }
 }
 
 /// See [`Core::ending`].

@@ -222,7 +222,7 @@ pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 21);
+/// assert_eq!(KINDS.len(), 24);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -451,6 +451,54 @@ pub const KINDS: &[KindDef] = &[
         min_size: 28,
         fixed: true,
     },
+    // A `tracing` callsite, written once per recording (SPEC §15): the records below carry its
+    // id and typed values instead of repeating its strings. `field_names` is the callsite's
+    // field names in order, separated by commas (a comma inside a name is written as `;`).
+    KindDef {
+        kind: K::TRACING_CALLSITE,
+        name: "TracingCallsite",
+        shape: Shape::Instant,
+        fields: &[
+            f("callsite", U32, 12),
+            f("level", U8, 16),
+            f("line", U32, 17),
+            f("name", DataLoc, 21),
+            f("target", DataLoc, 25),
+            f("file", DataLoc, 29),
+            f("field_names", DataLoc, 33),
+        ],
+        min_size: 41,
+        fixed: false,
+    },
+    // A span's description against its callsite: `values` are typed entries
+    // ([`crate::codec::records::Values`]) indexed by the callsite's field names.
+    KindDef {
+        kind: K::TRACING_SPAN_VALUES,
+        name: "TracingSpanValues",
+        shape: Shape::Instant,
+        fields: &[
+            f("key", U64, 12),
+            f("tracing_id", U64, 20),
+            f("callsite", U32, 28),
+            f("values", Rest, 32),
+        ],
+        min_size: 32,
+        fixed: false,
+    },
+    // An event against its callsite (level and target are the callsite's; the message is its
+    // `message` field).
+    KindDef {
+        kind: K::TRACING_EVENT_VALUES,
+        name: "TracingEventValues",
+        shape: Shape::Instant,
+        fields: &[
+            f("span_key", U64, 12),
+            f("callsite", U32, 20),
+            f("values", Rest, 24),
+        ],
+        min_size: 24,
+        fixed: false,
+    },
     KindDef {
         kind: K::CELOG,
         name: "CeLog",
@@ -605,7 +653,7 @@ mod tests {
                         if fd.ty == CStr {
                             min += 1;
                         }
-                        if fd.ty == Rest {
+                        if fd.ty == Rest && d.kind == K::CELOG {
                             min += 4; // a CeLog event is at least its header word
                         }
                     }

@@ -166,6 +166,28 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_FOLLOWS.0, 250);
     /// ```
     pub const TRACING_FOLLOWS: Self = Self(250);
+    /// Kind 251: a `tracing` callsite's definition (name, target, level, file, line, field
+    /// names), written once per recording; the records below refer to it by id.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_CALLSITE.0, 251);
+    /// ```
+    pub const TRACING_CALLSITE: Self = Self(251);
+    /// Kind 252: a `tracing` span's description as its callsite id and typed field values.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_SPAN_VALUES.0, 252);
+    /// ```
+    pub const TRACING_SPAN_VALUES: Self = Self(252);
+    /// Kind 253: a `tracing` event as its callsite id and typed field values.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_EVENT_VALUES.0, 253);
+    /// ```
+    pub const TRACING_EVENT_VALUES: Self = Self(253);
     /// An instant named by its own string: i32 payload, then the NUL-terminated UTF-8 name
     /// (kind 241, unused by SPEC §2; `instant(name_id, payload)` is the numbered form).
     ///

@@ -1,8 +1,11 @@
 //! The writes a `tracing` layer makes (SPEC §12; the layer itself is the `typhon-tracing`
 //! crate): an entry of a span goes on the thread's span stack like any span, so it nests with
-//! the thread's other spans, and is written as a TracingSpan when it exits; a span's name,
-//! target and fields are written once, as a TracingSpanInfo, when it is created and when it
-//! records more fields; events and `follows_from` links are records of their own.
+//! the thread's other spans, and is written as a TracingSpan when it exits; a callsite's
+//! strings are written once per recording ([`callsite`], SPEC §15), and a span's fields as
+//! typed values against them ([`span_values`]) when it is created and when it records more
+//! fields; events ([`event_values`]) and `follows_from` links are records of their own. The
+//! records with the strings inline ([`span_info`], [`event`]) remain, for a callsite that has
+//! no id.
 //!
 //! ```
 //! # let _g = typhon_recorder::doc_lock();
@@ -17,7 +20,7 @@
 //! assert_eq!(rec.finish().unwrap().user_written(), 4);
 //! ```
 
-use crate::codec::records::{self, TraceContext};
+use crate::codec::records::{self, Callsite, TraceContext};
 use crate::codec::{self, TraceEventKind as K};
 use crate::session::*;
 use crate::write::stack::{Entry, META_TRACING, SPAN_DEPTH};
@@ -356,4 +359,122 @@ pub fn follows(key: u64, follows_key: u64) {
     let _ = write_var(K::TRACING_FOLLOWS, size, &[], |d, slot, t| {
         let _ = records::write_tracing_follows(d, slot, t, key, follows_key);
     });
+}
+
+static NEXT_CALLSITE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+/// An id no other callsite of this process has: a layer takes one per `tracing` callsite the
+/// first time it sees it, and keeps it for every recording.
+///
+/// ```
+/// let a = typhon_recorder::bridge::next_callsite_id();
+/// assert!(typhon_recorder::bridge::next_callsite_id() > a);
+/// ```
+pub fn next_callsite_id() -> u32 {
+    // Relaxed: only uniqueness is needed.
+    NEXT_CALLSITE.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The running recording's generation (0: none): a number no other recording of this process
+/// has had. A layer keeps, per callsite, the generation it last wrote the callsite's
+/// definition in, so that after the first time one relaxed load and a compare say it is
+/// written.
+///
+/// ```
+/// assert_eq!(typhon_recorder::bridge::generation(), 0); // no recorder installed
+/// ```
+#[inline]
+pub fn generation() -> u64 {
+    // Relaxed: a stale value costs one definition written twice, or one record that a
+    // definition written moments before in this recording resolves.
+    GEN.load(Ordering::Relaxed)
+}
+
+/// Writes callsite `c`'s definition (a TracingCallsite record) into this thread's slot, and
+/// keeps it in the recording's definitions ([`crate::Recorder::definition_records`]). Returns
+/// whether it is in the ring: `false` when nothing is recorded (no recorder, the kind off, no
+/// slot), when the ring was full (the record is counted as missed: write it again with the
+/// next use) or when it is refused (a NUL, too large; counted as refused).
+///
+/// ```
+/// use typhon_recorder::codec::records::Callsite;
+/// let c = Callsite { id: 1, level: 3, line: 1, name: "a", target: "b", file: "", field_names: "" };
+/// assert!(!typhon_recorder::bridge::callsite(&c)); // no recorder installed
+/// ```
+pub fn callsite(c: &Callsite<'_>) -> bool {
+    if cfg!(feature = "compile-out") {
+        return false;
+    }
+    let state = kind_state(K::TRACING_CALLSITE);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
+        return false;
+    }
+    let size = records::tracing_callsite_len(c);
+    let strs = [c.name, c.target, c.file, c.field_names];
+    if strs.iter().any(|s| records::has_nul(s.as_bytes())) {
+        let _ = refused(WriteError::Invalid(
+            "a TracingCallsite string contains a NUL byte".into(),
+        ));
+        return false;
+    }
+    with_writer(|w| {
+        if size > w.core.max_record {
+            w.refuse();
+            return false;
+        }
+        let t = w.ts(None) as i64;
+        let slot = w.slot;
+        let mut rec = Vec::new();
+        let ok = w.put(size, |d| {
+            records::fill_tracing_callsite(d, slot, t, c);
+            rec.extend_from_slice(d);
+        });
+        if ok {
+            w.core.definitions.lock().log(c.id, &rec);
+        }
+        ok
+    })
+    .unwrap_or(false)
+}
+
+/// Writes a TracingSpanValues: span `key`'s (of `tracing` id `tracing_id`) description as its
+/// callsite's id and its fields' typed `values` ([`records::Values`]), every field with its
+/// last value (a reader keeps the last record of a key).
+///
+/// # Errors
+/// [`WriteError::TooLarge`] for a record larger than 65534 bytes or than the running
+/// recorder's pages, counted as refused while a recorder runs.
+///
+/// ```
+/// typhon_recorder::bridge::span_values(1, 1, 3, &[]).unwrap();
+/// ```
+pub fn span_values(
+    key: u64,
+    tracing_id: u64,
+    callsite: u32,
+    values: &[u8],
+) -> Result<(), WriteError> {
+    let size = records::tracing_span_values_len(values.len());
+    write_var(K::TRACING_SPAN_VALUES, size, &[], |d, slot, t| {
+        records::fill_tracing_span_values(d, slot, t, key, tracing_id, callsite, values)
+    })
+}
+
+/// Writes a TracingEventValues: an event of callsite `callsite` inside the span of key
+/// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field).
+///
+/// # Errors
+/// As [`span_values`].
+///
+/// ```
+/// typhon_recorder::bridge::event_values(0, 3, &[]).unwrap();
+/// ```
+pub fn event_values(span_key: u64, callsite: u32, values: &[u8]) -> Result<(), WriteError> {
+    let size = records::tracing_event_values_len(values.len());
+    write_var(K::TRACING_EVENT_VALUES, size, &[], |d, slot, t| {
+        records::fill_tracing_event_values(d, slot, t, span_key, callsite, values)
+    })
 }

@@ -1,16 +1,19 @@
-//! A span's fields as its TracingSpanInfo records carry them: `k=v` pairs separated by spaces,
-//! one per field, in the order each was first given. `Span::record` of a field replaces its
-//! value where it is, so the last value recorded is the one the file has, and a span recorded
-//! a million times costs the same per record as one recorded twice.
+//! A span's fields as its TracingSpanValues records carry them: typed entries
+//! ([`typhon_recorder::codec::records::Values`]), one per field, in the order each was first
+//! given. `Span::record` of a field replaces its value where it is, so the last value recorded
+//! is the one the file has, and a span recorded a million times costs the same per record as
+//! one recorded twice.
 //!
-//! The text is bounded: [`FIELDS_CAP`] bytes. A value that does not fit is cut at a character
-//! boundary and ends in `…`; a field with no room left at all is left out; and the text then
-//! ends with `typhon.cut=N`, the bytes of the current values that it does not hold. Room is
-//! given first come, first served: a later field never pushes out an earlier one.
+//! The values are bounded: [`FIELDS_CAP`] bytes. A string that does not fit is cut at a
+//! character boundary and ends in `…`; a field with no room left at all is left out; and the
+//! values then end with a cut entry, the bytes of the current values that they do not hold
+//! (readers show `typhon.cut=N`). Room is given first come, first served: a later field never
+//! pushes out an earlier one.
 
 use std::cell::RefCell;
 use std::fmt;
 use tracing_core::field::Field;
+use typhon_recorder::codec::records::{put_entry, Value};
 
 /// Closed spans' fields kept (emptied, their buffers' room kept) for spans created later on
 /// the thread: a span's fields then allocate nothing once the program is warm.
@@ -22,34 +25,35 @@ thread_local! {
     static FREE: RefCell<Vec<SpanFields>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Bytes of a span's field text, the mark included: small enough that a TracingSpanInfo with
-/// a callsite's name and target fits a page of the smallest size (4 KiB).
+/// Bytes of a span's values, the cut entry included: small enough that a TracingSpanInfo
+/// written inline (the fallback) with a callsite's name and target fits a page of the smallest
+/// size (4 KiB).
 pub(crate) const FIELDS_CAP: usize = 2048;
-/// The mark a text that does not hold everything ends with, before its count.
-pub(crate) const CUT_MARK: &str = " typhon.cut=";
-/// The room kept for the mark: it and a `u64`'s 20 digits.
-const BODY_CAP: usize = FIELDS_CAP - CUT_MARK.len() - 20;
+/// The room kept for the cut entry (field, tag, u64).
+const BODY_CAP: usize = FIELDS_CAP - 10;
 /// What a cut value ends with.
 const ELLIPSIS: &str = "…";
 
-/// Where one field is in the text.
+/// Where one field is in the values.
 #[derive(Clone, Copy, Debug)]
 struct Spot {
     /// Its index in the span's callsite.
     field: usize,
-    /// Its ` k=v` (with the space before it) is `text[start..end]`; empty when left out.
+    /// Its entry is `buf[start..end]`; empty when left out.
     start: usize,
     end: usize,
-    /// Bytes of its current `k=v` that the text does not hold.
+    /// Bytes of its current value that the values do not hold.
     cut: u64,
 }
 
 /// A span's fields: see the module.
 #[derive(Debug, Default)]
 pub(crate) struct SpanFields {
-    /// Each field's ` k=v`, then the mark when something is cut.
-    text: String,
-    /// Where the fields end (and the mark begins).
+    /// Each field's entry, then the cut entry when something is cut.
+    buf: Vec<u8>,
+    /// A field's new entry, before it takes its place.
+    tmp: Vec<u8>,
+    /// Where the fields end (and the cut entry begins).
     body: usize,
     spots: Vec<Spot>,
 }
@@ -134,10 +138,10 @@ impl SpanFields {
 
     /// A closed span's fields, kept for [`take`](Self::take) while the pool has room.
     pub(crate) fn give(mut self) {
-        if self.text.capacity() > POOL_TEXT {
+        if self.buf.capacity() > POOL_TEXT || self.tmp.capacity() > POOL_TEXT {
             return;
         }
-        self.text.clear();
+        self.buf.clear();
         self.body = 0;
         self.spots.clear();
         let _ = FREE.try_with(|f| {
@@ -153,71 +157,87 @@ impl SpanFields {
         });
     }
 
-    /// The text for the record: the fields, and the mark if anything is cut.
-    pub(crate) fn text(&self) -> &str {
-        // Each field's text starts with its separating space; the first needs none.
-        self.text.get(1..).unwrap_or("")
+    /// The values for the record: the fields, and the cut entry if anything is cut.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf
     }
 
-    /// Sets `field`'s value to what `write` writes (into a writer that bounds it), replacing
-    /// the one it had. `scratch` is a buffer the caller lends for a replaced value (its
-    /// contents do not matter). Returns the value as kept.
+    /// Sets `field`'s value to `v` (a `Debug` value formatted into `scratch`, a buffer the
+    /// caller lends), replacing the one it had. Returns the string kept, for a string or a
+    /// `Debug` value.
     pub(crate) fn set(
         &mut self,
         field: &Field,
         scratch: &mut String,
-        write: impl FnOnce(&mut Bounded<'_>),
-    ) -> &str {
+        v: crate::Value<'_>,
+    ) -> Option<&str> {
         let at = self.spots.iter().position(|s| s.field == field.index());
         let old = at.map_or(0, |i| self.spots[i].end - self.spots[i].start);
         let room = BODY_CAP.saturating_sub(self.body - old);
-        let key = field.name();
-        // ` k=` and at least `…` of the value, or nothing of it.
-        let fits = 1 + key.len() + 1 + ELLIPSIS.len() <= room;
-        self.text.truncate(self.body);
-        let (start, len, cut) = match at {
-            // A new field that fits: written where it goes, at the end.
-            None if fits => {
-                let start = self.body;
-                self.text.push(' ');
-                self.text.push_str(key);
-                self.text.push('=');
-                let mut b = Bounded::new(&mut self.text, start + room);
-                write(&mut b);
-                let cut = b.finish();
-                (start, self.text.len() - start, cut)
-            }
-            _ => {
-                scratch.clear();
-                let cut = if fits {
-                    scratch.push(' ');
-                    scratch.push_str(key);
-                    scratch.push('=');
-                    let mut b = Bounded::new(scratch, room);
-                    write(&mut b);
-                    b.finish()
-                } else {
-                    // Counted, not kept: the whole `k=v`.
-                    let mut b = Bounded::new(scratch, 0);
-                    write(&mut b);
-                    b.finish().saturating_add(key.len() as u64 + 1)
-                };
-                let seg: &str = if fits { scratch } else { "" };
-                let (start, end) = match at {
-                    Some(i) => (self.spots[i].start, self.spots[i].end),
-                    None => (self.body, self.body),
-                };
-                self.text.replace_range(start..end, seg);
-                let grown = seg.len() as isize - (end - start) as isize;
-                // The fields after it move with its end (one left out moves too: it stays
-                // where the field that follows it begins).
-                for s in self.spots.iter_mut().filter(|s| s.start >= end) {
-                    s.start = s.start.wrapping_add_signed(grown);
-                    s.end = s.end.wrapping_add_signed(grown);
-                }
-                (start, seg.len(), cut)
-            }
+        let idx = field.index().min(254) as u8;
+        self.tmp.clear();
+        let mut cut = 0u64;
+        let text = |scratch: &mut String, s: Option<&str>, d: Option<&dyn fmt::Debug>| {
+            // The string's room: the entry's 4 bytes of field, tag and length stay out of it.
+            let limit = room.saturating_sub(4);
+            scratch.clear();
+            let mut b = Bounded::new(scratch, limit);
+            let _ = match (s, d) {
+                (Some(s), _) => fmt::Write::write_str(&mut b, s),
+                (None, Some(d)) => fmt::Write::write_fmt(&mut b, format_args!("{d:?}")),
+                _ => Ok(()),
+            };
+            b.finish()
         };
+        let value = match v {
+            crate::Value::Str(s) => {
+                cut = text(scratch, Some(s), None);
+                Some(Value::Str(scratch.as_str()))
+            }
+            crate::Value::Debug(d) => {
+                cut = text(scratch, None, Some(d));
+                Some(Value::Debug(scratch.as_str()))
+            }
+            crate::Value::I64(n) => Some(Value::I64(n)),
+            crate::Value::U64(n) => Some(Value::U64(n)),
+            crate::Value::F64(x) => Some(Value::F64(x)),
+            crate::Value::Bool(t) => Some(Value::Bool(t)),
+        };
+        if let Some(value) = value {
+            // A value with no room at all (not even `…` of a string) is left out, and counted.
+            let fits = value.entry_len() <= room;
+            if fits {
+                put_entry(&mut self.tmp, idx, value);
+            } else {
+                // Left out: all of its value is counted (a string's bytes, a number's).
+                cut = match v {
+                    crate::Value::Str(s) => s.len() as u64,
+                    crate::Value::Debug(_) => {
+                        let kept = scratch.len() - if cut > 0 { ELLIPSIS.len() } else { 0 };
+                        (kept as u64).saturating_add(cut)
+                    }
+                    crate::Value::Bool(_) => 1,
+                    _ => 8,
+                };
+            }
+        }
+        self.buf.truncate(self.body);
+        let (start, end) = match at {
+            Some(i) => (self.spots[i].start, self.spots[i].end),
+            None => (self.body, self.body),
+        };
+        let len = self.tmp.len();
+        self.buf.splice(start..end, self.tmp.iter().copied());
+        let grown = len as isize - (end - start) as isize;
+        // The fields after it move with its end.
+        for s in self
+            .spots
+            .iter_mut()
+            .filter(|s| s.start >= end && s.field != field.index())
+        {
+            s.start = s.start.wrapping_add_signed(grown);
+            s.end = s.end.wrapping_add_signed(grown);
+        }
         let spot = Spot {
             field: field.index(),
             start,
@@ -228,17 +248,17 @@ impl SpanFields {
             Some(i) => self.spots[i] = spot,
             None => self.spots.push(spot),
         }
-        self.body = self.text.len();
+        self.body = self.buf.len();
         let total = self.spots.iter().fold(0u64, |a, s| a.saturating_add(s.cut));
         if total > 0 {
-            self.text.push_str(CUT_MARK);
-            let mut digits = [0u8; 20];
-            self.text.push_str(crate::decimal(total, &mut digits));
+            put_entry(&mut self.buf, 0, Value::Cut(total));
         }
-        let value_at = start + 1 + key.len() + 1;
-        match len {
-            0 => "",
-            _ => &self.text[value_at..start + len],
+        // A string entry is field, tag, u16 length, then the string.
+        match v {
+            crate::Value::Str(_) | crate::Value::Debug(_) if len >= 4 => {
+                std::str::from_utf8(&self.buf[start + 4..start + len]).ok()
+            }
+            _ => None,
         }
     }
 }

@@ -7,11 +7,15 @@
 //! - Each layer knows which subscriber it is in, and an exit ends that subscriber's entry: a
 //!   global subscriber's span and a scoped (`with_default`) one's with the same id stay apart;
 //!   the other's entries open inside the one that ends go on as a second entry of their span.
-//! - A span's name, target, level and fields are encoded once, when it is created (and again
-//!   for `Span::record`, which replaces the field's value), into a TracingSpanInfo record; the
-//!   entry records carry the display name and the key only, so enter and exit format nothing.
-//!   A span's field text is bounded (2 KiB): a value that does not fit is cut, ending in `…`,
-//!   and the text then ends with `typhon.cut=N`, the bytes it does not hold.
+//! - Each callsite (name, target, level, file, line, field names) is written once per
+//!   recording, as a TracingCallsite record, the first time the layer meets it.
+//!   A span's fields are encoded once, when it is created (and again for `Span::record`, which
+//!   replaces the field's value), as typed values against its callsite's field names, into a
+//!   TracingSpanValues record; the entry records carry the display name and the key only, so
+//!   enter and exit format nothing. A span's values are bounded (2 KiB): a string that does
+//!   not fit is cut, ending in `…`, and readers then show `typhon.cut=N`, the bytes not held.
+//!   Readers (`typhon_trace`'s `stream_records`) hand these records out as the
+//!   TracingSpanInfo and TracingEvent records they stand for.
 //! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
 //!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
 //!   aggregate per system.
@@ -19,8 +23,8 @@
 //!   its data in: display names are made once per callsite and `name` value (a bounded table),
 //!   closed spans' field buffers serve new ones, and enters, exits and events allocate
 //!   nothing.
-//! - Events give TracingEvent records (level, target, message, fields, the current span's
-//!   key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
+//! - Events give TracingEventValues records (callsite, typed values with the message, the
+//!   current span's key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
 //!
 //! A complete program:
 //!
@@ -40,8 +44,8 @@
 //!     });
 //! });
 //! let stats = rec.finish().unwrap();
-//! // ThreadInfo, 2 span infos, 1 event, 2 entries.
-//! assert_eq!(stats.user_written(), 6);
+//! // ThreadInfo, 3 callsites (2 spans, 1 event), 2 span descriptions, 1 event, 2 entries.
+//! assert_eq!(stats.user_written(), 9);
 //! ```
 //!
 //! With Bevy, return it from `LogPlugin::custom_layer`:
@@ -51,6 +55,7 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod callsites;
 mod fields;
 mod names;
 
@@ -66,6 +71,7 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 use typhon_recorder::bridge::{self, SpanName};
+use typhon_recorder::codec::records;
 
 /// The layer. It holds no state: everything goes into the installed recorder (with none
 /// installed, each hook does nothing but its own formatting at span creation and events).
@@ -114,7 +120,7 @@ struct SpanData {
 }
 
 /// The level byte of the records ([`typhon_recorder::codec::records::level_name`]).
-fn level_byte(l: &Level) -> u8 {
+pub(crate) fn level_byte(l: &Level) -> u8 {
     match *l {
         Level::ERROR => 1,
         Level::WARN => 2,
@@ -133,42 +139,6 @@ enum Value<'a> {
     Bool(bool),
     F64(f64),
     Debug(&'a dyn fmt::Debug),
-}
-
-/// `v`'s decimal digits, written by hand into the end of `buf`: integers are the commonest
-/// fields, and `Display` through the formatting machinery took about 60 instructions more per
-/// integer field (callgrind, `info!(n = 1, ..)`).
-fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written, so this cannot fail; the fallback keeps it panic-free.
-    std::str::from_utf8(&buf[i..]).unwrap_or("?")
-}
-
-/// Writes `v` as the records carry it: strings quoted and escaped by `Debug`, numbers and
-/// booleans as `Display` writes them, other values by their `Debug`.
-fn write_value(w: &mut impl fmt::Write, v: Value<'_>) {
-    let mut b = [0u8; 20];
-    let _ = match v {
-        Value::Str(s) => write!(w, "{s:?}"),
-        Value::I64(n) => {
-            if n < 0 {
-                let _ = w.write_char('-');
-            }
-            w.write_str(decimal(n.unsigned_abs(), &mut b))
-        }
-        Value::U64(n) => w.write_str(decimal(n, &mut b)),
-        Value::Bool(t) => w.write_str(if t { "true" } else { "false" }),
-        Value::F64(x) => write!(w, "{x}"),
-        Value::Debug(d) => write!(w, "{d:?}"),
-    };
 }
 
 /// What a visitor hands each field to.
@@ -205,30 +175,30 @@ impl<S: Sink> Visit for Visitor<S> {
     }
 }
 
-/// An event's fields: `k=v` pairs separated by spaces, the `message` field apart.
-struct EventFields<'a> {
-    out: &'a mut String,
-    message: &'a mut String,
+/// An event's fields as typed entries, `Debug` values formatted into `scratch` first.
+struct EventValues<'a> {
+    out: &'a mut Vec<u8>,
+    scratch: &'a mut String,
 }
 
-impl Sink for EventFields<'_> {
+impl Sink for EventValues<'_> {
     fn value(&mut self, field: &Field, v: Value<'_>) {
-        if field.name() == "message" {
-            match v {
-                Value::Str(s) => self.message.push_str(s),
-                Value::Debug(d) => {
-                    let _ = write!(self.message, "{d:?}");
-                }
-                _ => write_value(self.message, v),
+        let idx = field.index().min(254) as u8;
+        let v = match v {
+            Value::Str(s) => records::Value::Str(s),
+            Value::I64(n) => records::Value::I64(n),
+            Value::U64(n) => records::Value::U64(n),
+            Value::Bool(t) => records::Value::Bool(t),
+            Value::F64(x) => records::Value::F64(x),
+            Value::Debug(d) => {
+                self.scratch.clear();
+                let mut b = fields::Bounded::new(self.scratch, records::MAX_VALUE_STR);
+                let _ = write!(b, "{d:?}");
+                b.finish();
+                records::Value::Debug(self.scratch.as_str())
             }
-            return;
-        }
-        if !self.out.is_empty() {
-            self.out.push(' ');
-        }
-        self.out.push_str(field.name());
-        self.out.push('=');
-        write_value(self.out, v);
+        };
+        records::put_entry(self.out, idx, v);
     }
 }
 
@@ -243,16 +213,62 @@ struct SpanVisit<'a> {
 
 impl Sink for SpanVisit<'_> {
     fn value(&mut self, field: &Field, v: Value<'_>) {
-        let kept = self.fields.set(field, self.scratch, |b| write_value(b, v));
+        let kept = self.fields.set(field, self.scratch, v);
         if field.name() == "name" {
             // A string names the span as it is; another value (`name = %system`) as written.
-            let value = match v {
-                Value::Str(s) => s,
-                _ => kept,
+            let mut own = String::new();
+            let value = match (v, kept) {
+                (Value::Str(s), _) => s,
+                (_, Some(k)) => k,
+                (v, None) => {
+                    write_value(&mut own, v);
+                    &own
+                }
             };
             self.display = Some(display_name(self.meta, Some(value)));
         }
     }
+}
+
+/// A number or boolean as the records show it (a span's display name from a `name` field that
+/// is one).
+fn write_value(w: &mut String, v: Value<'_>) {
+    let v = match v {
+        Value::I64(n) => records::Value::I64(n),
+        Value::U64(n) => records::Value::U64(n),
+        Value::Bool(t) => records::Value::Bool(t),
+        Value::F64(x) => records::Value::F64(x),
+        Value::Str(s) => records::Value::Str(s),
+        Value::Debug(d) => {
+            let _ = write!(w, "{d:?}");
+            return;
+        }
+    };
+    records::write_value(w, v);
+}
+
+/// The callsite's field names, for a record written with its strings inline.
+fn field_names(meta: &'static Metadata<'static>) -> Vec<&'static str> {
+    meta.fields().iter().map(|f| f.name()).collect()
+}
+
+/// Writes span `key`'s description: against its callsite's definition, or (no room for the
+/// callsite, its definition not written) with its strings inline.
+fn write_span(key: u64, id: u64, meta: &'static Metadata<'static>, fields: &SpanFields) {
+    if let Some(cs) = callsites::defined(meta) {
+        let _ = bridge::span_values(key, id, cs, fields.bytes());
+        return;
+    }
+    let mut text = String::new();
+    records::write_text(fields.bytes(), &field_names(meta), &mut text);
+    let _ = bridge::span_info(
+        key,
+        id,
+        level_byte(meta.level()),
+        &no_nul_str(meta.name()),
+        &no_nul_str(meta.target()),
+        &text,
+    );
 }
 
 thread_local! {
@@ -294,14 +310,6 @@ fn record_span_fields(
     name
 }
 
-/// `s` with its NUL bytes (which end strings in the file's readers) replaced, so a record is
-/// written rather than refused.
-fn no_nul(s: &mut String) {
-    if s.contains('\0') {
-        *s = s.replace('\0', "\u{FFFD}");
-    }
-}
-
 /// The display name of a span of `meta` with `name` field `value` (`None`: none), shared
 /// with every span of that callsite and name while the table of [`names`] has room.
 fn display_name(meta: &'static Metadata<'static>, value: Option<&str>) -> Display {
@@ -328,8 +336,9 @@ fn no_nul_str(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 thread_local! {
-    /// An event's message and fields, reused so that events do not allocate once warm.
-    static EVENT_BUF: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+    /// An event's values and the text of its `Debug` values, reused so that events do not
+    /// allocate once warm.
+    static EVENT_BUF: RefCell<(Vec<u8>, String)> = const { RefCell::new((Vec::new(), String::new())) };
 }
 
 /// An enter the thread's cache could not serve: the Registry's lookup, kept for next time.
@@ -373,14 +382,7 @@ where
         let display = record_span_fields(meta, &mut fields, &|v| attrs.record(v))
             .unwrap_or_else(|| display_name(meta, None));
         let key = bridge::next_key();
-        let _ = bridge::span_info(
-            key,
-            id.into_u64(),
-            level_byte(meta.level()),
-            meta.name(),
-            meta.target(),
-            fields.text(),
-        );
+        write_span(key, id.into_u64(), meta, &fields);
         let token = cache::new_token();
         span.extensions_mut().insert(SpanData {
             key,
@@ -406,15 +408,8 @@ where
             d.token = token;
         }
         // The whole description again, with every field's last value: a reader keeps the last.
-        // Its text is bounded, so this costs the same however often the span records.
-        let _ = bridge::span_info(
-            d.key,
-            id.into_u64(),
-            level_byte(meta.level()),
-            meta.name(),
-            meta.target(),
-            d.fields.text(),
-        );
+        // Its values are bounded, so this costs the same however often the span records.
+        write_span(d.key, id.into_u64(), meta, &d.fields);
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
@@ -433,21 +428,26 @@ where
             .event_span(event)
             .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
             .unwrap_or(0);
-        let write = |msg: &mut String, fields: &mut String| {
-            msg.clear();
-            fields.clear();
-            event.record(&mut Visitor(EventFields {
-                out: &mut *fields,
-                message: &mut *msg,
+        let write = |values: &mut Vec<u8>, scratch: &mut String| {
+            values.clear();
+            event.record(&mut Visitor(EventValues {
+                out: &mut *values,
+                scratch,
             }));
-            no_nul(msg);
-            no_nul(fields);
+            if let Some(cs) = callsites::defined(meta) {
+                let _ = bridge::event_values(span_key, cs, values);
+                return;
+            }
+            let names = field_names(meta);
+            let msg = records::value_text(values, &names, "message").unwrap_or_default();
+            let mut text = String::new();
+            records::write_text_skipping(values, &names, Some("message"), &mut text);
             let _ = bridge::event(
                 span_key,
                 level_byte(meta.level()),
-                meta.target(),
-                msg,
-                fields,
+                &no_nul_str(meta.target()),
+                &no_nul_str(&msg),
+                &no_nul_str(&text),
             );
         };
         // A field's Debug that itself logs finds the buffers taken: it gets its own.
@@ -462,7 +462,7 @@ where
             })
             .unwrap_or(false);
         if !done {
-            write(&mut String::new(), &mut String::new());
+            write(&mut Vec::new(), &mut String::new());
         }
     }
 
@@ -496,33 +496,5 @@ where
         // The thread's stack knows the entry by its `tracing` id and this layer's stack (another
         // subscriber's span may have the same id): no lookup here.
         bridge::exit_in(self.stack, id.into_u64());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decimal;
-
-    #[test]
-    fn decimal_writes_what_display_writes() {
-        for v in [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            12_345,
-            u64::from(u32::MAX),
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            assert_eq!(decimal(v, &mut [0; 20]), v.to_string());
-        }
-        // i64::MIN's magnitude, as record_i64 writes it after its sign.
-        assert_eq!(
-            format!("-{}", decimal(i64::MIN.unsigned_abs(), &mut [0; 20])),
-            i64::MIN.to_string()
-        );
     }
 }

@@ -189,10 +189,14 @@ fn layer_records_read_back_by_every_reader() {
             for want in [
                 "TracingSpan:",
                 "name=system: physics",
-                "TracingSpanInfo:",
-                "fields=n=1 late=7",
-                "TracingEvent:",
-                "target=layer message=stepped fields=bodies=3",
+                // Callsites are defined once (their strings), and the records that use
+                // them print the id and their typed values (as hex).
+                "TracingCallsite:",
+                "level=3 line=44 name=frame target=layer",
+                "field_names=n,late",
+                "TracingSpanValues:",
+                "field_names=message,bodies",
+                "TracingEventValues:",
                 "TracingFollows:",
             ] {
                 assert!(text.contains(want), "no {want:?} in:\n{text}");

@@ -153,24 +153,30 @@ fn a_value_that_does_not_fit_is_cut_and_counted() {
         kept.len() > 1_000 && kept.bytes().all(|b| b == b'x'),
         "{cut}"
     );
-    // `body="` + 100 000 × x + `"`: what the text does not hold, exactly.
-    let lost = big.len() + 1 - kept.len();
-    assert_eq!(mark, format!(" typhon.cut={lost}"));
+    // The value is cut (its string ends in `…`, still quoted): the bytes of it not kept,
+    // exactly.
+    let lost = big.len() - kept.len();
+    assert_eq!(mark, format!("\" typhon.cut={lost}"));
     // Replaced by a value that fits: whole, and no mark.
     assert_eq!(infos[2], "a=1 z=2 body=\"short\"");
     assert_eq!(last_fields(&r, "nul").1, "d=a\u{FFFD}b");
     let many = last_fields(&r, "many").1;
-    assert!(many.len() <= 2048);
+    // The values are bounded (2 KiB); their text adds the name, the quotes and the mark.
+    assert!(
+        many.len() <= 2048 + "f1=\"\" typhon.cut=".len() + 20,
+        "{}",
+        many.len()
+    );
     let (f1, mark) = many.split_once('…').unwrap();
     assert!(f1.starts_with("f1=\"xxx"));
-    // f1's value less what it kept, and the whole `f2="abc"`.
-    let lost = (big.len() + 1 - (f1.len() - "f1=\"".len())) + "f2=\"abc\"".len();
-    assert_eq!(mark, format!(" typhon.cut={lost}"));
+    // f1's value less what it kept, and the whole of f2's `abc`.
+    let lost = (big.len() - (f1.len() - "f1=\"".len())) + "abc".len();
+    assert_eq!(mark, format!("\" typhon.cut={lost}"));
     let wide = last_fields(&r, "wide").1;
     let (kept, mark) = wide.strip_prefix("w=\"").unwrap().split_once('…').unwrap();
     assert!(kept.chars().all(|c| c == 'é'), "{wide}");
-    let lost = 3_000 * 'é'.len_utf8() + 1 - kept.len();
-    assert_eq!(mark, format!(" typhon.cut={lost}"));
+    let lost = 3_000 * 'é'.len_utf8() - kept.len();
+    assert_eq!(mark, format!("\" typhon.cut={lost}"));
     // Entries of those spans, all recorded.
     assert_eq!(r.named("big").len(), 2);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -165,6 +165,13 @@ impl<'a> DecodedRecord<'a> {
             .and_then(FieldValue::as_str)
             .ok_or(DecodeError::BadField(name))
     }
+
+    pub(super) fn bytes(&self, name: &'static str) -> Result<&'a [u8], DecodeError> {
+        match self.get(name) {
+            Some(FieldValue::Bytes(b)) => Ok(b),
+            _ => Err(DecodeError::BadField(name)),
+        }
+    }
 }
 
 impl fmt::Display for DecodedRecord<'_> {

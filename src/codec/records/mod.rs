@@ -27,12 +27,14 @@ mod fields;
 mod named;
 mod tracing;
 mod typed;
+mod values;
 
 pub use fields::*;
 pub use named::*;
 pub use tracing::*;
 pub use typed::*;
 pub(crate) use typed::{clamp_thread_name, thread_info};
+pub use values::*;
 
 use super::celog::{self, CelEvent};
 use super::correlation::{self};

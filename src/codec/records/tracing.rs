@@ -270,3 +270,233 @@ pub fn write_tracing_follows(
     put_u64(d, off(K::TRACING_FOLLOWS, "follows_key"), follows_key);
     Ok(FOLLOWS_SIZE)
 }
+
+const CALLSITE_FIXED: usize = min_size(K::TRACING_CALLSITE) - 4;
+const SPAN_VALUES_FIXED: usize = min_size(K::TRACING_SPAN_VALUES);
+const EVENT_VALUES_FIXED: usize = min_size(K::TRACING_EVENT_VALUES);
+
+/// A `tracing` callsite's definition: what a TracingCallsite record carries.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let c = Callsite { id: 4, level: 3, line: 12, name: "request", target: "app",
+///     file: "src/main.rs", field_names: "method,uri" };
+/// let mut d = [0u8; 128];
+/// let n = write_tracing_callsite(&mut d, 1, 0, &c).unwrap();
+/// assert_eq!(n, tracing_callsite_len(&c));
+/// assert_eq!(decode(&d[..n]).unwrap().1, Record::TracingCallsite(c));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Callsite<'a> {
+    /// Its id in the recording.
+    pub id: u32,
+    /// Level byte ([`level_name`]).
+    pub level: u8,
+    /// Source line (0: unknown).
+    pub line: u32,
+    /// Span or event name.
+    pub name: &'a str,
+    /// Target.
+    pub target: &'a str,
+    /// Source file ("" when unknown).
+    pub file: &'a str,
+    /// Field names in order, separated by commas ([`join_field_names`]).
+    pub field_names: &'a str,
+}
+
+impl<'a> Callsite<'a> {
+    /// The field names, in order.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::records::Callsite;
+    /// let c = Callsite { id: 0, level: 0, line: 0, name: "", target: "", file: "", field_names: "a,b" };
+    /// assert_eq!(c.fields().collect::<Vec<_>>(), ["a", "b"]);
+    /// ```
+    pub fn fields(&self) -> impl Iterator<Item = &'a str> {
+        let f = self.field_names;
+        f.split(',').filter(move |_| !f.is_empty())
+    }
+}
+
+/// Joins field names for [`Callsite::field_names`]: commas between them, and a comma inside a
+/// name (a `tracing` field named by a string literal) written as `;`, so names stay apart.
+///
+/// ```
+/// let mut s = String::new();
+/// typhon_recorder::codec::records::join_field_names(["a", "b,c"], &mut s);
+/// assert_eq!(s, "a,b;c");
+/// ```
+pub fn join_field_names<'n>(names: impl IntoIterator<Item = &'n str>, out: &mut String) {
+    for (i, n) in names.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        for c in n.chars() {
+            out.push(if c == ',' { ';' } else { c });
+        }
+    }
+}
+
+/// Size of a TracingCallsite record.
+pub const fn tracing_callsite_len(c: &Callsite<'_>) -> usize {
+    CALLSITE_FIXED + c.name.len() + c.target.len() + c.file.len() + c.field_names.len() + 4
+}
+
+/// Writes a TracingCallsite record.
+///
+/// # Errors
+/// [`EncodeError::NameHasNul`] if a string holds a NUL, [`EncodeError::RecordTooLarge`] past
+/// 65534 bytes, [`EncodeError::DstTooSmall`] if `d` is shorter than [`tracing_callsite_len`].
+pub fn write_tracing_callsite(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    c: &Callsite<'_>,
+) -> Result<usize, EncodeError> {
+    let size = check_strings(CALLSITE_FIXED, &[c.name, c.target, c.file, c.field_names])?;
+    let d = reserve(d, size)?;
+    fill_tracing_callsite(d, slot, ts, c);
+    Ok(size)
+}
+
+/// [`write_tracing_callsite`] into a `d` of exactly [`tracing_callsite_len`] bytes, strings
+/// checked by the caller.
+pub(crate) fn fill_tracing_callsite(d: &mut [u8], slot: u8, ts: i64, c: &Callsite<'_>) {
+    let size = d.len();
+    header(d, size, K::TRACING_CALLSITE, slot, ts);
+    put_u32(d, off(K::TRACING_CALLSITE, "callsite"), c.id);
+    d[off(K::TRACING_CALLSITE, "level")] = c.level;
+    put_u32(d, off(K::TRACING_CALLSITE, "line"), c.line);
+    let locs = [
+        off(K::TRACING_CALLSITE, "name"),
+        off(K::TRACING_CALLSITE, "target"),
+        off(K::TRACING_CALLSITE, "file"),
+        off(K::TRACING_CALLSITE, "field_names"),
+    ];
+    put_strings(
+        d,
+        CALLSITE_FIXED,
+        &locs,
+        &[c.name, c.target, c.file, c.field_names],
+    );
+}
+
+/// Size of a TracingSpanValues record with `values` bytes of values.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::records::tracing_span_values_len(10), 42);
+/// ```
+pub const fn tracing_span_values_len(values: usize) -> usize {
+    SPAN_VALUES_FIXED + values
+}
+
+/// Size of a TracingEventValues record with `values` bytes of values.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::records::tracing_event_values_len(10), 34);
+/// ```
+pub const fn tracing_event_values_len(values: usize) -> usize {
+    EVENT_VALUES_FIXED + values
+}
+
+/// Writes a TracingSpanValues record: span `key` (its `tracing` id `tracing_id`) of callsite
+/// `callsite`, with its fields' typed `values` ([`super::Values`]).
+///
+/// # Errors
+/// [`EncodeError::RecordTooLarge`] past 65534 bytes, [`EncodeError::DstTooSmall`].
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 64];
+/// let n = write_tracing_span_values(&mut d, 1, 0, 9, 3, 4, &[0, 4, 1]).unwrap();
+/// let (_, r) = decode(&d[..n]).unwrap();
+/// assert_eq!(r, Record::TracingSpanValues { key: 9, tracing_id: 3, callsite: 4, values: &[0, 4, 1] });
+/// ```
+pub fn write_tracing_span_values(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+    tracing_id: u64,
+    callsite: u32,
+    values: &[u8],
+) -> Result<usize, EncodeError> {
+    let size = tracing_span_values_len(values.len());
+    if size > crate::codec::CommonHeader::MAX_RECORD {
+        return Err(EncodeError::RecordTooLarge(size));
+    }
+    fill_tracing_span_values(
+        reserve(d, size)?,
+        slot,
+        ts,
+        key,
+        tracing_id,
+        callsite,
+        values,
+    );
+    Ok(size)
+}
+
+/// [`write_tracing_span_values`] into a `d` of exactly its size.
+pub(crate) fn fill_tracing_span_values(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+    tracing_id: u64,
+    callsite: u32,
+    values: &[u8],
+) {
+    let size = d.len();
+    header(d, size, K::TRACING_SPAN_VALUES, slot, ts);
+    put_u64(d, off(K::TRACING_SPAN_VALUES, "key"), key);
+    put_u64(d, off(K::TRACING_SPAN_VALUES, "tracing_id"), tracing_id);
+    put_u32(d, off(K::TRACING_SPAN_VALUES, "callsite"), callsite);
+    d[SPAN_VALUES_FIXED..].copy_from_slice(values);
+}
+
+/// Writes a TracingEventValues record: an event of callsite `callsite` inside the span of key
+/// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field).
+///
+/// # Errors
+/// As [`write_tracing_span_values`].
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 64];
+/// let n = write_tracing_event_values(&mut d, 1, 0, 9, 4, &[]).unwrap();
+/// assert_eq!(n, 24);
+/// let (_, r) = decode(&d[..n]).unwrap();
+/// assert_eq!(r, Record::TracingEventValues { span_key: 9, callsite: 4, values: &[] });
+/// ```
+pub fn write_tracing_event_values(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span_key: u64,
+    callsite: u32,
+    values: &[u8],
+) -> Result<usize, EncodeError> {
+    let size = tracing_event_values_len(values.len());
+    if size > crate::codec::CommonHeader::MAX_RECORD {
+        return Err(EncodeError::RecordTooLarge(size));
+    }
+    fill_tracing_event_values(reserve(d, size)?, slot, ts, span_key, callsite, values);
+    Ok(size)
+}
+
+/// [`write_tracing_event_values`] into a `d` of exactly its size.
+pub(crate) fn fill_tracing_event_values(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span_key: u64,
+    callsite: u32,
+    values: &[u8],
+) {
+    let size = d.len();
+    header(d, size, K::TRACING_EVENT_VALUES, slot, ts);
+    put_u64(d, off(K::TRACING_EVENT_VALUES, "span_key"), span_key);
+    put_u32(d, off(K::TRACING_EVENT_VALUES, "callsite"), callsite);
+    d[EVENT_VALUES_FIXED..].copy_from_slice(values);
+}

@@ -139,6 +139,28 @@ pub enum Record<'a> {
         /// Name.
         name: &'a str,
     },
+    /// Kind 251: a `tracing` callsite's definition.
+    TracingCallsite(Callsite<'a>),
+    /// Kind 252: a `tracing` span's description against its callsite.
+    TracingSpanValues {
+        /// The span's key.
+        key: u64,
+        /// `tracing`'s id of the span.
+        tracing_id: u64,
+        /// Its callsite's id.
+        callsite: u32,
+        /// Typed values ([`Values`]).
+        values: &'a [u8],
+    },
+    /// Kind 253: a `tracing` event against its callsite.
+    TracingEventValues {
+        /// The current span's key (0: none).
+        span_key: u64,
+        /// Its callsite's id.
+        callsite: u32,
+        /// Typed values ([`Values`]).
+        values: &'a [u8],
+    },
     /// Kind 255.
     CeLog(CelEvent<'a>),
 }
@@ -168,6 +190,9 @@ impl Record<'_> {
             Record::NamedInstant { .. } => K::NAMED_INSTANT,
             Record::NamedPhaseStart { .. } => K::NAMED_PHASE_START,
             Record::NamedPhaseEnd { .. } => K::NAMED_PHASE_END,
+            Record::TracingCallsite(_) => K::TRACING_CALLSITE,
+            Record::TracingSpanValues { .. } => K::TRACING_SPAN_VALUES,
+            Record::TracingEventValues { .. } => K::TRACING_EVENT_VALUES,
             Record::CeLog(_) => K::CELOG,
         }
     }
@@ -206,6 +231,9 @@ impl Record<'_> {
             Record::NamedPhaseStart { name, .. } | Record::NamedPhaseEnd { name, .. } => {
                 named_phase_len(name)
             }
+            Record::TracingCallsite(c) => tracing_callsite_len(c),
+            Record::TracingSpanValues { values, .. } => tracing_span_values_len(values.len()),
+            Record::TracingEventValues { values, .. } => tracing_event_values_len(values.len()),
             Record::CeLog(ev) => CELOG_EVENT + ev.encoded_len(),
         }
     }
@@ -284,6 +312,18 @@ impl Record<'_> {
             Record::NamedPhaseEnd { phase, name } => {
                 write_named_phase(d, slot, ts, false, phase, name)
             }
+            Record::TracingCallsite(c) => write_tracing_callsite(d, slot, ts, &c),
+            Record::TracingSpanValues {
+                key,
+                tracing_id,
+                callsite,
+                values,
+            } => write_tracing_span_values(d, slot, ts, key, tracing_id, callsite, values),
+            Record::TracingEventValues {
+                span_key,
+                callsite,
+                values,
+            } => write_tracing_event_values(d, slot, ts, span_key, callsite, values),
             Record::CeLog(ev) => write_celog_record(d, slot, ts, &ev),
         }
     }
@@ -385,6 +425,26 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
         K::NAMED_PHASE_END => Record::NamedPhaseEnd {
             phase: r.unsigned("phase")? as u8,
             name: r.string("name")?,
+        },
+        K::TRACING_CALLSITE => Record::TracingCallsite(Callsite {
+            id: r.unsigned("callsite")? as u32,
+            level: r.unsigned("level")? as u8,
+            line: r.unsigned("line")? as u32,
+            name: r.string("name")?,
+            target: r.string("target")?,
+            file: r.string("file")?,
+            field_names: r.string("field_names")?,
+        }),
+        K::TRACING_SPAN_VALUES => Record::TracingSpanValues {
+            key: r.unsigned("key")?,
+            tracing_id: r.unsigned("tracing_id")?,
+            callsite: r.unsigned("callsite")? as u32,
+            values: r.bytes("values")?,
+        },
+        K::TRACING_EVENT_VALUES => Record::TracingEventValues {
+            span_key: r.unsigned("span_key")?,
+            callsite: r.unsigned("callsite")? as u32,
+            values: r.bytes("values")?,
         },
         K::CELOG => Record::CeLog(celog::decode_event(r.payload)?.0),
         k if correlation::covers(k) => Record::Correlation(correlation::decode(record)?.instant),

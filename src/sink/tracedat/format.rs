@@ -255,14 +255,10 @@ fn describe(def: &KindDef) -> Result<(String, Vec<Piece>), FormatError> {
                             text: format!("{}_len=%u", fd.name),
                             args: vec![format!("REC->common_size - {off}")],
                         });
+                        // Other raw bytes (typed `tracing` values) may be none: only their
+                        // length and hex, never a word read past them.
                         if def.kind == TraceEventKind::CELOG {
                             pieces.extend(celog_header_pieces(fd.name));
-                        } else {
-                            let b = |i: usize| format!("REC->{}[{i}]", fd.name);
-                            pieces.push(Piece {
-                                text: format!("{}_word=0x%02x%02x%02x%02x", fd.name),
-                                args: vec![b(3), b(2), b(1), b(0)],
-                            });
                         }
                         pieces.push(Piece {
                             text: format!("{}=%s", fd.name),

@@ -608,8 +608,8 @@ impl TraceFile {
         }
     }
 
-    /// The records of every CPU merged in time order, as [`Self::records`] orders them, read a
-    /// page at a time (from the file for [`Self::open_streaming`], else from memory). A damaged
+    /// The records of every CPU merged in time order, as [`Self::records`] orders them, with
+    /// the records that use a definition resolved ([`crate::defs`]), read a page at a time (from the file for [`Self::open_streaming`], else from memory). A damaged
     /// page is one [`TraceDatError::DamagedPage`] as there; a read error is a
     /// [`TraceDatError::Io`] naming the file, and ends that CPU.
     ///
@@ -620,8 +620,10 @@ impl TraceFile {
     /// let f = TraceFile::parse(out.into_inner()).unwrap();
     /// assert_eq!(f.stream_records().count(), 0);
     /// ```
-    pub fn stream_records(&self) -> super::records::Merge<CpuStream<'_>> {
-        super::records::Merge::new(self.data_cpus().map(|c| CpuStream::new(self, c)).collect())
+    pub fn stream_records(&self) -> crate::defs::Resolved<'_> {
+        let merge =
+            super::records::Merge::new(self.data_cpus().map(|c| CpuStream::new(self, c)).collect());
+        crate::defs::Resolved::new(self, merge)
     }
 
     /// One CPU's records, read a page at a time (see [`Self::stream_records`]).

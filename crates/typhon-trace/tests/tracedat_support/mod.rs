@@ -143,9 +143,12 @@ pub fn build(def: &KindDef, slot: u8, ts: i64, seed: u32, long: bool) -> Built {
                 let ev = celog_event(0x2001, 0xABCD_0000 + seed, &data);
                 put(&mut b, off, &ev);
                 expect.push(format!("{}_len={}", fd.name, ev.len()));
-                // The CEL_HEADER_V3 word decoded by the print format: no flag, CPU field 1.
-                expect.push(format!("id=0x2001 flag=0 cpu=1 ts={}", 0xABCD_0000 + seed));
-                expect.push(format!("len={}", data.len()));
+                // The CEL_HEADER_V3 word decoded by the print format: no flag, CPU field 1
+                // (other raw bytes, typed `tracing` values, print as hex only).
+                if def.kind == typhon_recorder::codec::TraceEventKind::CELOG {
+                    expect.push(format!("id=0x2001 flag=0 cpu=1 ts={}", 0xABCD_0000 + seed));
+                    expect.push(format!("len={}", data.len()));
+                }
                 let hex: Vec<String> = ev.iter().map(|x| format!("{x:02x}")).collect();
                 expect.push(format!("{}={}", fd.name, hex.join(" ")));
                 off += ev.len();

@@ -1,0 +1,331 @@
+//! Definitions (SPEC §15), resolved in one place for every reader: a `tracing` callsite is
+//! written once per recording (a TracingCallsite record), and span descriptions and events
+//! carry its id and typed values (TracingSpanValues, TracingEventValues). [`Resolved`], what
+//! [`TraceFile::stream_records`] yields, hands each such record out as the TracingSpanInfo or
+//! TracingEvent it stands for, with the callsite's name, target, level and field names, so
+//! `report`, `stats`, the exports and OTLP read files before and after §15 alike, with no code
+//! of their own for it.
+//!
+//! A definition is in one slot's stream and used from every slot. Stream order usually puts it
+//! first (it is written before its first use), but a record may come first (another slot's
+//! record of the same nanosecond, or a definition on a page of a slot read later): a record
+//! whose id is not known yet makes the reader read every slot's definitions once (a pass that
+//! keeps nothing else). The table is bounded ([`Definitions::CAP`] callsites); definitions past
+//! it are counted in [`Definitions::overflow`], and a record whose definition is not in the file
+//! is handed out with `callsite#N` as its name and `fieldK` as its field names, counted in
+//! [`Definitions::unresolved`].
+
+use crate::tracedat::{CpuStream, Merge, OwnedRecord, TraceDatError, TraceFile};
+use std::collections::HashMap;
+use typhon_recorder::codec::records::{self, Record};
+use typhon_recorder::codec::{CommonHeader, TraceEventKind as K};
+
+/// A callsite as the reader keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Site {
+    level: u8,
+    name: String,
+    target: String,
+    fields: Vec<String>,
+}
+
+/// The callsites of a file, by id.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// use typhon_trace::defs::Definitions;
+/// let c = Callsite { id: 4, level: 3, line: 1, name: "req", target: "app", file: "", field_names: "user" };
+/// let mut d = [0u8; 64];
+/// let n = write_tracing_callsite(&mut d, 1, 0, &c).unwrap();
+/// let mut defs = Definitions::default();
+/// assert!(defs.learn(&d[..n]));
+/// let mut v = Vec::new();
+/// put_entry(&mut v, 0, Value::U64(7));
+/// let n = write_tracing_span_values(&mut d, 1, 5, 9, 3, 4, &v).unwrap();
+/// let legacy = defs.resolve(&d[..n]).unwrap();
+/// assert_eq!(decode(&legacy).unwrap().1, Record::TracingSpanInfo {
+///     key: 9, tracing_id: 3, level: 3, name: "req", target: "app", fields: "user=7" });
+/// ```
+#[derive(Debug, Default)]
+pub struct Definitions {
+    sites: HashMap<u32, Site>,
+    /// Definitions not kept: the table was full.
+    pub overflow: u64,
+    /// Records handed out without their definition (not in the file, or past the table).
+    pub unresolved: u64,
+}
+
+impl Definitions {
+    /// Most callsites the table keeps.
+    pub const CAP: usize = 1 << 16;
+
+    /// Learns `data` if it is a TracingCallsite record; returns whether it was one.
+    pub fn learn(&mut self, data: &[u8]) -> bool {
+        if data.get(2) != Some(&K::TRACING_CALLSITE.0) {
+            return false;
+        }
+        let Ok((_, Record::TracingCallsite(c))) = records::decode(data) else {
+            return false;
+        };
+        if self.sites.contains_key(&c.id) {
+            return true;
+        }
+        if self.sites.len() >= Self::CAP {
+            self.overflow += 1;
+            return true;
+        }
+        self.sites.insert(
+            c.id,
+            Site {
+                level: c.level,
+                name: c.name.to_owned(),
+                target: c.target.to_owned(),
+                fields: c.fields().map(str::to_owned).collect(),
+            },
+        );
+        true
+    }
+
+    /// Whether `data` uses a callsite this table does not know.
+    fn misses(&self, data: &[u8]) -> bool {
+        match records::decode(data) {
+            Ok((
+                _,
+                Record::TracingSpanValues { callsite, .. }
+                | Record::TracingEventValues { callsite, .. },
+            )) => !self.sites.contains_key(&callsite),
+            _ => false,
+        }
+    }
+
+    /// Learns every definition of `file` (a pass over every slot's records).
+    pub fn scan(&mut self, file: &TraceFile) {
+        for cpu in 0..file.cpus() {
+            for r in file.stream_cpu(cpu).flatten() {
+                self.learn(&r.data);
+            }
+        }
+    }
+
+    /// The TracingSpanInfo or TracingEvent that a TracingSpanValues or TracingEventValues
+    /// record stands for (same slot and time), padded to 4 bytes as records are read; `None`
+    /// for any other record (or one that does not decode: readers report it as it is).
+    pub fn resolve(&mut self, data: &[u8]) -> Option<Vec<u8>> {
+        let (h, body) = records::decode(data).ok()?;
+        let (callsite, values) = match body {
+            Record::TracingSpanValues {
+                callsite, values, ..
+            }
+            | Record::TracingEventValues {
+                callsite, values, ..
+            } => (callsite, values),
+            _ => return None,
+        };
+        let unknown;
+        let site = match self.sites.get(&callsite) {
+            Some(s) => s,
+            None => {
+                self.unresolved += 1;
+                unknown = Site {
+                    level: 0,
+                    name: format!("callsite#{callsite}"),
+                    target: String::new(),
+                    fields: Vec::new(),
+                };
+                &unknown
+            }
+        };
+        let names: Vec<&str> = site.fields.iter().map(String::as_str).collect();
+        let clean = |s: String| s.replace('\0', "\u{FFFD}");
+        let mut out = Vec::new();
+        let (slot, ts) = (h.slot, h.timestamp);
+        let n =
+            match body {
+                Record::TracingSpanValues {
+                    key, tracing_id, ..
+                } => {
+                    let mut text = String::new();
+                    records::write_text(values, &names, &mut text);
+                    let room = CommonHeader::MAX_RECORD.saturating_sub(
+                        records::tracing_span_info_len(&site.name, &site.target, ""),
+                    );
+                    let text = fit(clean(text), room);
+                    out.resize(
+                        records::tracing_span_info_len(&site.name, &site.target, &text) + 3,
+                        0,
+                    );
+                    records::write_tracing_span_info(
+                        &mut out,
+                        slot,
+                        ts,
+                        key,
+                        tracing_id,
+                        site.level,
+                        &site.name,
+                        &site.target,
+                        &text,
+                    )
+                }
+                Record::TracingEventValues { span_key, .. } => {
+                    let msg = records::value_text(values, &names, "message").unwrap_or_default();
+                    let mut text = String::new();
+                    records::write_text_skipping(values, &names, Some("message"), &mut text);
+                    let room = CommonHeader::MAX_RECORD.saturating_sub(records::tracing_event_len(
+                        &site.target,
+                        "",
+                        "",
+                    ));
+                    // The message first, leaving the fields at least half the room they need.
+                    let msg = fit(clean(msg), room - text.len().min(room / 2));
+                    let text = fit(clean(text), room.saturating_sub(msg.len()));
+                    out.resize(records::tracing_event_len(&site.target, &msg, &text) + 3, 0);
+                    records::write_tracing_event(
+                        &mut out,
+                        slot,
+                        ts,
+                        span_key,
+                        site.level,
+                        &site.target,
+                        &msg,
+                        &text,
+                    )
+                }
+                _ => return None,
+            }
+            .ok()?;
+        out.truncate(n.next_multiple_of(4));
+        Some(out)
+    }
+}
+
+/// `s` cut at a character boundary to at most `room` bytes, ending in `…` when cut.
+fn fit(s: String, room: usize) -> String {
+    if s.len() <= room {
+        return s;
+    }
+    if room < 3 {
+        return String::new();
+    }
+    let mut end = room.saturating_sub(3);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// [`TraceFile::stream_records`]: every slot's records merged in time order, each record that
+/// uses a definition handed out resolved (see the module).
+#[derive(Debug)]
+pub struct Resolved<'f> {
+    file: &'f TraceFile,
+    inner: Merge<CpuStream<'f>>,
+    defs: Definitions,
+    scanned: bool,
+    /// The kind the last record handed out was written as.
+    written_kind: u8,
+}
+
+impl<'f> Resolved<'f> {
+    pub(crate) fn new(file: &'f TraceFile, inner: Merge<CpuStream<'f>>) -> Self {
+        Resolved {
+            file,
+            inner,
+            defs: Definitions::default(),
+            scanned: false,
+            written_kind: 0,
+        }
+    }
+
+    /// The kind the last record handed out was written as (a resolved record's is the kind
+    /// of its typed form, not the one it is handed out as).
+    pub fn written_kind(&self) -> K {
+        K(self.written_kind)
+    }
+
+    /// The definitions read so far, and what was not resolved.
+    pub fn definitions(&self) -> &Definitions {
+        &self.defs
+    }
+}
+
+impl Iterator for Resolved<'_> {
+    type Item = Result<OwnedRecord, TraceDatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut r = match self.inner.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let kind = r.data.get(2).copied();
+        self.written_kind = kind.unwrap_or(0);
+        if kind == Some(K::TRACING_CALLSITE.0) {
+            self.defs.learn(&r.data);
+        } else if kind == Some(K::TRACING_SPAN_VALUES.0) || kind == Some(K::TRACING_EVENT_VALUES.0)
+        {
+            if !self.scanned && self.defs.misses(&r.data) {
+                self.scanned = true;
+                self.defs.scan(self.file);
+            }
+            if let Some(d) = self.defs.resolve(&r.data) {
+                r.data = d;
+            }
+        }
+        Some(Ok(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_recorder::codec::records::{put_entry, Callsite, Value};
+
+    /// Values that would not fit the record they stand for are cut to it (ending in `…`),
+    /// never refused and never a panic: the record still reads, with its callsite's strings.
+    #[test]
+    fn a_use_too_large_for_its_inline_record_is_cut_to_fit() {
+        let mut defs = Definitions::default();
+        // Long field names make the inline text longer than the values.
+        let names = format!("message,{}", "b".repeat(20_000));
+        let c = Callsite {
+            id: 1,
+            level: 3,
+            line: 0,
+            name: "n",
+            target: "t",
+            file: "",
+            field_names: &names,
+        };
+        let mut d = vec![0u8; 30_000];
+        let n = records::write_tracing_callsite(&mut d, 1, 0, &c).unwrap();
+        assert!(defs.learn(&d[..n]));
+        let big = "x".repeat(25_000);
+        let mut v = Vec::new();
+        put_entry(&mut v, 0, Value::Debug(&big));
+        put_entry(&mut v, 1, Value::Str(&big));
+        for kind in [K::TRACING_SPAN_VALUES, K::TRACING_EVENT_VALUES] {
+            let mut d = vec![0u8; 90_000];
+            let n = if kind == K::TRACING_SPAN_VALUES {
+                records::write_tracing_span_values(&mut d, 1, 0, 1, 1, 1, &v)
+            } else {
+                records::write_tracing_event_values(&mut d, 1, 0, 1, 1, &v)
+            }
+            .unwrap();
+            let out = defs.resolve(&d[..n]).unwrap();
+            assert!(out.len() <= CommonHeader::MAX_RECORD + 3);
+            match records::decode(&out).unwrap().1 {
+                Record::TracingSpanInfo { name, fields, .. } => {
+                    assert_eq!(name, "n");
+                    assert!(fields.ends_with('…') && fields.len() > 60_000);
+                }
+                Record::TracingEvent {
+                    message, fields, ..
+                } => {
+                    assert_eq!(message, big);
+                    assert!(fields.starts_with("bbb") && fields.ends_with('…'));
+                }
+                r => panic!("{r:?}"),
+            }
+        }
+        assert_eq!(defs.unresolved, 0);
+    }
+}
