@@ -58,7 +58,32 @@ fn run(mut host: Command, out: &Path, signal: Option<i32>) -> (std::process::Exi
             .unwrap();
         assert!(st.success());
     }
-    (child.wait().unwrap(), counts)
+    // Bounded: a host that never ends fails the test, naming its threads, instead of hanging it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return (st, counts);
+        }
+        if std::time::Instant::now() > deadline {
+            let threads = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+                .map(|d| {
+                    d.flatten()
+                        .map(|t| {
+                            let f = |n: &str| {
+                                std::fs::read_to_string(t.path().join(n)).unwrap_or_default()
+                            };
+                            format!("{} ({})", f("comm").trim(), f("wchan").trim())
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{mode}: the host had not ended after 120 s; its threads: {threads}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// OUT is complete; each writer's records are 0..k with k at least its announced count, the

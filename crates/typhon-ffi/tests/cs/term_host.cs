@@ -15,17 +15,19 @@ static class TermHost
 {
     const int Writers = 3;
     static readonly long[] Progress = new long[Writers];
+    static bool stop;
 
     static void Main(string[] args)
     {
         TyphonRecorder.Start(args[0]);
         TyphonRecorder.FinishOnTermination();
+        var threads = new Thread[Writers];
         for (int i = 0; i < Writers; i++)
         {
             int id = i;
             var t = new Thread(() =>
             {
-                for (uint seq = 0; ; seq++)
+                for (uint seq = 0; !Volatile.Read(ref stop); seq++)
                 {
                     TyphonRecorder.Instant(id, (int)seq);
                     // A release store: the main thread's volatile read sees the write complete.
@@ -35,6 +37,7 @@ static class TermHost
             });
             t.IsBackground = true;
             t.Start();
+            threads[i] = t;
         }
         for (int k = 0; k < 100; k++) TyphonRecorder.Instant(99, k);
         while (Enumerable.Range(0, Writers).Any(i => Volatile.Read(ref Progress[i]) < 20000))
@@ -42,7 +45,16 @@ static class TermHost
         var counts = Enumerable.Range(0, Writers).Select(i => Volatile.Read(ref Progress[i]).ToString());
         Console.WriteLine("WRITTEN " + string.Join(" ", counts));
         Console.Out.Flush();
-        if (args[1] == "exit") Environment.Exit(3);
+        if (args[1] == "exit")
+        {
+            // Mono's Environment.Exit first brings every other managed thread to a stop, and
+            // threads in a tight P/Invoke loop can keep it from ever doing so (seen once: the
+            // host spun for 15 minutes before it reached exit's atexit handlers). So the
+            // writers stop first; the recorder is still running, and exit's hook finishes it.
+            Volatile.Write(ref stop, true);
+            foreach (var t in threads) t.Join();
+            Environment.Exit(3);
+        }
         Thread.Sleep(Timeout.Infinite);
     }
 }
