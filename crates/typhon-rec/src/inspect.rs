@@ -219,9 +219,10 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
     for r in f.stream_records() {
         let r = match r {
             Ok(r) => r,
-            Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, .. }) => {
-                all.damaged += 1;
-                slots.entry(cpu).or_default().damaged += 1;
+            Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, pages, .. }) => {
+                all.damaged = all.damaged.saturating_add(pages);
+                let d = &mut slots.entry(cpu).or_default().damaged;
+                *d = d.saturating_add(pages);
                 continue;
             }
             // A read error (not damage in the file): the counts would be short without saying.

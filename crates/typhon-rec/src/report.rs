@@ -252,12 +252,12 @@ struct DamageRun {
 }
 
 impl DamageRun {
-    fn new(first: String, at: u64) -> Self {
+    fn new(first: String, at: u64, pages: u64, last: u64) -> Self {
         DamageRun {
             first,
-            pages: 1,
+            pages,
             from: at,
-            to: at,
+            to: last,
         }
     }
 
@@ -317,27 +317,36 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     let mut missed: BTreeMap<u32, u64> = BTreeMap::new();
     // Per slot, the damaged pages since its last record: one line when the run ends.
     let mut runs: BTreeMap<u32, DamageRun> = BTreeMap::new();
+    let page_size = u64::from(f.page_size());
     let mut n = 0u64;
     for r in f.stream_records() {
         let r = match r {
             Ok(r) => r,
-            Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, .. })
+            Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, pages, .. })
                 if !filter.slot(cpu) =>
             {
-                damaged_pages += 1;
+                damaged_pages = damaged_pages.saturating_add(pages);
                 continue;
             }
             Err(e @ typhon_trace::tracedat::TraceDatError::DamagedPage { .. }) => {
-                damaged_pages += 1;
-                if let typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, page_at, .. } = e {
+                if let typhon_trace::tracedat::TraceDatError::DamagedPage {
+                    cpu,
+                    page_at,
+                    pages,
+                    ..
+                } = e
+                {
+                    damaged_pages = damaged_pages.saturating_add(pages);
+                    // The last page of this error: one error can stand for a run of pages.
+                    let last = page_at.saturating_add((pages - 1).saturating_mul(page_size));
                     match runs.get_mut(&cpu) {
                         Some(run) => {
-                            run.pages += 1;
-                            run.to = page_at;
+                            run.pages = run.pages.saturating_add(pages);
+                            run.to = last;
                         }
                         None => {
                             let first = printable(&e.to_string()).to_string();
-                            runs.insert(cpu, DamageRun::new(first, page_at));
+                            runs.insert(cpu, DamageRun::new(first, page_at, pages, last));
                         }
                     }
                 }

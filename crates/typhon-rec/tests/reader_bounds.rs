@@ -797,7 +797,10 @@ fn report_prints_a_run_of_damaged_pages_as_one_line() {
                 (Some(524288), Some(1))
             );
             assert!(
-                v["first"].as_str().unwrap().contains("page 1 of 1024"),
+                v["first"]
+                    .as_str()
+                    .unwrap()
+                    .contains("1024 pages from offset 4096"),
                 "{v}"
             );
             let end: serde_json::Value = serde_json::from_str(lines[1]).unwrap();

@@ -106,22 +106,19 @@ fn a_chunk_of_many_pages_that_does_not_decompress_counts_each_page() {
     d[at + 8] ^= 0xff;
     let (ok, errs) = read_all(d);
     assert_eq!(ok, 100, "the second chunk's two pages are read");
-    assert_eq!(errs.len(), 4, "{errs:?}");
-    let pages: Vec<u64> = errs
-        .iter()
-        .map(|e| match e {
-            TraceDatError::DamagedPage {
-                cpu: 1, page_at, ..
-            } => *page_at,
-            other => panic!("{other:?}"),
-        })
-        .collect();
+    // One error for the chunk, standing for its four pages from the chunk's (virtual) offset.
+    assert_eq!(errs.len(), 1, "{errs:?}");
     let data_at = (at - 4) as u64;
-    assert_eq!(
-        pages,
-        (0..4).map(|i| data_at + i * 4096).collect::<Vec<_>>(),
-        "each lost page named at its (virtual) offset"
-    );
+    match &errs[0] {
+        TraceDatError::DamagedPage {
+            cpu: 1,
+            page_at,
+            pages: 4,
+            ..
+        } => assert_eq!(*page_at, data_at, "the lost pages named from their offset"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(errs[0].damaged_pages(), 4);
 }
 
 #[test]
@@ -253,20 +250,17 @@ fn a_chunk_count_too_small_counts_every_page_it_leaves_out() {
         d[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
         let (n, errs) = per_cpu(d);
         assert_eq!(n, [0, 50 * count as usize, 250], "count {count}");
-        // The chunks after the count are walked (not read): one damaged page per page each
-        // declares, at the virtual offsets they would have had.
+        // The chunks after the count are walked (not read): one error for all the pages they
+        // declare, from the virtual offset they would have had.
         let left = 5 - count as usize;
-        assert_eq!(errs.len(), left, "count {count}: {errs:?}");
-        for (i, e) in errs.iter().enumerate() {
+        assert_eq!(errs.len(), 1, "count {count}: {errs:?}");
+        assert_eq!(errs[0].damaged_pages(), left as u64, "count {count}");
+        for e in &errs {
             match e {
                 TraceDatError::DamagedPage {
                     cpu: 1, page_at, ..
                 } => {
-                    assert_eq!(
-                        *page_at,
-                        (count_at + (count as usize + i) * 4096) as u64,
-                        "{e}"
-                    );
+                    assert_eq!(*page_at, (count_at + count as usize * 4096) as u64, "{e}");
                     let s = e.to_string();
                     assert!(
                         s.contains("after the chunks its count declares")
@@ -302,7 +296,8 @@ fn a_chunk_count_too_small_by_many_chunks_counts_their_pages() {
     );
     d[count_at..count_at + 4].copy_from_slice(&10u32.to_le_bytes());
     let (ok, errs) = read_all(d);
-    assert_eq!((ok, errs.len()), (40 * 10, 160), "{:?}", errs.first());
+    let pages: u64 = errs.iter().map(|e| e.damaged_pages()).sum();
+    assert_eq!((ok, pages), (40 * 10, 160), "{:?}", errs.first());
 }
 
 /// A 4 KiB page of `n` records at times `1 + p * 100 + j`.

@@ -144,9 +144,10 @@ pub(super) fn run(file: &TraceFile, sink: &mut impl Sink) -> Result<TimelineStat
                 e.now = e.now.max(r.ts.min(MAX_TIME));
                 e.drain(sink, e.now)?;
             }
-            Err(TraceDatError::DamagedPage { cpu, .. }) => {
-                e.stats.damaged_pages += 1;
-                *e.damage.entry(cpu).or_default() += 1;
+            Err(TraceDatError::DamagedPage { cpu, pages, .. }) => {
+                e.stats.damaged_pages = e.stats.damaged_pages.saturating_add(pages);
+                let d = e.damage.entry(cpu).or_default();
+                *d = d.saturating_add(pages);
             }
             Err(error) => {
                 return Err(ExportError::Read {

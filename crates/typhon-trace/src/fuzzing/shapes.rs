@@ -213,7 +213,10 @@ pub fn many_cpu_chunks(cpus: u32, chunk_pages: usize, per_page: usize) -> Vec<u8
 /// use typhon_trace::fuzzing::shapes::{small_zstd, tiny_pages};
 /// let f = typhon_trace::tracedat::TraceFile::parse(tiny_pages(&small_zstd(1), 3).unwrap()).unwrap();
 /// assert_eq!(f.page_size(), 64);
-/// assert_eq!(f.stream_records().filter(|r| r.is_err()).count(), 3 * 1024);
+/// let errors: Vec<_> = f.stream_records().filter_map(|r| r.err()).collect();
+/// // One error a chunk, each standing for the chunk's 1024 pages.
+/// assert_eq!(errors.len(), 3);
+/// assert_eq!(errors.iter().map(|e| e.damaged_pages()).sum::<u64>(), 3 * 1024);
 /// ```
 pub fn tiny_pages(v7: &[u8], chunks: u32) -> Option<Vec<u8>> {
     let tf = TraceFile::parse(v7.to_vec()).ok()?;

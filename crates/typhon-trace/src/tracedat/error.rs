@@ -54,9 +54,31 @@ pub enum TraceDatError {
         at: u64,
         /// Good records read from the page before the damage.
         records_before: u32,
+        /// How many pages in a row, from `page_at`, this error stands for: 1, but for a chunk
+        /// that does not decompress or the unread rest of a CPU's data, whose pages are one
+        /// error (a file can declare millions of them in a few bytes of chunk headers: one
+        /// error each made reading it take minutes).
+        pages: u64,
         /// What is wrong.
         what: String,
     },
+}
+
+impl TraceDatError {
+    /// The pages a [`TraceDatError::DamagedPage`] stands for; 0 for any other error.
+    ///
+    /// ```
+    /// use typhon_trace::tracedat::TraceDatError;
+    /// let e = TraceDatError::DamagedPage { cpu: 1, page_at: 0, at: 0, records_before: 0, pages: 3, what: "x".into() };
+    /// assert_eq!(e.damaged_pages(), 3);
+    /// assert_eq!(TraceDatError::BadMagic.damaged_pages(), 0);
+    /// ```
+    pub fn damaged_pages(&self) -> u64 {
+        match self {
+            TraceDatError::DamagedPage { pages, .. } => *pages,
+            _ => 0,
+        }
+    }
 }
 
 impl fmt::Display for TraceDatError {
@@ -89,11 +111,24 @@ impl fmt::Display for TraceDatError {
                 page_at,
                 at,
                 records_before,
+                pages: 1,
                 what,
             } => write!(
                 f,
                 "cpu {cpu}: page at offset {page_at} damaged at offset {at} ({what}); \
                  skipped after its first {records_before} records"
+            ),
+            TraceDatError::DamagedPage {
+                cpu,
+                page_at,
+                at,
+                pages,
+                what,
+                ..
+            } => write!(
+                f,
+                "cpu {cpu}: {pages} pages from offset {page_at} damaged at offset {at} ({what}); \
+                 skipped"
             ),
         }
     }

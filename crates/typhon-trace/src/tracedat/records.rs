@@ -102,6 +102,7 @@ impl<'a> CpuRecords<'a> {
             page_at: self.page_at,
             at,
             records_before: std::mem::take(&mut self.on_page),
+            pages: 1,
             what,
         }))
     }

@@ -97,9 +97,7 @@ pub struct CpuStream<'f> {
 #[derive(Debug)]
 struct DamageRun {
     page_at: u64,
-    left: u64,
-    total: u64,
-    page_size: u64,
+    pages: u64,
     at: u64,
     what: String,
 }
@@ -185,26 +183,17 @@ impl<'f> CpuStream<'f> {
         }
     }
 
-    /// The next damaged page of the current run, if any.
+    /// The current run of damaged pages, as one error for all of its pages.
     fn next_damaged(&mut self) -> Option<TraceDatError> {
-        let r = self.run.as_mut()?;
-        let e = TraceDatError::DamagedPage {
+        let r = self.run.take()?;
+        Some(TraceDatError::DamagedPage {
             cpu: self.cpu,
             page_at: r.page_at,
             at: r.at,
             records_before: 0,
-            what: if r.total == 1 {
-                r.what.clone()
-            } else {
-                format!("page {} of {}: {}", r.total - r.left + 1, r.total, r.what)
-            },
-        };
-        r.left -= 1;
-        r.page_at += r.page_size;
-        if r.left == 0 {
-            self.run = None;
-        }
-        Some(e)
+            pages: r.pages,
+            what: r.what,
+        })
     }
 
     /// Starts a run of `pages` damaged pages (at least one) from the current virtual offset.
@@ -212,9 +201,7 @@ impl<'f> CpuStream<'f> {
         let ps = u64::from(self.file.layout.page_size);
         self.run = Some(DamageRun {
             page_at: self.chunk_at,
-            left: pages.max(1),
-            total: pages.max(1),
-            page_size: ps,
+            pages: pages.max(1),
             at,
             what,
         });
@@ -420,6 +407,7 @@ impl<'f> CpuStream<'f> {
                     page_at: at,
                     at,
                     records_before: 0,
+                    pages: 1,
                     what: e,
                 }));
                 return Ok(None);
@@ -458,7 +446,7 @@ impl<'f> CpuStream<'f> {
 
     /// The next page of the CPU as (offset, bytes): offsets are the file's for pages, virtual
     /// ones (the data's offset + the uncompressed bytes before) for compressed chunks. A chunk
-    /// that does not decompress is one [`TraceDatError::DamagedPage`] per page it declares,
+    /// that does not decompress is one [`TraceDatError::DamagedPage`] for all the pages it declares,
     /// then the pages after it; an impossible chunk header (or bytes the chunk count leaves
     /// out) ends the CPU, with a damaged page for each page not read (at least one); a read
     /// error ends the CPU.

@@ -212,8 +212,8 @@ pub fn export_batches(
     for r in file.stream_records() {
         let r = match r {
             Ok(r) => r,
-            Err(TraceDatError::DamagedPage { .. }) => {
-                b.stats.damaged_pages += 1;
+            Err(TraceDatError::DamagedPage { pages, .. }) => {
+                b.stats.damaged_pages = b.stats.damaged_pages.saturating_add(pages);
                 continue;
             }
             Err(error) => {
