@@ -211,7 +211,7 @@ fn every_missing_chunk_is_counted_lost() {
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let missing = v["missing_pages"].as_u64().unwrap();
         assert!(
-            missing > 0 && missing % CHUNK_PAGES == 0,
+            missing > 0 && missing.is_multiple_of(CHUNK_PAGES),
             "{what}: {missing}"
         );
         assert_eq!(
