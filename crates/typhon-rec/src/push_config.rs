@@ -23,11 +23,11 @@ pub struct PushArgs {
     #[arg(long)]
     pub endpoint: Option<String>,
     /// A header sent with each request, `KEY=VALUE` (or `KEY: VALUE`), e.g. an API key;
-    /// repeatable. Added to OTEL_EXPORTER_OTLP_[TRACES_]HEADERS, replacing one of the same name.
+    /// repeatable. Added to `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or `OTEL_EXPORTER_OTLP_HEADERS`, replacing one of the same name.
     #[arg(long = "header", value_name = "KEY=VALUE")]
     pub headers: Vec<String>,
     /// A PEM file of the CA certificates to trust for https instead of the system's (a private
-    /// CA). Default: OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE.
+    /// CA). Default: `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE` or `OTEL_EXPORTER_OTLP_CERTIFICATE`.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
     /// `service.name` of the spans (default: OTEL_SERVICE_NAME, else the file's name).
@@ -36,7 +36,7 @@ pub struct PushArgs {
     /// Compress each request body with gzip (`Content-Encoding: gzip`): `--compression gzip`.
     #[arg(long, conflicts_with = "compression")]
     pub gzip: bool,
-    /// `gzip` or `none` (default: OTEL_EXPORTER_OTLP_[TRACES_]COMPRESSION, else none).
+    /// `gzip` or `none` (default: `OTEL_EXPORTER_OTLP_TRACES_COMPRESSION` or `OTEL_EXPORTER_OTLP_COMPRESSION`, else none).
     #[arg(long, value_parser = ["gzip", "none"])]
     pub compression: Option<String>,
     /// Spans per request.
