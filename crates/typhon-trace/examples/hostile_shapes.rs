@@ -1,15 +1,14 @@
 //! Writes the hostile trace.dat shapes of `typhon_trace::fuzzing::shapes`:
 //! `hostile_shapes seeds DIR` the small fuzz corpus seeds (fuzz/corpus/tracedat_parse),
 //! `hostile_shapes big DIR` the files of issue 32's measurements: a 4.6 MB file of compressed
-//! options sections that inflate to 4.4 GB, and 200 CPUs of one 16 MiB chunk each;
-//! `hostile_shapes tiny DIR [N]` 134 M damaged 64-byte pages declared in about 1.2 MB.
+//! options sections that inflate to 4.4 GB, and 200 CPUs of one 16 MiB chunk each.
 
 use typhon_trace::fuzzing::shapes::{many_cpu_chunks, options_bomb, small_zstd, tiny_pages};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(what), Some(dir)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: hostile_shapes seeds|big|tiny|cpus DIR [N | CPUS PAGES]");
+        eprintln!("usage: hostile_shapes seeds|big|cpus DIR [CPUS PAGES]");
         std::process::exit(2);
     };
     let dir = std::path::Path::new(dir);
@@ -21,12 +20,6 @@ fn main() {
             ("tiny_pages.dat", tiny_pages(&base, 12).unwrap()),
             ("many_cpu_chunks.dat", many_cpu_chunks(3, 2, 1)),
         ],
-        // `tiny DIR N`: N one-byte chunks of 64-byte pages that each declare 1024 pages (issue
-        // 32's 134 M damaged pages in about 1.2 MB: N = 131072).
-        "tiny" => {
-            let n: u32 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(131_072);
-            vec![("tiny_pages.dat", tiny_pages(&base, n).unwrap())]
-        }
         // `cpus DIR N PAGES`: N CPUs of one chunk of PAGES pages each.
         "cpus" => {
             let n: u32 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(200);
