@@ -102,6 +102,7 @@ pub mod codec;
 mod error;
 mod flush;
 mod macros;
+mod platform;
 pub mod printable;
 mod recorder;
 mod session;
