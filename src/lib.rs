@@ -134,6 +134,7 @@ pub use write::api::{
 };
 pub use write::celog::CeLog;
 pub use write::clock::Clock;
+pub use write::locks::{TracedMutex, TracedMutexGuard};
 pub use write::named::{
     named_instant, named_instant_at, named_phase_end, named_phase_end_at, named_phase_start,
     named_phase_start_at, phase, try_named_instant, try_named_phase_end, try_named_phase_start,
