@@ -189,12 +189,15 @@ impl Parts {
         let Some(ses) = self.session()? else {
             return Ok(seen);
         };
-        // A slot found now is read from the next poll on (its length is taken before a
-        // listing then).
+        // A slot found now: opened, its length taken, then (compressed) the tombstones listed
+        // again, so its chunks too are matched with every tombstone before them.
+        let mut lens = lens;
+        let fresh = !found.is_empty();
         for s in found {
             let path = self.dir.join(format!("slot-{s:03}.pages"));
             match open_regular(&path) {
                 Ok(file) => {
+                    lens.insert(s, file.metadata().map_or(0, |m| m.len()));
                     self.slots.insert(
                         s,
                         Slot {
@@ -209,6 +212,16 @@ impl Parts {
                 // Deleted by a finish in between: its pages are in OUT.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(FollowError::new(&path, format!("opening: {e}"))),
+            }
+        }
+        if fresh && ses.compressed {
+            if let Ok(rd) = std::fs::read_dir(&self.dir) {
+                for e in rd.flatten() {
+                    if let Some(PartsName::Lost(s, i)) = e.file_name().to_str().and_then(parts_name)
+                    {
+                        lost.insert((s, i));
+                    }
+                }
             }
         }
         for (&s, &len) in &lens {
