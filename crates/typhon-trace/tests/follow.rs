@@ -349,8 +349,10 @@ fn compressed_pending_pages_are_shown_once() {
     s.flush().unwrap();
     // No part file yet (no chunk written): the pending pages of chunk 0 are there.
     assert!(parts.join("slot-001.chunk-0.pending").exists());
+    // A slot with no chunk written yet (no part file) is read from its pending file.
+    assert!(!parts.join("slot-001.pages").exists());
     poll(&mut f, &mut seen);
-    assert_eq!(seen.records(), 0, "no part file yet: the slot is not known");
+    seen.assert_whole(&[(1, 200)].into());
     // The chunk fills (4 pages), goes to the compressor, lands in the part file; 1 more page
     // pending for chunk 1.
     for n in 2..5 {
@@ -411,4 +413,159 @@ fn wait_for(mut ok: impl FnMut() -> bool) {
         assert!(Instant::now() < until, "timed out");
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+const CHILD_ENV: &str = "TYPHON_FOLLOW_KILL_CHILD";
+/// Instants each of the child's threads writes.
+const CHILD_RECORDS: i32 = 3000;
+
+/// The child half of `a_killed_recording_says_to_recover`: does nothing unless started by it.
+/// A real recorder writes to the file named in the environment from 3 threads, slowly enough to
+/// be followed, waits until every page is on disk, says so, and waits to be killed.
+#[test]
+fn kill_child() {
+    let Ok(out) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let zstd = std::env::var("TYPHON_FOLLOW_KILL_ZSTD").is_ok();
+    let mut b = typhon_recorder::RecorderBuilder::new()
+        .output(&out)
+        .flush_interval(Duration::from_millis(5))
+        .max_page_age(Duration::from_millis(5));
+    if zstd {
+        b = b.compression(Compression::Zstd { level: 1 });
+    }
+    let rec = b.start().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    for t in 0..3 {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name(format!("worker-{t}"))
+            .spawn(move || {
+                for i in 0..CHILD_RECORDS {
+                    typhon_recorder::instant(100 + t, i);
+                    if i % 500 == 499 {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+                tx.send(()).unwrap();
+                // Keeps its slot until the kill.
+                std::thread::sleep(Duration::from_secs(3600));
+            })
+            .unwrap();
+    }
+    for _ in 0..3 {
+        rx.recv().unwrap();
+    }
+    rec.drain();
+    std::thread::sleep(Duration::from_millis(20));
+    rec.drain();
+    println!("CHILD-FLUSHED");
+    std::thread::sleep(Duration::from_secs(3600));
+}
+
+/// A recording killed with SIGKILL while followed: live while it runs, then "killed" with the
+/// `recover` hint; every record the parts hold is shown once (as many as `recover` puts in the
+/// file), and after `recover` the follower goes on in the recovered file and shows none again.
+fn killed(zstd: bool, tag: &str) {
+    let dir = common::scratch_dir(tag);
+    let out: PathBuf = dir.join("killed.dat");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["kill_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if zstd {
+        cmd.env("TYPHON_FOLLOW_KILL_ZSTD", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if line.unwrap().contains("CHILD-FLUSHED") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    wait_for(|| parts_dir(&out).join("session.json").exists());
+    let mut f = Follower::open(&out).unwrap();
+    let mut per: BTreeMap<u32, Vec<i32>> = BTreeMap::new();
+    let mut total = 0u64;
+    let mut live_batches = 0;
+    let mut take = |b: &FollowBatch, per: &mut BTreeMap<u32, Vec<i32>>| {
+        total += b.records.len() as u64;
+        for r in &b.records {
+            if r.data[2] == K::INSTANT.0 {
+                let name = i32::from_le_bytes(r.data[12..16].try_into().unwrap());
+                let v = i32::from_le_bytes(r.data[16..20].try_into().unwrap());
+                per.entry(name as u32).or_default().push(v);
+            }
+        }
+    };
+    let until = Instant::now() + Duration::from_secs(60);
+    while rx.try_recv().is_err() {
+        assert!(Instant::now() < until, "the child never flushed");
+        let b = f.poll(usize::MAX).unwrap();
+        assert_eq!(b.state, RecordingState::Live);
+        live_batches += usize::from(!b.records.is_empty());
+        take(&b, &mut per);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) with a pid of our own child and SIGKILL has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    assert!(!child.wait().unwrap().success());
+    lines.join().unwrap();
+    let b = f.poll(usize::MAX).unwrap();
+    take(&b, &mut per);
+    assert_eq!(b.state, RecordingState::Killed);
+    let msg = b.message.clone().unwrap();
+    assert!(
+        msg.contains(&format!("run `typhon-rec recover {}`", out.display())),
+        "{msg}"
+    );
+    let names: Vec<&str> = b.threads.values().map(String::as_str).collect();
+    for t in 0..3 {
+        assert!(names.contains(&format!("worker-{t}").as_str()), "{names:?}");
+    }
+    assert!(
+        live_batches >= 2,
+        "records were shown while it ran ({live_batches} batches)"
+    );
+    let expect: Vec<i32> = (0..CHILD_RECORDS).collect();
+    assert_eq!(per.len(), 3);
+    for (name, v) in &per {
+        assert!(
+            *v == expect,
+            "instants of {name}: not 0..{CHILD_RECORDS} in order, once each"
+        );
+    }
+    // Killed stays killed, and shows nothing more.
+    let again = f.poll(usize::MAX).unwrap();
+    assert_eq!(
+        (again.state, again.records.len()),
+        (RecordingState::Killed, 0)
+    );
+    assert_eq!(again.losses["missed"], 0);
+    let rec = typhon_recorder::sink::recover(&out).unwrap();
+    assert_eq!(
+        total, rec.records,
+        "the follower showed what recover keeps: {rec:?}"
+    );
+    let b = f.poll(usize::MAX).unwrap();
+    assert_eq!(
+        (b.state, b.records.len(), b.message),
+        (RecordingState::Finished, 0, None)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_killed_recording_says_to_recover() {
+    killed(false, "follow-kill");
+}
+
+#[test]
+fn a_killed_compressed_recording_says_to_recover() {
+    killed(true, "follow-kill-z");
 }

@@ -45,7 +45,8 @@ struct Session {
 /// A slot's part file and, compressed, where its chunks are.
 struct Slot {
     path: PathBuf,
-    file: File,
+    /// `None` while a compressed slot has only a pending file (no chunk written yet).
+    file: Option<File>,
     /// Compressed: the byte offset of the next chunk, its index, and the pages of that chunk
     /// already shown from its pending file.
     next_at: u64,
@@ -154,10 +155,13 @@ impl Parts {
         };
         // The part files' lengths before the listing: a chunk within them was appended after
         // any tombstone before it was made, so the listing holds that tombstone.
-        let lens: BTreeMap<u8, u64> = self
+        let mut lens: BTreeMap<u8, u64> = self
             .slots
             .iter()
-            .map(|(&s, f)| (s, f.file.metadata().map_or(0, |m| m.len())))
+            .map(|(&s, f)| {
+                let len = f.file.as_ref().and_then(|f| f.metadata().ok());
+                (s, len.map_or(0, |m| m.len()))
+            })
             .collect();
         let rd = match std::fs::read_dir(&self.dir) {
             Ok(rd) => rd,
@@ -173,7 +177,23 @@ impl Parts {
                 Some(PartsName::Lost(s, i)) => {
                     lost.insert((s, i));
                 }
-                Some(PartsName::Slot(s)) if !self.slots.contains_key(&s) => found.push(s),
+                Some(PartsName::Slot(s)) if self.slots.get(&s).is_none_or(|f| f.file.is_none()) => {
+                    found.push(s)
+                }
+                // A compressed slot whose first chunk is not written yet: its pages are pending.
+                Some(PartsName::Pending(s, _)) if !self.slots.contains_key(&s) => {
+                    self.slots.insert(
+                        s,
+                        Slot {
+                            path: self.dir.join(format!("slot-{s:03}.pages")),
+                            file: None,
+                            next_at: 0,
+                            index: 0,
+                            from_pending: 0,
+                        },
+                    );
+                    lens.insert(s, 0);
+                }
                 _ => {}
             }
         }
@@ -191,23 +211,20 @@ impl Parts {
         };
         // A slot found now: opened, its length taken, then (compressed) the tombstones listed
         // again, so its chunks too are matched with every tombstone before them.
-        let mut lens = lens;
         let fresh = !found.is_empty();
         for s in found {
             let path = self.dir.join(format!("slot-{s:03}.pages"));
             match open_regular(&path) {
                 Ok(file) => {
                     lens.insert(s, file.metadata().map_or(0, |m| m.len()));
-                    self.slots.insert(
-                        s,
-                        Slot {
-                            path,
-                            file,
-                            next_at: 0,
-                            index: 0,
-                            from_pending: 0,
-                        },
-                    );
+                    let slot = self.slots.entry(s).or_insert(Slot {
+                        path,
+                        file: None,
+                        next_at: 0,
+                        index: 0,
+                        from_pending: 0,
+                    });
+                    slot.file = Some(file);
                 }
                 // Deleted by a finish in between: its pages are in OUT.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -237,9 +254,10 @@ impl Parts {
 
     /// An uncompressed slot's new whole pages (a partial last page waits for its rest).
     fn pages(&mut self, s: u8, len: u64, ses: Session, g: &mut Gather) -> Result<(), FollowError> {
-        let Some(slot) = self.slots.get(&s) else {
+        let Some(file) = self.slots.get(&s).and_then(|f| f.file.as_ref()) else {
             return Ok(());
         };
+        let path = &self.slots[&s].path;
         let ps = ses.page;
         // Read a few pages at a time: fewer calls, a bounded buffer.
         const BATCH: u64 = 16;
@@ -247,9 +265,8 @@ impl Parts {
         while at + ps <= len {
             let n = ((len - at) / ps).min(BATCH);
             self.buf.resize((n * ps) as usize, 0);
-            slot.file
-                .read_exact_at(&mut self.buf, at)
-                .map_err(|e| FollowError::new(&slot.path, format!("reading at byte {at}: {e}")))?;
+            file.read_exact_at(&mut self.buf, at)
+                .map_err(|e| FollowError::new(path, format!("reading at byte {at}: {e}")))?;
             for (i, p) in self.buf.chunks_exact(ps as usize).enumerate() {
                 g.page(s, at + i as u64 * ps, p);
             }
@@ -281,8 +298,11 @@ impl Parts {
                 return Ok(());
             }
             let mut h = [0u8; CHUNK_HEADER];
+            let Some(file) = slot.file.as_ref() else {
+                return Ok(());
+            };
             let rd = |buf: &mut [u8], off: u64| {
-                slot.file.read_exact_at(buf, off).map_err(|e| {
+                file.read_exact_at(buf, off).map_err(|e| {
                     FollowError::new(&slot.path, format!("reading at byte {off}: {e}"))
                 })
             };
