@@ -62,6 +62,10 @@ pub(super) struct Parts {
     buf: Vec<u8>,
     z: Vec<u8>,
     data: Vec<u8>,
+    /// Tests: run between a pending file's pages and the second read of its header (what a
+    /// recorder may do to the file in that moment).
+    #[cfg(test)]
+    mid_read: Option<Box<dyn FnMut(&Path)>>,
 }
 
 fn open_regular(path: &Path) -> io::Result<File> {
@@ -92,6 +96,8 @@ impl Parts {
             buf: Vec::new(),
             z: Vec::new(),
             data: Vec::new(),
+            #[cfg(test)]
+            mid_read: None,
         })
     }
 
@@ -393,6 +399,10 @@ impl Parts {
             // Cut while read (a tombstone): nothing of it is used.
             return Ok(());
         }
+        #[cfg(test)]
+        if let Some(h) = self.mid_read.as_mut() {
+            h(&path);
+        }
         // Read again after the pages: a file emptied or rewritten in between is not used now.
         if !header_ok(&f) || f.metadata().map_or(0, |m| m.len()) < hl + have * ps {
             return Ok(());
@@ -414,5 +424,78 @@ impl Parts {
         }
         slot.from_pending = from + good;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_recorder::page::PageWriter;
+    use typhon_recorder::sink::{FileSink, SessionSummary, Sink};
+
+    fn page(n: u64) -> Vec<u8> {
+        let mut w = PageWriter::new(4096).unwrap();
+        for i in 0..10 {
+            w.try_push(n * 10 + i + 1, &[7u8; 20]).unwrap();
+        }
+        w.finish().to_vec()
+    }
+
+    /// What a recorder does to a pending file while the follower reads its pages: a cut (the
+    /// compressor emptying it into a tombstone) or a header rewritten. Either way the pages read
+    /// are not used; once the file is whole again they are, once.
+    #[test]
+    fn a_pending_file_cut_or_rewritten_mid_read_is_not_used() {
+        let dir = std::env::temp_dir().join(format!("typhon-follow-mid-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("run.dat");
+        let mut s = FileSink::create_with(&out, 4096, Compression::Zstd { level: 1 }, 8).unwrap();
+        s.begin(&SessionSummary {
+            page_size: 4096,
+            ..Default::default()
+        })
+        .unwrap();
+        for n in 0..3 {
+            s.write_page(1, &page(n)).unwrap();
+        }
+        s.flush().unwrap();
+        let parts = typhon_recorder::sink::parts_dir(&out);
+        let pending = parts.join("slot-001.chunk-0.pending");
+        let whole = std::fs::read(&pending).unwrap();
+        assert_eq!(whole.len(), 16 + 3 * 4096);
+        let mut p = Parts::open(&parts).unwrap();
+        let mut g = Gather::default();
+        g.begin(usize::MAX);
+        // Cut to nothing after the pages were read.
+        p.mid_read = Some(Box::new(|path: &Path| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_len(0)
+                .unwrap();
+        }));
+        p.poll(&mut g).unwrap();
+        assert_eq!((g.take().len(), g.position(1)), (0, 0));
+        // Its header rewritten for another chunk.
+        let w = whole.clone();
+        p.mid_read = Some(Box::new(move |path: &Path| {
+            let mut other = w.clone();
+            other[8] = 5;
+            std::fs::write(path, &other).unwrap();
+        }));
+        std::fs::write(&pending, &whole).unwrap();
+        p.poll(&mut g).unwrap();
+        assert_eq!((g.take().len(), g.position(1)), (0, 0));
+        // Whole again and left alone: its 3 pages, once.
+        p.mid_read = None;
+        std::fs::write(&pending, &whole).unwrap();
+        p.poll(&mut g).unwrap();
+        assert_eq!((g.take().len(), g.position(1)), (30, 3));
+        p.poll(&mut g).unwrap();
+        assert_eq!((g.take().len(), g.position(1)), (0, 3));
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
