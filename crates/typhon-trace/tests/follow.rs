@@ -540,8 +540,14 @@ fn killed(zstd: bool, tag: &str) {
             "instants of {name}: not 0..{CHILD_RECORDS} in order, once each"
         );
     }
-    // Killed stays killed, and shows nothing more.
+    // Killed stays killed, and shows nothing more; the follower changes nothing in the
+    // directory (names, lengths, times), and a second follower opened on OUT.parts reads the same.
+    let before = listing(&parts_dir(&out));
     let again = f.poll(usize::MAX).unwrap();
+    let mut g = Follower::open(parts_dir(&out)).unwrap();
+    assert_eq!(g.out(), out.as_path());
+    assert_eq!(g.poll(usize::MAX).unwrap().records.len() as u64, total);
+    assert_eq!(listing(&parts_dir(&out)), before);
     assert_eq!(
         (again.state, again.records.len()),
         (RecordingState::Killed, 0)
@@ -568,4 +574,22 @@ fn a_killed_recording_says_to_recover() {
 #[test]
 fn a_killed_compressed_recording_says_to_recover() {
     killed(true, "follow-kill-z");
+}
+
+/// Each file of `dir` with its length and modification time.
+fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                m.len(),
+                m.modified().unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
 }

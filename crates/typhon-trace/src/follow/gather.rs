@@ -144,14 +144,11 @@ impl Gather {
         self.kept = 0;
         let n = per.iter().map(VecDeque::len).sum();
         let mut out = Vec::with_capacity(n);
-        loop {
-            let Some(i) = (0..per.len())
-                .filter_map(|i| per[i].front().map(|r| (r.ts, i)))
-                .min()
-                .map(|x| x.1)
-            else {
-                break;
-            };
+        while let Some(i) = (0..per.len())
+            .filter_map(|i| per[i].front().map(|r| (r.ts, i)))
+            .min()
+            .map(|x| x.1)
+        {
             let Some(mut r) = per[i].pop_front() else {
                 break;
             };

@@ -5,6 +5,13 @@
 //! reads what is new since the last call, whole pages only, each checked as `recover` checks
 //! it, and says which [`RecordingState`] the recording is in.
 //!
+//! ```text
+//!   OUT.parts/ lock held ──────────────▶ live        (slot-NNN.pages, pending files read)
+//!   lock held, assembly-N.* there ─────▶ finishing   (the part files held open are read on)
+//!   OUT.parts/ gone or unlocked, OUT new ▶ finished  (OUT read from each slot's next page)
+//!   lock free, parts there, OUT not new ▶ killed     (message: run `typhon-rec recover OUT`)
+//! ```
+//!
 //! The follower never takes the recording's lock for writing and never writes into the parts
 //! directory: it cannot make the recording lose a record. A follower that falls behind skips
 //! forward and counts what it skipped ([`FollowBatch::skipped_pages`],
@@ -57,8 +64,11 @@ impl std::fmt::Display for RecordingState {
 pub struct FollowBatch {
     /// The recording's state at this poll.
     pub state: RecordingState,
-    /// New records in time order per slot, resolved like
-    /// [`crate::tracedat::TraceFile::stream_records`] does, as [`OwnedRecord`]s.
+    /// New records in time order per slot (the batch merged by time), resolved like
+    /// [`crate::tracedat::TraceFile::stream_records`] does, as [`OwnedRecord`]s. Their `at` is
+    /// the file offset in OUT; from the parts, the offset in the slot's pages (page index ×
+    /// page size + the offset in the page), which for an uncompressed part file is its offset
+    /// there.
     pub records: Vec<OwnedRecord>,
     /// The recording's own losses so far (counter name -> value, non-zero and zero), read from
     /// the parts directory or the file's metadata.
@@ -119,7 +129,7 @@ enum Mode {
     /// `OUT.parts/` of a recording in progress (or killed).
     Parts(parts::Parts),
     /// A finished (or recovered) trace file, read to its end once.
-    File(file::FileReader),
+    File(Box<file::FileReader>),
 }
 
 /// Follows one recording (see the [module docs](self)).
@@ -170,7 +180,10 @@ impl Follower {
             _ => path.clone(),
         };
         let dir = typhon_recorder::sink::parts_dir(&out);
-        let out_before = identity(&out);
+        // OUT's identity now, to tell the finished recording's OUT from an older file of that
+        // name; none if OUT is already the finished one (a finish stopped in its clean-up).
+        let out_before =
+            identity(&out).filter(|_| !typhon_recorder::sink::parts_complete(&dir, &out));
         let mode = match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => Mode::Parts(parts::Parts::open(&dir)?),
             Ok(_) => {
@@ -187,7 +200,7 @@ impl Follower {
             }
             Err(_) => match std::fs::symlink_metadata(&out) {
                 Ok(m) if m.file_type().is_file() => {
-                    Mode::File(file::FileReader::open(&out, &BTreeMap::new())?)
+                    Mode::File(Box::new(file::FileReader::open(&out, &BTreeMap::new())?))
                 }
                 Ok(_) => return Err(FollowError::new(&out, "is not a regular file")),
                 Err(e) => {
@@ -239,7 +252,7 @@ impl Follower {
                         // The finish (or a `recover`) made OUT: go on there, after what the
                         // parts gave.
                         let pos = self.gather.positions().clone();
-                        self.mode = Mode::File(file::FileReader::open(&self.out, &pos)?);
+                        self.mode = Mode::File(Box::new(file::FileReader::open(&self.out, &pos)?));
                     } else if matches!(seen, parts::Seen::Gone) {
                         return Err(FollowError::new(
                             &dir,

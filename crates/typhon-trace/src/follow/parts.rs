@@ -42,6 +42,10 @@ struct Session {
     compressed: bool,
 }
 
+/// A test's hook into a pending file's read (see `Parts::mid_read`).
+#[cfg(test)]
+type MidRead = Box<dyn FnMut(&Path)>;
+
 /// A slot's part file and, compressed, where its chunks are.
 struct Slot {
     path: PathBuf,
@@ -65,7 +69,7 @@ pub(super) struct Parts {
     /// Tests: run between a pending file's pages and the second read of its header (what a
     /// recorder may do to the file in that moment).
     #[cfg(test)]
-    mid_read: Option<Box<dyn FnMut(&Path)>>,
+    mid_read: Option<MidRead>,
 }
 
 fn open_regular(path: &Path) -> io::Result<File> {
