@@ -223,6 +223,40 @@ fn a_torn_page_waits_and_a_damaged_page_is_counted() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Compressed: a chunk that does not decompress costs its pages (counted damaged, as `recover`
+/// counts them), and the chunks after it are read; across the finish it is not counted twice.
+#[test]
+fn a_damaged_chunk_is_counted_and_passed() {
+    let dir = common::scratch_dir("follow-badchunk");
+    let out = dir.join("run.dat");
+    let parts = parts_dir(&out);
+    let mut s = sink(&out, Some(4));
+    for n in 0..8 {
+        s.write_page(1, &page(1, n)).unwrap();
+    }
+    s.flush().unwrap();
+    wait_for(|| !parts.join("slot-001.chunk-1.pending").exists());
+    // Chunk 0's zstd magic (after its 8-byte header), spoilt.
+    let part = parts.join("slot-001.pages");
+    let f = std::fs::OpenOptions::new().write(true).open(&part).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &[0; 4], 8).unwrap();
+    let mut fo = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    let b = poll(&mut fo, &mut seen);
+    assert_eq!(b.losses["damaged_pages"], 4);
+    assert_eq!(seen.records(), 400);
+    assert_eq!(
+        b.records[0].ts, 401,
+        "chunk 1 is read after the damaged chunk 0"
+    );
+    s.write_page(1, &page(1, 8)).unwrap();
+    s.finish(&summary()).unwrap();
+    let b = until_finished(&mut fo, &mut seen);
+    assert_eq!(b.losses["damaged_pages"], 4);
+    assert_eq!(seen.seqs[&1], (400..900).collect::<Vec<u64>>());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Slots that start writing after the follower opened the recording (threads that start late)
 /// are found and read from their first page.
 #[test]

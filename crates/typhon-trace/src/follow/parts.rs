@@ -211,6 +211,9 @@ impl Parts {
             // (A file caught mid-update: the last counts stand until the next poll.)
             g.recording = l;
         }
+        // A recorder starting makes the directory a moment before it locks it: asked again
+        // after the listing, so that moment does not read as a kill.
+        let locked = locked || parts_locked(&self.dir).unwrap_or(false);
         let seen = match (locked, assembly) {
             (true, false) => Seen::Live,
             (true, true) => Seen::Finishing,
@@ -329,12 +332,12 @@ impl Parts {
                 && pages <= ses.chunk_pages
                 && plausible_size(c, u64::from(u));
             if !sizes_ok {
-                return Err(FollowError::new(
-                    &slot.path,
-                    format!(
-                        "the chunk at byte {at} has sizes no chunk of this recording can have ({c} bytes, {u} uncompressed): the chunks after it cannot be found; `typhon-rec recover` counts what is left once the recording ends"
-                    ),
-                ));
+                // As `recover` counts it: a chunk's worth of pages damaged, and on after it.
+                slot.next_at = at + CHUNK_HEADER as u64 + c;
+                slot.index += 1;
+                let shown = std::mem::take(&mut slot.from_pending).min(ses.chunk_pages);
+                g.damaged(s, ses.chunk_pages - shown);
+                continue;
             }
             self.z.resize(c as usize, 0);
             rd(&mut self.z, at + CHUNK_HEADER as u64)?;
