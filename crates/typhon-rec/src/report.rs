@@ -1,5 +1,6 @@
-//! What `typhon-rec report` prints and which records: the filters (`--slot`, `--kind`,
-//! `--name`, a time window, `--limit`), the time column (`--time`) and the JSON lines form.
+//! What `typhon-rec report` prints and which records: the filters (`--slot` and the time window
+//! of [`Selection`], `--kind`, `--name`, `--level`, `--target`, `--limit`), the time column
+//! (`--time`) and the JSON lines form.
 
 use crate::inspect::{progress, reading_end, warn_anchor, Res};
 use crate::select::{extent, Owners, Picked, Selection};
