@@ -61,8 +61,12 @@ fn needs_escape(c: char) -> bool {
 }
 
 fn write_escaped(s: &str, f: &mut impl fmt::Write) -> fmt::Result {
+    write_escaped_but(s, f, needs_escape)
+}
+
+fn write_escaped_but(s: &str, f: &mut impl fmt::Write, escape: fn(char) -> bool) -> fmt::Result {
     let mut rest = s;
-    while let Some(i) = rest.find(needs_escape) {
+    while let Some(i) = rest.find(escape) {
         f.write_str(&rest[..i])?;
         let c = rest[i..].chars().next().unwrap_or('\0');
         match c {
@@ -89,6 +93,31 @@ impl fmt::Display for Printable<'_> {
         let mut s = String::with_capacity(self.0.len() + 8);
         write_escaped(self.0, &mut s)?;
         f.pad(&s)
+    }
+}
+
+/// Text that is escaped already, as Rust's `Debug` writes strings (`"a\nb"` for a newline),
+/// for display: every character [`printable`] escapes is escaped but the backslash, so the
+/// text is not escaped twice (`"a\\nb"`), and still nothing in it can drive the terminal.
+///
+/// ```
+/// use typhon_recorder::printable::{printable, printable_escaped};
+/// let debug = format!("{:?}", "a\nb");
+/// assert_eq!(printable_escaped(&debug).to_string(), r#""a\nb""#);
+/// assert_eq!(printable(&debug).to_string(), r#""a\\nb""#);
+/// assert_eq!(printable_escaped("x\x1b[2J").to_string(), "x\\x1b[2J");
+/// ```
+pub fn printable_escaped(s: &str) -> Escaped<'_> {
+    Escaped(s)
+}
+
+/// What [`printable_escaped`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Escaped<'a>(pub &'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_escaped_but(self.0, f, |c| c != '\\' && needs_escape(c))
     }
 }
 

@@ -38,13 +38,16 @@ impl Read for Pages<'_> {
 }
 
 /// Converts `inp` into `out` as `version` (6 or 7) with `compression` (version 7 only),
-/// `chunk_pages` pages per chunk (0: the default).
+/// `chunk_pages` pages per chunk (0: the default), and says what it wrote. An existing `out`
+/// is refused, or with `force` replaced (written beside it, then renamed over it, so a failed
+/// conversion leaves it as it was).
 pub fn convert(
     inp: &Path,
     out: &Path,
     compression: Compression,
     version: Option<u32>,
     chunk_pages: usize,
+    force: bool,
 ) -> Result<(), String> {
     let version = version.unwrap_or(if compression.is_compressed() { 7 } else { 6 });
     if version == 6 && compression.is_compressed() {
@@ -52,6 +55,26 @@ pub fn convert(
     }
     if version != 6 && version != 7 {
         return Err(format!("--version {version}: 6 or 7"));
+    }
+    if let Ok(m) = std::fs::symlink_metadata(out) {
+        if crate::inspect::same_file(inp, out) {
+            return Err(format!(
+                "{}: is the input: the conversion would overwrite the recording",
+                out.display()
+            ));
+        }
+        if !force {
+            return Err(format!(
+                "{}: exists: give another output path, or --force to replace it",
+                out.display()
+            ));
+        }
+        if !m.is_file() {
+            return Err(format!(
+                "{}: exists and is not a regular file: --force replaces only a file",
+                out.display()
+            ));
+        }
     }
     let f = TraceFile::open_streaming(inp).map_err(|e| format!("{}: {e}", inp.display()))?;
     let meta: FileMeta = match f.typhon_meta() {
@@ -99,11 +122,17 @@ pub fn convert(
             ..SlotPages::new(0, len, src.take(len))
         });
     }
+    // Without --force, create_new: nothing made at `out` since the check is overwritten.
+    let dest = if force {
+        temp_beside(out)
+    } else {
+        out.to_path_buf()
+    };
     let out_file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(out)
-        .map_err(|e| format!("{}: {e}", out.display()))?;
+        .open(&dest)
+        .map_err(|e| format!("{}: {e}", dest.display()))?;
     let mut w = io::BufWriter::new(out_file);
     let r = if version == 6 {
         write_tracedat(&mut w, &meta, &mut slots)
@@ -111,10 +140,53 @@ pub fn convert(
         write_tracedat_v7(&mut w, &meta, compression, chunk_pages, &mut slots)
     }
     .and_then(|()| io::Write::flush(&mut w));
+    let r = r.and_then(|()| {
+        w.into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+    });
+    let r = r.and_then(|()| {
+        if force {
+            std::fs::rename(&dest, out)
+        } else {
+            Ok(())
+        }
+    });
     if let Err(e) = r {
-        drop(w);
-        let _ = std::fs::remove_file(out);
+        let _ = std::fs::remove_file(&dest);
         return Err(format!("writing {}: {e}", out.display()));
     }
+    summary(inp, out, version, compression)
+}
+
+/// A new name beside `out` for the file that replaces it.
+fn temp_beside(out: &Path) -> std::path::PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".convert-{}", std::process::id()));
+    out.with_file_name(name)
+}
+
+/// What `convert` wrote, read back from the file written: its records, slots and bytes.
+fn summary(inp: &Path, out: &Path, version: u32, compression: Compression) -> Result<(), String> {
+    use typhon_recorder::printable::printable;
+    let g = TraceFile::open_streaming(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let (mut records, mut slots) = (0u64, 0u32);
+    for cpu in g.data_cpus() {
+        let n = g.stream_cpu(cpu).filter(Result::is_ok).count() as u64;
+        records += n;
+        slots += u32::from(n > 0);
+    }
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let form = match (version, compression) {
+        (6, _) => "trace.dat version 6".to_owned(),
+        (v, Compression::None) => format!("trace.dat version {v}, uncompressed"),
+        (v, c) => format!("trace.dat version {v}, {c}"),
+    };
+    println!(
+        "wrote {}: {form}, {records} records in {slots} slots, {} bytes (from {} bytes)",
+        printable(&out.display().to_string()),
+        size(out),
+        size(inp)
+    );
     Ok(())
 }

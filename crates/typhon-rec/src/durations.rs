@@ -541,9 +541,15 @@ impl Durations {
                 slow.join(", ")
             );
         };
-        head(&mut out, "ticks and phases");
+        // A file without ticks (a server's, say) gets no tick rows: a row of zeros and "0 of
+        // 0 ticks over" the budget would say nothing.
         let t = self.ticks.summary();
-        row(&mut out, "tick", &t);
+        if t.count > 0 || !self.phases.is_empty() {
+            head(&mut out, "ticks and phases");
+        }
+        if t.count > 0 {
+            row(&mut out, "tick", &t);
+        }
         let phases: Vec<u8> = self.phases.keys().copied().collect();
         for p in phases {
             let label = self.phase_label(p);
@@ -551,18 +557,16 @@ impl Durations {
                 row(&mut out, &label, &s.summary());
             }
         }
-        let _ = writeln!(
-            out,
-            "tick budget {}: {} of {} ticks over it{}",
-            fmt_ns(self.budget as f64),
-            self.overruns,
-            t.count,
-            if t.count > 0 {
-                format!(" ({:.1} %)", self.overruns as f64 * 100.0 / t.count as f64)
-            } else {
-                String::new()
-            }
-        );
+        if t.count > 0 {
+            let _ = writeln!(
+                out,
+                "tick budget {}: {} of {} ticks over it ({:.1} %)",
+                fmt_ns(self.budget as f64),
+                self.overruns,
+                t.count,
+                self.overruns as f64 * 100.0 / t.count as f64
+            );
+        }
         if self.unmatched_starts + self.unmatched_ends > 0 {
             let _ = writeln!(
                 out,

@@ -1,5 +1,7 @@
 //! Reading recordings: stats, export, pages, recover (and what `report` shares with them).
 
+use crate::rows::{slot_json, Acc, SlotAcc, OWNER_ROWS};
+use crate::select::{Owners, Picked, Selection};
 use crate::session::{counters_error, missed_total, Losses, Session};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -78,7 +80,12 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Writes FILE for trace viewers and says what went into it.
-pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBuf>) -> Res {
+pub fn export(
+    file: &Path,
+    format: export::Format,
+    out: Option<std::path::PathBuf>,
+    sel: &Selection,
+) -> Res {
     let out = out.unwrap_or_else(|| file.with_extension(format.extension()));
     if out == file || same_file(&out, file) {
         return Err(format!(
@@ -87,7 +94,8 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
         ));
     }
     // Streaming: the records stay in the file and are read a page at a time.
-    let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    crate::select::narrow(&mut f, sel, file)?;
     if format == export::Format::Perfetto {
         // Its clock snapshot carries the anchor; without one the trace has no wall-clock time.
         warn_anchor(file, &f);
@@ -177,82 +185,72 @@ pub fn export(file: &Path, format: export::Format, out: Option<std::path::PathBu
     damaged(file, s.damaged_pages, "the export")
 }
 
-#[derive(Default)]
-struct Acc {
-    count: u64,
-    missed: u64,
-    damaged: u64,
-    first: Option<u64>,
-    last: u64,
-}
-
-impl Acc {
-    fn add(&mut self, ts: u64) {
-        self.count += 1;
-        self.first.get_or_insert(ts);
-        self.last = self.last.max(ts);
-    }
-    fn span_s(&self) -> f64 {
-        self.first.map_or(0.0, |f| (self.last - f) as f64 / 1e9)
-    }
-    fn rate(&self) -> f64 {
-        let s = self.span_s();
-        if s > 0.0 {
-            self.count as f64 / s
-        } else {
-            0.0
-        }
-    }
-}
-
 /// Per slot and per kind counts, missed, time span and rates, and every counter the session
 /// kept (SPEC §9): attempted, written, missed, refused, filtered, no_slot, sink_lost, pages
 /// lost, sink errors, damaged pages, clamped times and what recovery found.
-pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
+pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res {
     // Streamed: memory is a page per slot plus the duration series, whatever the file's size.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let tb = crate::select::time_base(&f);
+    let picked = Picked::new(sel, &f, &tb, &file.display().to_string())?;
+    let mut owners = Owners::new(&f);
     let mut durations = crate::durations::Durations::new(tick_budget);
-    let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
+    let mut slots: BTreeMap<u32, SlotAcc> = BTreeMap::new();
+    // Every slot's losses, selected or not: the losses line is the whole file's.
+    let mut page_missed: BTreeMap<u32, u64> = BTreeMap::new();
     let mut kinds: BTreeMap<u8, Acc> = BTreeMap::new();
     let mut all = Acc::default();
+    let mut read = 0u64;
     let pb = progress("stats");
     for r in f.stream_records() {
         let r = match r {
             Ok(r) => r,
             Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, pages, .. }) => {
                 all.damaged = all.damaged.saturating_add(pages);
-                let d = &mut slots.entry(cpu).or_default().damaged;
-                *d = d.saturating_add(pages);
+                if picked.thread(cpu, owners.name(cpu)) {
+                    let d = &mut slots.entry(cpu).or_default().acc.damaged;
+                    *d = d.saturating_add(pages);
+                }
                 continue;
             }
             // A read error (not damage in the file): the counts would be short without saying.
             Err(e) => return Err(format!("{}: {e}", file.display())),
         };
-        durations.add(r.cpu, &r.data);
-        if all.count % 65536 == 0 {
-            pb.set_position(all.count);
+        read += 1;
+        if read.is_multiple_of(65536) {
+            pb.set_position(read);
         }
-        let s = slots.entry(r.cpu).or_default();
         if let Some(m) = r.missed_before.filter(|&m| m > 0) {
-            s.missed += m as u64;
+            *page_missed.entry(r.cpu).or_default() += m as u64;
             all.missed += m as u64;
         }
-        s.add(r.ts);
+        owners.follow(r.cpu, &r.data);
+        if !picked.thread(r.cpu, owners.name(r.cpu)) || !picked.data_in_window(r.ts, &r.data) {
+            continue;
+        }
+        durations.add(r.cpu, &r.data);
+        let s = slots.entry(r.cpu).or_default();
+        s.add(r.ts, owners.current(r.cpu), owners.name(r.cpu));
         all.add(r.ts);
         kinds
             .entry(r.data.get(2).copied().unwrap_or(0))
             .or_default()
             .add(r.ts);
     }
+    for (c, m) in &page_missed {
+        if let Some(s) = slots.get_mut(c) {
+            s.acc.missed = *m;
+        }
+    }
     pb.finish_and_clear();
     durations.finish();
-    let tb = crate::timebase::TimeBase::of(&f, all.first);
     let session = Session::read(&f);
     // Slots the metadata counts but that have no records (every write refused, say) too.
-    for &c in session.slots.keys() {
-        slots.entry(c).or_default();
+    if picked.everything() {
+        for &c in session.slots.keys() {
+            slots.entry(c).or_default();
+        }
     }
-    let page_missed: BTreeMap<u32, u64> = slots.iter().map(|(c, a)| (*c, a.missed)).collect();
     let missed = missed_total(&session, &page_missed);
     let losses = Losses::new(&session, missed, all.damaged);
     let bad_counters = counters_error(file, &session, &losses);
@@ -262,6 +260,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
     if json {
         let mut v = serde_json::json!({
             "file": file.display().to_string(),
+            "selected": !picked.everything(),
             "records": all.count,
             "missed": missed,
             "missed_in_pages": all.missed,
@@ -285,18 +284,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             "recovered_damaged_pages": session.damaged_pages,
             "torn_bytes": session.torn_bytes,
             "unreadable_pages": session.unreadable_pages,
-            "slots": slots.iter().map(|(c, a)| {
-                let m = counters(*c);
-                serde_json::json!({
-                    "slot": c, "name": f.cmdline(*c as i64).unwrap_or("<...>"),
-                    "records": a.count, "missed": m.missed.max(a.missed),
-                    "missed_in_pages": a.missed, "damaged_pages": a.damaged,
-                    "attempted": m.attempted, "written": m.written, "refused": m.refused,
-                    "filtered": m.filtered, "sink_lost": m.sink_lost, "clamped": m.clamped,
-                    "unclosed": m.unclosed,
-                    "span_s": a.span_s(), "records_per_s": a.rate(),
-                })
-            }).collect::<Vec<_>>(),
+            "slots": slots.iter().map(|(c, sa)| slot_json(&f, *c, sa, counters(*c))).collect::<Vec<_>>(),
             "kinds": kinds.iter().map(|(k, a)| serde_json::json!({
                 "kind": k, "name": TraceEventKind(*k).to_string(), "records": a.count,
                 "span_s": a.span_s(), "records_per_s": a.rate(),
@@ -336,6 +324,12 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         all.span_s(),
         damage(all.damaged)
     );
+    if !picked.everything() {
+        println!(
+            "selected: the records, spans, rates and durations below are the selection's; the \
+             losses and the counters are the whole recording's"
+        );
+    }
     println!("losses: {}", losses.line());
     if let Some(e) = &bad_counters {
         println!("({})", printable(e));
@@ -398,12 +392,13 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         "span s",
         "records/s"
     );
-    for (c, a) in &slots {
+    for (c, sa) in &slots {
         let m = counters(*c);
+        let a = &sa.acc;
         println!(
-            "{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10.3} {:>14.0}{}",
+            "{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10.3} {:>14}{}",
             c,
-            comm(&f, *c),
+            printable(&sa.label(&comm(&f, *c))).to_string(),
             a.count,
             m.missed.max(a.missed),
             m.attempted,
@@ -414,9 +409,30 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             m.clamped,
             m.unclosed,
             a.span_s(),
-            a.rate(),
+            a.rate_text(),
             damage(a.damaged)
         );
+        if sa.owners.len() + sa.more_owners as usize > 1 {
+            // A reused slot: each thread's own records, span and rate.
+            for (tid, name, a) in sa.owners.iter().take(OWNER_ROWS) {
+                let who = match tid {
+                    Some(t) => format!("· {} ({t})", printable(name)),
+                    None => format!("· {}", printable(name)),
+                };
+                println!(
+                    "{:>4}  {:<20} {:>12} {:>97.3} {:>14}",
+                    "",
+                    who,
+                    a.count,
+                    a.span_s(),
+                    a.rate_text()
+                );
+            }
+            let rest = (sa.owners.len().saturating_sub(OWNER_ROWS)) as u64 + sa.more_owners;
+            if rest > 0 {
+                println!("{:>4}  · {rest} more threads", "");
+            }
+        }
     }
     println!(
         "\n{:>4}  {:<20} {:>12} {:>10} {:>14}",
@@ -424,12 +440,12 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
     );
     for (k, a) in &kinds {
         println!(
-            "{:>4}  {:<20} {:>12} {:>10.3} {:>14.0}",
+            "{:>4}  {:<20} {:>12} {:>10.3} {:>14}",
             k,
             TraceEventKind(*k).to_string(),
             a.count,
             a.span_s(),
-            a.rate()
+            a.rate_text()
         );
     }
     print!("{}", durations.table(&tb));

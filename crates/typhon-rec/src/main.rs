@@ -8,6 +8,8 @@ mod inspect;
 mod push;
 mod push_config;
 mod report;
+mod rows;
+mod select;
 mod session;
 mod timebase;
 
@@ -48,6 +50,8 @@ enum Cmd {
         /// A tick longer than this overruns (with its unit: ns, us, ms or s).
         #[arg(long, default_value = "16.6ms", value_parser = durations::parse_duration)]
         tick_budget: u64,
+        #[command(flatten)]
+        sel: select::Selection,
     },
     /// Write the raw sub-buffer pages of one slot, one file per page, for kbuffer tools.
     Pages {
@@ -75,6 +79,8 @@ enum Cmd {
         /// OTLP's `service.name` (default: the file's name); otlp formats only.
         #[arg(long)]
         service: Option<String>,
+        #[command(flatten)]
+        sel: select::Selection,
     },
     /// Send a recording to an OpenTelemetry Collector or a hosted backend (OTLP/HTTP protobuf
     /// over http or https, POST URL/v1/traces; the OTEL_EXPORTER_OTLP_* environment is read).
@@ -83,8 +89,11 @@ enum Cmd {
     Convert {
         /// The recording to read.
         input: PathBuf,
-        /// The file to write (must not exist).
+        /// The file to write (must not exist, unless --force).
         output: PathBuf,
+        /// Replace OUTPUT if it exists.
+        #[arg(long)]
+        force: bool,
         /// `zstd` (level 1), `zstd:LEVEL` (1..=19) or `none`.
         #[arg(long, default_value = "none", value_parser = typhon_recorder::tracedat::Compression::parse)]
         compress: typhon_recorder::tracedat::Compression,
@@ -147,13 +156,15 @@ fn main() -> ExitCode {
             file,
             json,
             tick_budget,
-        } => inspect::stats(&file, json, tick_budget),
+            sel,
+        } => inspect::stats(&file, json, tick_budget, &sel),
         Cmd::Pages { file, slot, out } => inspect::pages(&file, slot, &out),
         Cmd::Export {
             file,
             format,
             out,
             service,
+            sel,
         } => {
             use typhon_trace::export::Format;
             match format {
@@ -162,11 +173,12 @@ fn main() -> ExitCode {
                     format == Format::OtlpJson,
                     out.unwrap_or_else(|| file.with_extension(format.extension())),
                     service.as_deref(),
+                    &sel,
                 ),
                 _ if service.is_some() => {
                     Err("--service applies to --format otlp and otlp-json".into())
                 }
-                _ => inspect::export(&file, format, out),
+                _ => inspect::export(&file, format, out, &sel),
             }
         }
         Cmd::Push(a) => push::push(&a),
@@ -189,7 +201,8 @@ fn main() -> ExitCode {
             compress,
             version,
             chunk_pages,
-        } => convert::convert(&input, &output, compress, version, chunk_pages),
+            force,
+        } => convert::convert(&input, &output, compress, version, chunk_pages, force),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

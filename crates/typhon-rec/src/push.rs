@@ -38,14 +38,21 @@ fn open(file: &Path) -> Result<TraceFile, String> {
 }
 
 /// `typhon-rec export FILE --format otlp|otlp-json`.
-pub fn export(file: &Path, json: bool, out: PathBuf, service: Option<&str>) -> Res {
+pub fn export(
+    file: &Path,
+    json: bool,
+    out: PathBuf,
+    service: Option<&str>,
+    sel: &crate::select::Selection,
+) -> Res {
     if out == file || same_file(&out, file) {
         return Err(format!(
             "{}: the export would overwrite the recording",
             out.display()
         ));
     }
-    let f = open(file)?;
+    let mut f = open(file)?;
+    crate::select::narrow(&mut f, sel, file)?;
     let o = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut w = BufWriter::new(o);
     let s = match otlp::write(&f, &options(file, service), json, &mut w) {

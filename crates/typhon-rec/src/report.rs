@@ -1,8 +1,9 @@
-//! What `typhon-rec report` prints and which records: the filters (`--slot`, `--kind`,
-//! `--name`, a time window, `--limit`), the time column (`--time`) and the JSON lines form.
+//! What `typhon-rec report` prints and which records: the filters (`--slot` and the time window
+//! of [`Selection`], `--kind`, `--name`, `--level`, `--target`, `--limit`), the time column
+//! (`--time`) and the JSON lines form.
 
-use crate::durations::parse_duration;
-use crate::inspect::{comm, progress, reading_end, warn_anchor, Res};
+use crate::inspect::{progress, reading_end, warn_anchor, Res};
+use crate::select::{extent, Owners, Picked, Selection};
 use crate::session::{counters_error, missed_total, Losses, Session};
 use crate::timebase::{TimeBase, TimeMode};
 use std::collections::BTreeMap;
@@ -11,29 +12,29 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use typhon_recorder::codec::records;
 use typhon_recorder::codec::records::{DecodedRecord, FieldValue};
-use typhon_recorder::codec::{Shape, TraceEventKind, KINDS};
+use typhon_recorder::codec::{Shape, TraceEventKind, TraceEventKind as K, KINDS};
 use typhon_recorder::printable::{json_printable, printable};
 use typhon_trace::tracedat::TraceFile;
 
 /// `report`'s options.
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// Only these thread slots (repeat or comma-separate: --slot 1,3).
-    #[arg(long, value_delimiter = ',')]
-    pub slot: Vec<u32>,
+    #[command(flatten)]
+    pub sel: Selection,
     /// Only these kinds, by name (TickStart, NamedSpan, ...; any case) or number.
     #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
     pub kind: Vec<u8>,
-    /// Only spans, named instants and named phases whose name contains this text.
+    /// Only spans, named instants and phases whose name, and `tracing` events whose message,
+    /// contains this text.
     #[arg(long)]
     pub name: Option<String>,
-    /// Only from this time: after the recording's start (`1.5s`, `200ms`) or wall-clock
-    /// UTC (`2024-05-01T12:00:00.25Z`). A span counts if any part of it is in the window.
-    #[arg(long, visible_alias = "since", value_parser = parse_when)]
-    pub from: Option<When>,
-    /// Only up to this time (same forms as --from).
-    #[arg(long, visible_alias = "until", value_parser = parse_when)]
-    pub to: Option<When>,
+    /// Only `tracing` span descriptions and events of this level or a more severe one
+    /// (error, warn, info, debug, trace; any case).
+    #[arg(long, value_parser = parse_level)]
+    pub level: Option<u8>,
+    /// Only `tracing` span descriptions and events whose target starts with this text.
+    #[arg(long)]
+    pub target: Option<String>,
     /// Print at most this many records.
     #[arg(long)]
     pub limit: Option<u64>,
@@ -46,13 +47,11 @@ pub struct ReportArgs {
     pub time: TimeMode,
 }
 
-/// A point of the window: ns after the recording's start, or UNIX ns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum When {
-    /// ns after the start.
-    Rel(u64),
-    /// UNIX ns.
-    Wall(i128),
+/// A `tracing` level by name, as the records' level byte (ERROR 1 … TRACE 5).
+fn parse_level(s: &str) -> Result<u8, String> {
+    (1..=5u8)
+        .find(|&l| records::level_name(l).eq_ignore_ascii_case(s.trim()))
+        .ok_or_else(|| format!("unknown level {s:?} (one of error, warn, info, debug, trace)"))
 }
 
 fn parse_kind(s: &str) -> Result<u8, String> {
@@ -72,127 +71,76 @@ fn parse_kind(s: &str) -> Result<u8, String> {
         })
 }
 
-fn parse_when(s: &str) -> Result<When, String> {
-    if s.contains('T') {
-        return parse_rfc3339(s).map(When::Wall);
-    }
-    if s.trim() == "0" {
-        return Ok(When::Rel(0));
-    }
-    parse_duration(s).map(When::Rel)
-}
-
-/// `YYYY-MM-DDTHH:MM:SS[.frac]Z` as UNIX ns (UTC only: a zone offset is refused).
-fn parse_rfc3339(s: &str) -> Result<i128, String> {
-    let bad = || format!("{s:?}: not a UTC time like 2024-05-01T12:00:00.5Z");
-    let body = s.strip_suffix('Z').ok_or_else(bad)?;
-    let (date, time) = body.split_once('T').ok_or_else(bad)?;
-    let num = |x: &str| x.parse::<i128>().map_err(|_| bad());
-    let d: Vec<&str> = date.split('-').collect();
-    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
-    let t: Vec<&str> = hms.split(':').collect();
-    if d.len() != 3 || t.len() != 3 || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let (y, m, dd) = (num(d[0])?, num(d[1])?, num(d[2])?);
-    let (h, mi, se) = (num(t[0])?, num(t[1])?, num(t[2])?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&dd) || h > 23 || mi > 59 || se > 60 {
-        return Err(bad());
-    }
-    // Howard Hinnant's days_from_civil.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + dd - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let ns_frac = if frac.is_empty() {
-        0
-    } else {
-        num(frac)? * 10i128.pow(9 - frac.len() as u32)
-    };
-    Ok((days * 86_400 + h * 3600 + mi * 60 + se) * 1_000_000_000 + ns_frac)
-}
-
-/// A record's start and end (the same for an instant) in the file's clock.
-pub fn extent(d: &DecodedRecord<'_>) -> (u64, u64) {
-    let start = d.header.timestamp.max(0) as u64;
-    let dur = match d.def {
-        Some(def) if def.shape == Shape::Span => d
-            .get("duration_ns")
-            .and_then(FieldValue::as_i64)
-            .unwrap_or(0)
-            .max(0) as u64,
-        _ => 0,
-    };
-    (start, start.saturating_add(dur))
-}
-
 /// The filters, resolved against the file's time base.
 pub struct Filter<'a> {
     args: &'a ReportArgs,
-    from: Option<u64>,
-    to: Option<u64>,
+    pub picked: Picked,
 }
 
 impl<'a> Filter<'a> {
-    /// Resolves the window; a wall-clock time needs the file's wall-clock anchor.
-    pub fn new(args: &'a ReportArgs, tb: &TimeBase) -> Result<Self, String> {
-        let mono = |w: Option<When>| -> Result<Option<u64>, String> {
-            Ok(match w {
-                None => None,
-                Some(When::Rel(ns)) => Some(tb.start.saturating_add(ns)),
-                Some(When::Wall(unix)) => {
-                    let wall0 = tb.wall_at_start.ok_or(
-                        "the file has no wall-clock anchor: give --from/--to after the start (e.g. 1.5s)",
-                    )?;
-                    Some(
-                        (i128::from(tb.start) + unix - wall0).clamp(0, i128::from(u64::MAX)) as u64,
-                    )
-                }
-            })
-        };
-        let (from, to) = (mono(args.from)?, mono(args.to)?);
-        if let (Some(f), Some(t)) = (from, to) {
-            if f > t {
-                return Err("--from is after --to: the window holds nothing".into());
-            }
-        }
+    /// Resolves the slots and the window against the file.
+    pub fn new(
+        args: &'a ReportArgs,
+        f: &TraceFile,
+        tb: &TimeBase,
+        file: &Path,
+    ) -> Result<Self, String> {
+        let picked = Picked::new(&args.sel, f, tb, &file.display().to_string())?;
         if args.limit == Some(0) {
             return Err("--limit 0 shows nothing: give at least 1".into());
         }
-        Ok(Filter { args, from, to })
+        Ok(Filter { args, picked })
     }
 
-    /// Whether the slot's records can pass at all (checked before decoding).
-    pub fn slot(&self, slot: u32) -> bool {
-        self.args.slot.is_empty() || self.args.slot.contains(&slot)
+    /// Whether the filters ask about a record's fields (an undecodable record cannot pass).
+    fn by_fields(&self) -> bool {
+        let a = self.args;
+        !a.kind.is_empty() || a.name.is_some() || a.level.is_some() || a.target.is_some()
     }
 
-    /// Whether a decoded record passes every filter.
+    /// Whether a decoded record passes every filter but the slots'.
     pub fn keep(&self, d: &DecodedRecord<'_>) -> bool {
         let a = self.args;
         if !a.kind.is_empty() && !a.kind.contains(&d.header.kind.0) {
             return false;
         }
+        let kind = d.def.map(|k| k.kind);
+        let text = |f: &str| d.get(f).and_then(FieldValue::as_str).unwrap_or("");
         if let Some(n) = &a.name {
-            let named = d.def.is_some_and(|k| {
-                k.shape == Shape::Span
-                    || [
-                        TraceEventKind::NAMED_INSTANT,
-                        TraceEventKind::NAMED_PHASE_START,
-                        TraceEventKind::NAMED_PHASE_END,
-                    ]
-                    .contains(&k.kind)
-            });
-            let name = d.get("name").and_then(FieldValue::as_str).unwrap_or("");
-            if !named || !name.contains(n.as_str()) {
+            let named = match kind {
+                Some(K::TRACING_EVENT) => text("message"),
+                Some(k)
+                    if d.def.is_some_and(|k| k.shape == Shape::Span)
+                        || [
+                            K::NAMED_INSTANT,
+                            K::NAMED_PHASE_START,
+                            K::NAMED_PHASE_END,
+                            K::TRACING_SPAN_INFO,
+                        ]
+                        .contains(&k) =>
+                {
+                    text("name")
+                }
+                _ => return false,
+            };
+            if !named.contains(n.as_str()) {
+                return false;
+            }
+        }
+        let tracing = matches!(kind, Some(K::TRACING_EVENT | K::TRACING_SPAN_INFO));
+        if let Some(max) = a.level {
+            let l = d.get("level").and_then(FieldValue::as_u64).unwrap_or(0);
+            if !tracing || l == 0 || l > u64::from(max) {
+                return false;
+            }
+        }
+        if let Some(t) = &a.target {
+            if !tracing || !text("target").starts_with(t.as_str()) {
                 return false;
             }
         }
         let (start, end) = extent(d);
-        self.from.is_none_or(|f| end >= f) && self.to.is_none_or(|t| start <= t)
+        self.picked.in_window(start, end)
     }
 }
 
@@ -232,9 +180,19 @@ pub fn record_json(
         v["end"] = tb.show(end, mode).into();
         v["end_ns"] = end.into();
     }
+    let tracing = d.def.is_some_and(|k| {
+        [K::TRACING_SPAN_INFO, K::TRACING_EVENT, K::TRACING_CALLSITE].contains(&k.kind)
+    });
     let fields: serde_json::Map<String, serde_json::Value> = d
         .fields()
-        .map(|(f, x)| (f.name.to_string(), value_json(x)))
+        .map(|(f, x)| match (f.name, x) {
+            // A `tracing` level by its name, as the text form shows it.
+            ("level", FieldValue::Unsigned(l)) if tracing => (
+                "level".to_string(),
+                records::level_name(u8::try_from(l).unwrap_or(0)).into(),
+            ),
+            _ => (f.name.to_string(), value_json(x)),
+        })
         .collect();
     v["fields"] = fields.into();
     v
@@ -286,28 +244,10 @@ impl DamageRun {
 pub fn report(file: &Path, args: &ReportArgs) -> Res {
     // Streamed: memory is a page per slot whatever the file's size.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    // The first record's time stands in for a missing anchor only: finding it is a reading of
-    // the file up to it (of all of it for a file of damaged pages).
-    let anchored = f
-        .typhon_meta()
-        .and_then(Result::ok)
-        .is_some_and(|m| m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0);
-    let first = if anchored {
-        None
-    } else {
-        f.stream_records().find_map(|r| r.ok()).map(|r| r.ts)
-    };
-    let tb = crate::timebase::TimeBase::of(&f, first);
+    let tb = crate::select::time_base(&f);
     warn_anchor(file, &f);
-    let filter = Filter::new(args, &tb)?;
-    // A slot the file does not have is a mistake, not an empty answer.
-    if let Some(&bad) = args.slot.iter().find(|&&s| s >= f.cpus()) {
-        return Err(format!(
-            "{}: no slot {bad}: the file has slots 0..={}",
-            file.display(),
-            f.cpus().saturating_sub(1)
-        ));
-    }
+    let filter = Filter::new(args, &f, &tb, file)?;
+    let mut owners = Owners::new(&f);
     let out = std::io::stdout();
     let mut out = BufWriter::new(out.lock());
     let mut line = String::new();
@@ -323,7 +263,7 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
         let r = match r {
             Ok(r) => r,
             Err(typhon_trace::tracedat::TraceDatError::DamagedPage { cpu, pages, .. })
-                if !filter.slot(cpu) =>
+                if !filter.picked.thread(cpu, owners.name(cpu)) =>
             {
                 damaged_pages = damaged_pages.saturating_add(pages);
                 continue;
@@ -366,7 +306,10 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
         if let Some(k) = r.missed_before.filter(|&k| k > 0) {
             *missed.entry(r.cpu).or_default() += k as u64;
         }
-        if !filter.slot(r.cpu) || args.limit.is_some_and(|l| shown >= l) {
+        owners.follow(r.cpu, &r.data);
+        if !filter.picked.thread(r.cpu, owners.name(r.cpu))
+            || args.limit.is_some_and(|l| shown >= l)
+        {
             continue; // read on: the losses line counts the whole file
         }
         let decoded = records::decode_fields(&r.data);
@@ -374,20 +317,15 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
             if !filter.keep(d) {
                 continue;
             }
-        } else if !args.kind.is_empty() || args.name.is_some() {
+        } else if filter.by_fields() {
             continue;
         }
         shown += 1;
-        let c = comm(&f, r.cpu);
+        let thread = owners.name(r.cpu);
+        let c = printable(thread);
         if args.json {
             let v = match &decoded {
-                Ok(d) => record_json(
-                    r.cpu,
-                    f.cmdline(r.cpu as i64).unwrap_or("<...>"),
-                    d,
-                    &tb,
-                    args.time,
-                ),
+                Ok(d) => record_json(r.cpu, thread, d, &tb, args.time),
                 Err(e) => serde_json::json!({
                     "slot": r.cpu, "time": tb.show(r.ts, args.time), "ts_ns": r.ts,
                     "kind": r.data.get(2).copied(), "undecodable": e.to_string(),
@@ -510,27 +448,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn window_times_parse_as_durations_or_utc() {
-        assert_eq!(parse_when("1.5s"), Ok(When::Rel(1_500_000_000)));
-        assert_eq!(parse_when("0"), Ok(When::Rel(0)));
-        assert_eq!(
-            parse_when("2023-11-14T22:13:20.123456789Z"),
-            Ok(When::Wall(1_700_000_000_123_456_789))
-        );
-        assert_eq!(
-            parse_when("1970-01-01T00:00:01.5Z"),
-            Ok(When::Wall(1_500_000_000))
-        );
-        for bad in [
-            "2023-11-14T22:13:20+01:00",
-            "2023-13-01T00:00:00Z",
-            "5",
-            "xT",
-        ] {
-            assert!(parse_when(bad).is_err(), "{bad}");
-        }
+    fn kinds_and_levels_parse_by_name() {
         assert_eq!(parse_kind("namedspan"), Ok(246));
         assert_eq!(parse_kind("7"), Ok(7));
         assert!(parse_kind("Nope").unwrap_err().contains("TickStart"));
+        assert_eq!(parse_level("warn"), Ok(2));
+        assert_eq!(parse_level("TRACE"), Ok(5));
+        assert!(parse_level("loud").unwrap_err().contains("error, warn"));
     }
 }

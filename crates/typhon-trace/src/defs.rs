@@ -223,6 +223,8 @@ pub struct Resolved<'f> {
     scanned: bool,
     /// The kind the last record handed out was written as.
     written_kind: u8,
+    /// The file's record filter ([`TraceFile::set_record_filter`]).
+    keep: Option<crate::tracedat::Keep>,
 }
 
 impl<'f> Resolved<'f> {
@@ -233,6 +235,7 @@ impl<'f> Resolved<'f> {
             defs: Definitions::default(),
             scanned: false,
             written_kind: 0,
+            keep: file.record_filter(),
         }
     }
 
@@ -252,6 +255,21 @@ impl Iterator for Resolved<'_> {
     type Item = Result<OwnedRecord, TraceDatError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let r = self.next_resolved()?;
+            if let (Ok(rec), Some(keep)) = (&r, &mut self.keep) {
+                if !(keep.0)(rec) {
+                    continue;
+                }
+            }
+            return Some(r);
+        }
+    }
+}
+
+impl Resolved<'_> {
+    /// The next record, resolved, whatever the filter says of it.
+    fn next_resolved(&mut self) -> Option<Result<OwnedRecord, TraceDatError>> {
         let mut r = match self.inner.next()? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),

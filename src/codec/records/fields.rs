@@ -385,12 +385,18 @@ pub fn decode_payload(
     Ok(out)
 }
 
+/// The kinds whose `level` is a `tracing` level and whose `fields` is `tracing`'s text.
+fn is_tracing(k: K) -> bool {
+    [K::TRACING_SPAN_INFO, K::TRACING_EVENT, K::TRACING_CALLSITE].contains(&k)
+}
+
 fn is_hex_field(fd: &FieldDef) -> bool {
     fd.ty == FieldType::U64 && (fd.name.ends_with("_id") || fd.name.starts_with("trace_id"))
 }
 
 /// Prints a decoded record's fields as `name=value` pairs separated by single spaces: strings
-/// unquoted, span and trace ids as `0x` + 16 hex digits, other integers in decimal, a CeLog event
+/// unquoted, span and trace ids as `0x` + 16 hex digits, a `tracing` level by its name (`INFO`),
+/// other integers in decimal, a CeLog event
 /// decoded as `id=0x… flag=… cpu=… ts=… len=…` (`-` for an absent flag or timestamp). An unknown
 /// kind prints `payload_len=N`.
 ///
@@ -432,6 +438,16 @@ pub fn write_fields(rec: &DecodedRecord<'_>, out: &mut impl fmt::Write) -> fmt::
                 Err(_) => write!(out, "{}=<invalid {} bytes>", fd.name, b.len())?,
             },
             FieldValue::Unsigned(u) if is_hex_field(fd) => write!(out, "{}={:#018x}", fd.name, u)?,
+            FieldValue::Unsigned(u) if fd.name == "level" && is_tracing(def.kind) => write!(
+                out,
+                "level={}",
+                super::level_name(u8::try_from(u).unwrap_or(0))
+            )?,
+            // The `tracing` fields' text is written escaped (strings as `Debug` writes them):
+            // escaping its backslashes again would show `\\n` for a newline.
+            FieldValue::Str(s) if fd.name == "fields" && is_tracing(def.kind) => {
+                write!(out, "fields={}", crate::printable::printable_escaped(s))?
+            }
             FieldValue::Unsigned(u) => write!(out, "{}={}", fd.name, u)?,
             FieldValue::Signed(s) => write!(out, "{}={}", fd.name, s)?,
             // Text from the file: escaped, so it cannot drive the terminal it is printed on.

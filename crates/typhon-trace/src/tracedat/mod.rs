@@ -70,6 +70,29 @@ pub struct TraceFile {
     warnings: std::sync::Mutex<BTreeMap<(u32, u64, u8), String>>,
     /// The Typhon metadata's written count of each slot, read once.
     written: std::sync::OnceLock<BTreeMap<u32, u64>>,
+    /// Which records [`Self::stream_records`] hands out (see [`Self::set_record_filter`]).
+    filter: Option<RecordFilter>,
+}
+
+/// A predicate on records, stateful within one reading (it may follow the ThreadInfo records).
+pub type KeepRecord = Box<dyn FnMut(&OwnedRecord) -> bool + Send>;
+
+/// Makes a fresh [`KeepRecord`] for each reading of the records.
+struct RecordFilter(Box<dyn Fn() -> KeepRecord + Send + Sync>);
+
+impl std::fmt::Debug for RecordFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecordFilter")
+    }
+}
+
+/// One reading's predicate (what a [`RecordFilter`] made).
+pub(crate) struct Keep(pub(crate) KeepRecord);
+
+impl std::fmt::Debug for Keep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keep")
+    }
 }
 
 /// The most reader warnings kept (each names a CPU and an offset; one more says how many were
@@ -129,7 +152,31 @@ impl TraceFile {
             pool: chunks::ChunkPool::default(),
             warnings: Default::default(),
             written: Default::default(),
+            filter: None,
         }
+    }
+
+    /// Narrows what [`Self::stream_records`] hands out, and so what every reader built on it
+    /// (the exports) sees: `make` is called at the start of each reading, and the predicate it
+    /// returns is asked about each record in order (errors, damaged pages, always pass).
+    /// Definitions are read before the predicate is asked, so a record left out still defines
+    /// what later records use.
+    ///
+    /// ```
+    /// use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// let mut out = std::io::Cursor::new(Vec::new());
+    /// write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let mut f = TraceFile::parse(out.into_inner()).unwrap();
+    /// f.set_record_filter(|| Box::new(|r| r.cpu == 1));
+    /// assert_eq!(f.stream_records().count(), 0);
+    /// ```
+    pub fn set_record_filter(&mut self, make: impl Fn() -> KeepRecord + Send + Sync + 'static) {
+        self.filter = Some(RecordFilter(Box::new(make)));
+    }
+
+    /// A new predicate of the record filter, if one is set.
+    pub(crate) fn record_filter(&self) -> Option<Keep> {
+        self.filter.as_ref().map(|f| Keep((f.0)()))
     }
 
     /// What reading the records found that cannot be right, though each record read is
