@@ -23,4 +23,5 @@ pub mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod kbuffer;
+pub mod span_names;
 pub mod tracedat;
