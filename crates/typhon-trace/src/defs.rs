@@ -4,7 +4,8 @@
 //! [`TraceFile::stream_records`] yields, hands each such record out as the TracingSpanInfo or
 //! TracingEvent it stands for, with the callsite's name, target, level and field names, so
 //! `report`, `stats`, the exports and OTLP read files before and after §15 alike, with no code
-//! of their own for it.
+//! of their own for it. A TracingSpan (a span's entry) written without its name is handed out
+//! with it, as its span's description gives it ([`crate::span_names`]).
 //!
 //! A definition is in one slot's stream and used from every slot. Stream order usually puts it
 //! first (it is written before its first use), but a record may come first (another slot's
@@ -15,6 +16,7 @@
 //! is handed out with `callsite#N` as its name and `fieldK` as its field names, counted in
 //! [`Definitions::unresolved`].
 
+use crate::span_names::SpanNames;
 use crate::tracedat::{CpuStream, Merge, OwnedRecord, TraceDatError, TraceFile};
 use std::collections::HashMap;
 use typhon_recorder::codec::records::{self, Record};
@@ -96,6 +98,29 @@ impl Definitions {
             )) => !self.sites.contains_key(&callsite),
             _ => false,
         }
+    }
+
+    /// The key and display name ([`crate::span_names`]) of the span that TracingSpanValues
+    /// `data` describes, when its callsite is known.
+    fn span_name(&self, data: &[u8]) -> Option<(u64, String)> {
+        let Ok((
+            _,
+            Record::TracingSpanValues {
+                key,
+                callsite,
+                values,
+                ..
+            },
+        )) = records::decode(data)
+        else {
+            return None;
+        };
+        let site = self.sites.get(&callsite)?;
+        let names: Vec<&str> = site.fields.iter().map(String::as_str).collect();
+        Some((
+            key,
+            crate::span_names::display_name(&site.name, &names, values),
+        ))
     }
 
     /// Learns every definition of `file` (a pass over every slot's records).
@@ -220,6 +245,7 @@ pub struct Resolved<'f> {
     file: &'f TraceFile,
     inner: Merge<CpuStream<'f>>,
     defs: Definitions,
+    names: SpanNames,
     scanned: bool,
     /// The kind the last record handed out was written as.
     written_kind: u8,
@@ -233,6 +259,7 @@ impl<'f> Resolved<'f> {
             file,
             inner,
             defs: Definitions::default(),
+            names: SpanNames::default(),
             scanned: false,
             written_kind: 0,
             keep: file.record_filter(),
@@ -248,6 +275,11 @@ impl<'f> Resolved<'f> {
     /// The definitions read so far, and what was not resolved.
     pub fn definitions(&self) -> &Definitions {
         &self.defs
+    }
+
+    /// The span names learnt so far, and the entries handed out without one.
+    pub fn span_names(&self) -> &SpanNames {
+        &self.names
     }
 }
 
@@ -284,7 +316,14 @@ impl Resolved<'_> {
                 self.scanned = true;
                 self.defs.scan(self.file);
             }
+            if let Some((key, name)) = self.defs.span_name(&r.data) {
+                self.names.learn(key, &name);
+            }
             if let Some(d) = self.defs.resolve(&r.data) {
+                r.data = d;
+            }
+        } else if kind == Some(K::TRACING_SPAN.0) {
+            if let Some(d) = self.names.resolve(&r.data) {
                 r.data = d;
             }
         }

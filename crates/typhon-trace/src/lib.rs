@@ -24,4 +24,5 @@ pub mod follow;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod kbuffer;
+pub mod span_names;
 pub mod tracedat;

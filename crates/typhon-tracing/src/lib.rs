@@ -11,18 +11,20 @@
 //!   recording, as a TracingCallsite record, the first time the layer meets it.
 //!   A span's fields are encoded once, when it is created (and again for `Span::record`, which
 //!   replaces the field's value), as typed values against its callsite's field names, into a
-//!   TracingSpanValues record; the entry records carry the display name and the key only, so
-//!   enter and exit format nothing. A span's values are bounded (2 KiB): a string that does
+//!   TracingSpanValues record; the entry records carry the key only (an empty name: readers
+//!   take the name from the span's description), so enter and exit format nothing and copy
+//!   no string. A span whose description went out with its strings inline (its callsite has
+//!   no id) keeps its name in its entries. A span's values are bounded (2 KiB): a string that does
 //!   not fit is cut, ending in `…`, and readers then show `typhon.cut=N`, the bytes not held.
 //!   Readers (`typhon_trace`'s `stream_records`) hand these records out as the
 //!   TracingSpanInfo and TracingEvent records they stand for.
 //! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
 //!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
 //!   aggregate per system.
-//! - Once the program is warm, the layer allocates for a span only the box the Registry keeps
-//!   its data in: display names are made once per callsite and `name` value (a bounded table),
-//!   closed spans' field buffers serve new ones, and enters, exits and events allocate
-//!   nothing.
+//! - Once the program is warm, the layer allocates nothing: a span's data is kept in a table
+//!   of the layer's keyed by its id (not in the Registry's extensions, a box per span), closed
+//!   spans' field buffers serve new ones, typed values are encoded without `fmt` (only `Debug`
+//!   values are formatted), and enters, exits and events allocate nothing.
 //! - Events give TracingEventValues records (callsite, typed values with the message, the
 //!   current span's key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
 //!
@@ -58,9 +60,11 @@ mod cache;
 mod callsites;
 mod fields;
 mod names;
+mod spans;
 
 use fields::SpanFields;
 use names::Display;
+use spans::SpanData;
 use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
@@ -106,17 +110,6 @@ impl TyphonLayer {
             stack: cache::new_token(),
         }
     }
-}
-
-/// What a span keeps in its extensions: written once at its creation.
-struct SpanData {
-    key: u64,
-    /// Its token in the enter cache ([`cache`]): replaced when it is renamed.
-    token: u64,
-    /// The name its entries show.
-    display: Display,
-    /// Its fields, each with its last value, encoded.
-    fields: SpanFields,
 }
 
 /// The level byte of the records ([`typhon_recorder::codec::records::level_name`]).
@@ -202,49 +195,16 @@ impl Sink for EventValues<'_> {
     }
 }
 
-/// A span's fields, each replacing the value it had ([`fields`]), and the display name its
-/// `name` field gives it.
+/// A span's fields, each replacing the value it had ([`fields`]).
 struct SpanVisit<'a> {
-    meta: &'static Metadata<'static>,
     fields: &'a mut SpanFields,
     scratch: &'a mut String,
-    display: Option<Display>,
 }
 
 impl Sink for SpanVisit<'_> {
     fn value(&mut self, field: &Field, v: Value<'_>) {
-        let kept = self.fields.set(field, self.scratch, v);
-        if field.name() == "name" {
-            // A string names the span as it is; another value (`name = %system`) as written.
-            let mut own = String::new();
-            let value = match (v, kept) {
-                (Value::Str(s), _) => s,
-                (_, Some(k)) => k,
-                (v, None) => {
-                    write_value(&mut own, v);
-                    &own
-                }
-            };
-            self.display = Some(display_name(self.meta, Some(value)));
-        }
+        self.fields.set(field, self.scratch, v);
     }
-}
-
-/// A number or boolean as the records show it (a span's display name from a `name` field that
-/// is one).
-fn write_value(w: &mut String, v: Value<'_>) {
-    let v = match v {
-        Value::I64(n) => records::Value::I64(n),
-        Value::U64(n) => records::Value::U64(n),
-        Value::Bool(t) => records::Value::Bool(t),
-        Value::F64(x) => records::Value::F64(x),
-        Value::Str(s) => records::Value::Str(s),
-        Value::Debug(d) => {
-            let _ = write!(w, "{d:?}");
-            return;
-        }
-    };
-    records::write_value(w, v);
 }
 
 /// The callsite's field names, for a record written with its strings inline.
@@ -253,11 +213,13 @@ fn field_names(meta: &'static Metadata<'static>) -> Vec<&'static str> {
 }
 
 /// Writes span `key`'s description: against its callsite's definition, or (no room for the
-/// callsite, its definition not written) with its strings inline.
-fn write_span(key: u64, id: u64, meta: &'static Metadata<'static>, fields: &SpanFields) {
+/// callsite, its definition not written) with its strings inline. Returns whether it went
+/// against the callsite: its entries then need not carry its name.
+fn write_span(key: u64, id: u64, meta: &'static Metadata<'static>, fields: &SpanFields) -> bool {
     if let Some(cs) = callsites::defined(meta) {
-        let _ = bridge::span_values(key, id, cs, fields.bytes());
-        return;
+        if bridge::span_values(key, id, cs, fields.bytes()).is_ok() {
+            return true;
+        }
     }
     let mut text = String::new();
     records::write_text(fields.bytes(), &field_names(meta), &mut text);
@@ -269,6 +231,18 @@ fn write_span(key: u64, id: u64, meta: &'static Metadata<'static>, fields: &Span
         &no_nul_str(meta.target()),
         &text,
     );
+    false
+}
+
+/// The name a span's entries carry: none (readers take it from its description, SPEC §15)
+/// when `described` against its callsite; else its display name, `"{span}: {name}"` for a
+/// span with a `name` field (a string as it is, another value as the records show it).
+fn entry_name(meta: &'static Metadata<'static>, fields: &SpanFields, described: bool) -> Display {
+    if described {
+        return Display::Shared(names::empty());
+    }
+    let value = records::value_text(fields.bytes(), &field_names(meta), "name");
+    display_name(meta, value.as_deref())
 }
 
 thread_local! {
@@ -276,38 +250,27 @@ thread_local! {
     static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Records `values` of a span of `meta` into `fields`; returns the display name its `name`
-/// field gives it if that was one of them.
-fn record_span_fields(
-    meta: &'static Metadata<'static>,
-    fields: &mut SpanFields,
-    values: &dyn Fn(&mut dyn Visit),
-) -> Option<Display> {
+/// Records `values` of a span into `fields`.
+fn record_span_fields(fields: &mut SpanFields, values: &dyn Fn(&mut dyn Visit)) {
     let mut go = |scratch: &mut String| {
-        let mut v = Visitor(SpanVisit {
-            meta,
+        values(&mut Visitor(SpanVisit {
             fields: &mut *fields,
             scratch,
-            display: None,
-        });
-        values(&mut v);
-        v.0.display
+        }));
     };
     // A field's Debug that itself records into a span finds the buffer taken: it gets its own.
-    let mut name = None;
     let done = SCRATCH
         .try_with(|b| match b.try_borrow_mut() {
             Ok(mut b) => {
-                name = go(&mut b);
+                go(&mut b);
                 true
             }
             Err(_) => false,
         })
         .unwrap_or(false);
     if !done {
-        name = go(&mut String::new());
+        go(&mut String::new());
     }
-    name
 }
 
 /// The display name of a span of `meta` with `name` field `value` (`None`: none), shared
@@ -341,16 +304,11 @@ thread_local! {
     static EVENT_BUF: RefCell<(Vec<u8>, String)> = const { RefCell::new((Vec::new(), String::new())) };
 }
 
-/// An enter the thread's cache could not serve: the Registry's lookup, kept for next time.
+/// An enter the thread's cache could not serve: the span table's lookup, kept for next time.
 #[cold]
 #[inline(never)]
-fn enter_slow<'a, R: tracing_subscriber::registry::SpanData<'a>>(
-    stack: u64,
-    raw: u64,
-    span: Option<tracing_subscriber::registry::SpanRef<'a, impl LookupSpan<'a, Data = R>>>,
-) {
-    let Some(span) = span else { return };
-    let found = span.extensions().get::<SpanData>().map(|d| {
+fn enter_slow(stack: u64, raw: u64) {
+    let found = spans::with(stack, raw, |d| {
         (
             d.token,
             cache::Entered {
@@ -375,48 +333,53 @@ where
         self.stack = cache::new_token();
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
         let meta = attrs.metadata();
+        let raw = id.into_u64();
         let mut fields = SpanFields::take();
-        let display = record_span_fields(meta, &mut fields, &|v| attrs.record(v))
-            .unwrap_or_else(|| display_name(meta, None));
+        record_span_fields(&mut fields, &|v| attrs.record(v));
         let key = bridge::next_key();
-        write_span(key, id.into_u64(), meta, &fields);
+        let described = write_span(key, raw, meta, &fields);
         let token = cache::new_token();
-        span.extensions_mut().insert(SpanData {
+        let data = SpanData {
             key,
             token,
-            display,
+            meta,
+            display: entry_name(meta, &fields, described),
             fields,
-        });
-        cache::publish(self.stack, id.into_u64(), 0, token);
+        };
+        spans::insert(self.stack, raw, data);
+        cache::publish(self.stack, raw, 0, token);
     }
 
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let meta = span.metadata();
-        let mut ext = span.extensions_mut();
-        let Some(d) = ext.get_mut::<SpanData>() else {
+    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+        let (stack, raw) = (self.stack, id.into_u64());
+        // The fields are taken out while they record: a field's `Debug` may log or record,
+        // which takes the table's lock.
+        let Some((key, meta, mut fields)) = spans::with(stack, raw, |d| {
+            (d.key, d.meta, std::mem::take(&mut d.fields))
+        }) else {
             return;
         };
-        if let Some(n) = record_span_fields(meta, &mut d.fields, &|v| values.record(v)) {
-            d.display = n;
-            // Threads that cached the old name look it up again.
-            let token = cache::new_token();
-            cache::publish(self.stack, id.into_u64(), d.token, token);
-            d.token = token;
-        }
+        record_span_fields(&mut fields, &|v| values.record(v));
         // The whole description again, with every field's last value: a reader keeps the last.
         // Its values are bounded, so this costs the same however often the span records.
-        write_span(d.key, id.into_u64(), meta, &d.fields);
+        let described = write_span(key, raw, meta, &fields);
+        let display = entry_name(meta, &fields, described);
+        spans::with(stack, raw, |d| {
+            d.fields = fields;
+            if d.display.as_str() != display.as_str() {
+                d.display = display;
+                // Threads that cached the old name look it up again.
+                let token = cache::new_token();
+                cache::publish(stack, raw, d.token, token);
+                d.token = token;
+            }
+        });
     }
 
-    fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
-        let key = |id: &Id| {
-            ctx.span(id)
-                .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
-        };
+    fn on_follows_from(&self, id: &Id, follows: &Id, _ctx: Context<'_, S>) {
+        let key = |id: &Id| spans::with(self.stack, id.into_u64(), |d| d.key);
         if let (Some(a), Some(b)) = (key(id), key(follows)) {
             bridge::follows(a, b);
         }
@@ -424,9 +387,14 @@ where
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
+        let stack = self.stack;
         let span_key = ctx
             .event_span(event)
-            .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
+            .and_then(|s| {
+                let raw = s.id().into_u64();
+                cache::with_cached(stack, raw, |e| e.key)
+                    .or_else(|| spans::with(stack, raw, |d| d.key))
+            })
             .unwrap_or(0);
         let write = |values: &mut Vec<u8>, scratch: &mut String| {
             values.clear();
@@ -469,7 +437,7 @@ where
     // Inline into the subscriber's `enter`/`exit`: a call of its own cost a prologue and an
     // epilogue of six register saves each (callgrind).
     #[inline(always)]
-    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_enter(&self, id: &Id, _ctx: Context<'_, S>) {
         let raw = id.into_u64();
         let stack = self.stack;
         if cache::with_cached(stack, raw, |e| bridge::enter_in(stack, &e.name, e.key, raw))
@@ -477,17 +445,15 @@ where
         {
             return;
         }
-        enter_slow(self.stack, raw, ctx.span(id));
+        enter_slow(self.stack, raw);
     }
 
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id) {
-            // Taken out (the Registry would drop it next): its fields' room serves a new span.
-            let d = span.extensions_mut().remove::<SpanData>();
-            if let Some(d) = d {
-                cache::retire(self.stack, id.into_u64(), d.token);
-                d.fields.give();
-            }
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        // Before the Registry frees the id for reuse (it calls this first): a span created
+        // with it later gets an entry of its own. Its fields' room serves a new span.
+        if let Some(d) = spans::remove(self.stack, id.into_u64()) {
+            cache::retire(self.stack, id.into_u64(), d.token);
+            d.fields.give();
         }
     }
 

@@ -9,7 +9,7 @@
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tracing_core::Metadata;
 use typhon_recorder::bridge::SpanName;
 
@@ -29,6 +29,12 @@ impl Deref for Display {
             Display::Own(n) => n,
         }
     }
+}
+
+/// The name of the entries of a span whose description names it (SPEC §15): none.
+pub(crate) fn empty() -> &'static SpanName {
+    static EMPTY: OnceLock<SpanName> = OnceLock::new();
+    EMPTY.get_or_init(|| SpanName::new(""))
 }
 
 /// A callsite, its `name` value (`None`: the callsite's own name) and the display name.

@@ -86,9 +86,6 @@ fn request(i: u64) {
     tracing::warn!(latency_ms = 1.5, "slow");
 }
 
-/// Spans a request makes.
-const SPANS: u64 = 4;
-
 const REQUESTS: u64 = 2_000;
 
 /// Allocations of `REQUESTS` requests through `d`, after as many to warm up (the thread's
@@ -107,7 +104,7 @@ fn allocations(d: &Dispatch) -> u64 {
 }
 
 #[test]
-fn the_layer_allocates_per_span_only_what_the_registry_makes_it() {
+fn the_layer_allocates_nothing_per_span_or_event_once_warm() {
     let _g = doc_lock();
     let rec = RecorderBuilder::new().sink(NullSink).start().unwrap();
     let registry = allocations(&Dispatch::new(tracing_subscriber::registry()));
@@ -122,12 +119,12 @@ fn the_layer_allocates_per_span_only_what_the_registry_makes_it() {
         per(ours)
     );
     assert_eq!(stats.total_missed(), 0);
-    // Every span the layer describes gets one box in the Registry's extensions (its
-    // `SpanData`). Nothing else: span fields, names, enters, exits, records and events
-    // allocate nothing once warm. (The Registry alone may grow a page in either run.)
-    let boxes = SPANS * REQUESTS;
-    assert!(
-        (boxes..=boxes + registry).contains(&ours),
+    // Nothing: span data, fields, names, enters, exits, records and events allocate nothing
+    // once warm. The Registry's own allocations (a slab page it may still grow) are in both
+    // runs; ours may grow none where the Registry alone did.
+    assert_eq!(
+        ours.saturating_sub(registry),
+        0,
         "a request: Registry {}, ours {}",
         per(registry),
         per(ours)

@@ -1,7 +1,9 @@
 //! Callsites defined once (SPEC §15): a recording made through the layer reads back as one
 //! made before definitions existed (a file of that format is kept in
 //! `typhon-trace/tests/data/tracing-v1.dat`), in fewer bytes, and a record whose definition is
-//! in another slot, even one read after it, is resolved.
+//! in another slot, even one read after it, is resolved. Span entries carry no name: readers
+//! take it from the span's description (a file from before that, the callsite format of
+//! `tracing-v2.dat`, still reads the same).
 
 mod common;
 
@@ -74,6 +76,23 @@ fn fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../typhon-trace/tests/data/tracing-v1.dat")
 }
 
+/// The same program recorded with callsites defined but the names in every entry (`736f557`).
+fn fixture_v2() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../typhon-trace/tests/data/tracing-v2.dat")
+}
+
+/// The names of the TracingSpan records of `path`, as written.
+fn raw_entry_names(path: &Path) -> Vec<String> {
+    let f = TraceFile::open(path).unwrap();
+    (0..f.cpus())
+        .flat_map(|c| f.stream_cpu(c).map(|r| r.unwrap()).collect::<Vec<_>>())
+        .filter_map(|r| match records::decode(&r.data).unwrap().1 {
+            Record::TracingSpan { name, .. } => Some(name.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Bytes of the records of each kind in `path`, as written (not resolved).
 fn raw_bytes(path: &Path, kinds: &[K]) -> usize {
     let f = TraceFile::open(path).unwrap();
@@ -90,6 +109,12 @@ fn a_file_from_before_definitions_reads_as_it_did() {
 }
 
 #[test]
+fn a_file_with_names_in_its_entries_reads_as_it_did() {
+    assert_eq!(seen(&fixture_v2()), expected());
+    assert!(raw_entry_names(&fixture_v2()).iter().all(|n| !n.is_empty()));
+}
+
+#[test]
 fn a_recording_with_definitions_reads_as_one_without_in_fewer_bytes() {
     let _g = typhon_recorder::doc_lock();
     let dir = common::scratch("defs-same");
@@ -100,6 +125,14 @@ fn a_recording_with_definitions_reads_as_one_without_in_fewer_bytes() {
     rec.finish().unwrap();
     assert_eq!(seen(&dat), expected());
     assert_eq!(seen(&dat), seen(&fixture()));
+    // Its entries carry no name (the readers above gave them theirs), in fewer bytes than the
+    // same entries with their names.
+    let names = raw_entry_names(&dat);
+    assert_eq!(names.len(), 12);
+    assert!(names.iter().all(String::is_empty), "{names:?}");
+    let entries = raw_bytes(&dat, &[K::TRACING_SPAN]);
+    let named = raw_bytes(&fixture_v2(), &[K::TRACING_SPAN]);
+    assert!(entries < named, "{entries} B against {named} B named");
     // Written as definitions and typed values: 6 callsites, and none of the old records.
     let old = [K::TRACING_SPAN_INFO, K::TRACING_EVENT];
     let f = TraceFile::open(&dat).unwrap();

@@ -80,7 +80,8 @@ pub enum Record<'a> {
         key: u64,
         /// `tracing`'s id of the span.
         tracing_id: u64,
-        /// Display name.
+        /// Display name; empty when the span's TracingSpanValues name it (SPEC §15: readers
+        /// take it from there, `typhon_trace`'s `stream_records` hands the entry out with it).
         name: &'a str,
     },
     /// Kind 248: a `tracing` span's description.
