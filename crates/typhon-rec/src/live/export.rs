@@ -5,17 +5,17 @@
 use std::collections::BTreeMap;
 use typhon_recorder::page::{PageWriter, PushError};
 use typhon_recorder::tracedat::{write_tracedat, FileMeta, SlotMeta, SlotPages};
-use typhon_trace::export::{export_named, Format};
+use typhon_trace::export::{export_named, Format, TimelineStats};
 use typhon_trace::tracedat::{OwnedRecord, TraceFile};
 
 /// Large enough for the largest record (65 534 bytes) and its header.
 const PAGE: usize = 128 * 1024;
 
-/// The records (in time order per slot) as a Perfetto trace.
+/// The records (in time order per slot) as a Perfetto trace, and what went into it.
 pub fn pftrace(
     records: &[OwnedRecord],
     threads: &BTreeMap<u32, String>,
-) -> Result<Vec<u8>, String> {
+) -> Result<(Vec<u8>, TimelineStats), String> {
     let mut by_slot: BTreeMap<u32, Vec<&OwnedRecord>> = BTreeMap::new();
     for r in records {
         by_slot.entry(r.cpu).or_default().push(r);
@@ -63,7 +63,7 @@ pub fn pftrace(
     write_tracedat(&mut dat, &meta, &mut slots).map_err(|e| e.to_string())?;
     let file = TraceFile::parse(dat.into_inner()).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
-    export_named(&file, Format::Perfetto, "typhon-rec live", &mut out)
+    let stats = export_named(&file, Format::Perfetto, "typhon-rec live", &mut out)
         .map_err(|e| e.to_string())?;
-    Ok(out)
+    Ok((out, stats))
 }

@@ -27,6 +27,8 @@ pub const IDLE: Duration = Duration::from_secs(10);
 pub struct Request {
     pub path: String,
     pub query: Vec<(String, String)>,
+    /// The client asked to close after this request (`Connection: close`, or HTTP/1.0).
+    pub close: bool,
 }
 
 impl Request {
@@ -141,7 +143,7 @@ fn connection(mut s: TcpStream, token: &str, handler: &Handler, stop: &AtomicBoo
             }
         };
         buf.drain(..used);
-        let last = n + 1 == MAX_REQUESTS;
+        let last = n + 1 == MAX_REQUESTS || req.close;
         if req.param("t") != Some(token) {
             let _ = write_full(
                 &mut s,
@@ -203,6 +205,11 @@ fn read_request(
                 if body {
                     return Err((413, "a request body is not accepted\n"));
                 }
+                let close = req.version == Some(0)
+                    || req.headers.iter().any(|h| {
+                        h.name.eq_ignore_ascii_case("connection")
+                            && h.value.eq_ignore_ascii_case(b"close")
+                    });
                 let target = req.path.unwrap_or("/");
                 let (path, q) = target.split_once('?').unwrap_or((target, ""));
                 let query = q
@@ -217,6 +224,7 @@ fn read_request(
                     Request {
                         path: path.to_owned(),
                         query,
+                        close,
                     },
                     used,
                 )));

@@ -299,14 +299,19 @@ fn export_reply(m: &Model, from: u64, to: u64) -> http::Reply {
     }
     let records = m.records_between(start, end);
     match export::pftrace(&records, &m.threads) {
-        Ok(body) => http::Reply::Full {
+        Ok((body, stats)) => http::Reply::Full {
             status: 200,
             ctype: "application/octet-stream",
             body,
-            headers: vec![(
-                "Content-Disposition",
-                format!("attachment; filename=\"ticks-{from}-{to}.pftrace\""),
-            )],
+            headers: vec![
+                (
+                    "Content-Disposition",
+                    format!("attachment; filename=\"ticks-{from}-{to}.pftrace\""),
+                ),
+                // What went in, for scripts (and tests) that do not parse the trace.
+                ("X-Typhon-Records", stats.records.to_string()),
+                ("X-Typhon-Slices", stats.slices.to_string()),
+            ],
         },
         Err(e) => http::Reply::status(500, &format!("export failed: {e}")),
     }
