@@ -96,8 +96,15 @@ def main():
         out["losses"] = role("losses").inner_text()
         page.click("#pause")
         page.click("#worst")
-        page.wait_for_timeout(500)
+        # The worst tick's flame chart (its spans are kept past the detail).
+        page.wait_for_function(
+            "() => document.querySelector('#worst').dataset.tick !== undefined && "
+            "document.querySelector('[data-role=\"flame\"]').dataset.tick === document.querySelector('#worst').dataset.tick",
+            timeout=15_000,
+        )
+        out["worst_tick"] = page.get_attribute("#worst", "data-tick")
         out["worst_flame_tick"] = flame.get_attribute("data-tick")
+        out["worst_flame_spans"] = int(flame.get_attribute("data-spans") or 0)
         page.screenshot(path=shot, full_page=False, type="png")
         out["errors"] = errors
         host = url.split("/")[2]

@@ -17,15 +17,21 @@ use typhon_recorder::codec::TraceEventKind as K;
 use typhon_trace::tracedat::TraceFile;
 
 fn demo(name: &str) -> PathBuf {
+    demo_with(name, &[])
+}
+
+fn demo_with(name: &str, extra: &[&str]) -> PathBuf {
     let out = tmp(name).join("demo.dat");
-    let (ok, _, err) = rec(&[
+    let mut args = vec![
         "demo",
         "-o",
         out.to_str().unwrap(),
         "--duration",
         "1.5",
         "--json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let (ok, _, err) = rec(&args);
     assert!(ok, "{err}");
     out
 }
@@ -37,14 +43,21 @@ fn file_counts(file: &Path) -> (u64, u64) {
     (recs.len() as u64, ticks as u64)
 }
 
+/// On a finished file larger than what one poll of a followed recording takes (131 072
+/// records), every tick is summarised and every record read, none skipped.
 #[test]
 fn state_answers_what_the_file_holds() {
-    let file = demo("live-state");
+    let file = demo_with("live-state", &["--rate", "200000"]);
     let (records, ticks) = file_counts(&file);
+    assert!(
+        records > 200_000,
+        "a demo of {records} records is too small for this test"
+    );
     let live = Live::start(BIN, &file, &[]);
     let s = live.wait_state(60, |s| s["state"] == "finished" && s["records"] == records);
     assert_eq!(s["ticks"], ticks, "{s}");
     assert_eq!(s["viewer"]["skipped_records"], 0, "{s}");
+    assert_eq!(s["viewer"]["read"], records, "{s}");
     let losses = s["losses"].as_object().expect("losses is an object");
     assert!(losses.values().all(|v| v.is_u64()), "{s}");
     let spans = s["spans"].as_array().unwrap();

@@ -123,6 +123,7 @@ $("#pause").addEventListener("click", () => {
 $("#worst").addEventListener("click", () => {
   const w = latest && latest.worst;
   if (!w) return;
+  $("#worst").dataset.tick = w[0];
   const i = ticks.id.indexOf(w[0]);
   paused = true;
   $("#pause").textContent = "Resume";

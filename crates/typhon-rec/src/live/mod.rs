@@ -8,6 +8,7 @@
 //! skips forward when it falls behind and the page says how much it skipped.
 
 mod export;
+mod file;
 mod http;
 pub mod model;
 
@@ -81,11 +82,19 @@ pub fn run(a: LiveArgs) -> Result<(), String> {
     {
         let shared = shared.clone();
         let path = a.path.clone();
-        let follower = follow::open(&a.path)?;
-        std::thread::Builder::new()
-            .name("live-follow".into())
-            .spawn(move || follow_loop(follower, &path, &shared))
-            .map_err(|e| e.to_string())?;
+        let parts = typhon_recorder::sink::parts_dir(&a.path);
+        let finished = a.path.is_file() && !parts.exists();
+        if finished {
+            std::thread::Builder::new()
+                .name("live-file".into())
+                .spawn(move || file::read(&path, &shared))
+        } else {
+            let follower = follow::open(&a.path)?;
+            std::thread::Builder::new()
+                .name("live-follow".into())
+                .spawn(move || follow_loop(follower, &path, &shared))
+        }
+        .map_err(|e| e.to_string())?;
     }
     let host = match addr {
         std::net::SocketAddr::V6(v) => format!("[{}]", v.ip()),
@@ -159,6 +168,9 @@ fn follow_loop(mut f: follow::Follower, path: &Path, shared: &Shared) {
             m.skipped_records = batch.skipped_records;
             for r in batch.records {
                 m.add(r);
+            }
+            if caught_up && matches!(m.state.as_str(), "finished" | "killed") {
+                m.settle_worst_now();
             }
         }
         if caught_up {
@@ -259,11 +271,10 @@ fn flame_json(m: &Model, id: u64) -> Value {
     let Some(t) = m.tick(id) else {
         return json!({"id": id, "error": "this tick's summary is no longer kept"});
     };
-    if !m.has_detail(t.start) {
+    let Some(spans) = m.tick_spans(&t) else {
         return json!({"id": id, "tick": tick_json(&t),
                       "error": "this tick is older than the detail kept (the last seconds): only its summary remains"});
-    }
-    let spans = m.flame(t.start, t.start + t.dur);
+    };
     let mut lanes: std::collections::BTreeMap<u32, Vec<Value>> = Default::default();
     for s in &spans {
         lanes.entry(s.slot).or_default().push(json!({

@@ -33,6 +33,11 @@ pub const NAMES_KEPT: usize = 1024;
 const META_KEPT: usize = 8192;
 /// Commands waiting for their CommandConsumed, at most (older ones are forgotten).
 const PENDING_KEPT: usize = 65_536;
+/// How long after its end the worst tick's spans are taken out of the detail: spans arrive
+/// when they end and other threads' pages come later, up to the max page age.
+const SETTLE_NS: u64 = 2_000_000_000;
+/// Spans kept of the worst tick, at most.
+const WORST_SPANS: usize = 20_000;
 
 /// One tick's summary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +168,11 @@ pub struct Model {
     commands_seen: bool,
     newest: u64,
     rng: u64,
+    /// The longest tick so far whose spans are still to be taken (once the stream is
+    /// [`SETTLE_NS`] past its end).
+    worst_pending: Option<Tick>,
+    /// The longest tick's spans, kept past the detail so that "jump to worst" shows them.
+    worst_flame: Option<(Tick, Vec<FlameSpan>)>,
 }
 
 const OTHER_NAMES: u32 = u32::MAX;
@@ -198,6 +208,8 @@ impl Model {
             commands_seen: false,
             newest: 0,
             rng: 0x9E37_79B9_7F4A_7C15,
+            worst_pending: None,
+            worst_flame: None,
         }
     }
 
@@ -344,6 +356,7 @@ impl Model {
             self.meta.push_back(r.clone());
         }
         self.keep(r);
+        self.settle_worst();
         self.trim();
     }
 
@@ -368,6 +381,45 @@ impl Model {
             }
         }
         self.ticks.push_back(t);
+        let worst = self
+            .worst_pending
+            .or(self.worst_flame.as_ref().map(|w| w.0));
+        if worst.is_none_or(|w| dur > w.dur) {
+            self.worst_pending = Some(t);
+        }
+    }
+
+    /// Takes the worst tick's spans once they have all arrived (or `now`: the recording ended).
+    pub fn settle_worst_now(&mut self) {
+        self.settle(true);
+    }
+
+    fn settle_worst(&mut self) {
+        self.settle(false);
+    }
+
+    fn settle(&mut self, now: bool) {
+        let Some(t) = self.worst_pending else { return };
+        if !now && self.newest < t.start + t.dur + SETTLE_NS {
+            return;
+        }
+        self.worst_pending = None;
+        if self.has_detail(t.start) {
+            let mut spans = self.flame(t.start, t.start + t.dur);
+            spans.truncate(WORST_SPANS);
+            self.worst_flame = Some((t, spans));
+        }
+    }
+
+    /// The spans of tick `t`: from the detail, or those kept of the worst tick.
+    pub fn tick_spans(&self, t: &Tick) -> Option<Vec<FlameSpan>> {
+        if self.has_detail(t.start) {
+            return Some(self.flame(t.start, t.start + t.dur));
+        }
+        match &self.worst_flame {
+            Some((w, spans)) if w.id == t.id => Some(spans.clone()),
+            _ => None,
+        }
     }
 
     fn keep(&mut self, r: OwnedRecord) {
