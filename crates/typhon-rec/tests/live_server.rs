@@ -43,7 +43,7 @@ fn file_counts(file: &Path) -> (u64, u64) {
     (recs.len() as u64, ticks as u64)
 }
 
-/// On a finished file larger than what one poll of a followed recording takes (131 072
+/// On a finished file larger than what one poll of a followed recording takes (32 768
 /// records), every tick is summarised and every record read, none skipped.
 #[test]
 fn state_answers_what_the_file_holds() {

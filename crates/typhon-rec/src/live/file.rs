@@ -54,7 +54,7 @@ pub(super) fn read(path: &Path, shared: &Shared) {
         }
     }
     let (mut missed, mut damaged) = (0u64, 0u64);
-    let mut batch = Vec::with_capacity(BATCH.min(16_384));
+    let mut batch = Vec::with_capacity(BATCH);
     let mut it = f.stream_records();
     loop {
         let next = it.next();
@@ -72,7 +72,7 @@ pub(super) fn read(path: &Path, shared: &Shared) {
             }
             None => {}
         }
-        if end || batch.len() >= 16_384 {
+        if end || batch.len() >= BATCH {
             let mut m = shared.model();
             for r in batch.drain(..) {
                 m.add(r);

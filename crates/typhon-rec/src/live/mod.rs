@@ -41,8 +41,8 @@ pub struct LiveArgs {
 
 /// Records taken from the follower per poll, at most: what it holds at once. More new records
 /// than this (a viewer that fell behind, or attached late to a heavy recording) and it skips
-/// the oldest pages, counted. At 100 ms a poll it keeps up with over a million records/s.
-const BATCH: usize = 131_072;
+/// the oldest pages, counted. A full batch is followed by the next poll at once.
+const BATCH: usize = 32_768;
 /// How often the follower looks for new pages when it has caught up.
 const POLL: Duration = Duration::from_millis(100);
 /// How often an event stream looks for a change.

@@ -659,3 +659,122 @@ fn depths(spans: &mut [FlameSpan], parents: &[u64]) {
         s.depth = d.unwrap_or(0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use typhon_recorder::codec::records::{
+        write_named_span, write_thread_info, write_tick_end, write_tick_start, SpanExt, ThreadKind,
+    };
+
+    fn rec(slot: u32, ts: u64, data: Vec<u8>) -> OwnedRecord {
+        OwnedRecord {
+            cpu: slot,
+            ts,
+            at: 0,
+            data,
+            missed_before: None,
+        }
+    }
+
+    fn tick(m: &mut Model, slot: u32, start: u64, dur: u64) {
+        let mut d = vec![0u8; 64];
+        let n = write_tick_start(&mut d, slot as u8, start as i64).unwrap();
+        m.add(rec(slot, start, d[..n].to_vec()));
+        let n = write_tick_end(&mut d, slot as u8, (start + dur) as i64, 0, 1).unwrap();
+        m.add(rec(slot, start + dur, d[..n].to_vec()));
+    }
+
+    /// A span from `start` for `dur`, written (page time) at its end.
+    fn span(m: &mut Model, slot: u32, start: u64, dur: u64, id: u64, parent: u64, name: &str) {
+        let mut d = vec![0u8; 64 + name.len()];
+        let ext = SpanExt {
+            duration_ns: dur as i64,
+            span_id: id,
+            parent_span_id: parent,
+        };
+        let n = write_named_span(&mut d, slot as u8, start as i64, &ext, name).unwrap();
+        m.add(rec(slot, start + dur, d[..n].to_vec()));
+    }
+
+    #[test]
+    fn flame_nests_by_parents_then_by_containment() {
+        let mut m = Model::new(16_600_000);
+        let mut d = vec![0u8; 64];
+        let n = write_thread_info(&mut d, 3, 0, 7, "game-loop", ThreadKind::Main).unwrap();
+        m.add(rec(3, 0, d[..n].to_vec()));
+        // Children end (and arrive) before their parent; on slot 4 no parent ids at all.
+        span(&mut m, 3, 1_100, 100, 11, 10, "child");
+        span(&mut m, 3, 1_150, 20, 12, 11, "grandchild");
+        span(&mut m, 3, 1_000, 900, 10, 0, "root");
+        span(&mut m, 4, 1_200, 50, 0, 0, "inner");
+        span(&mut m, 4, 1_000, 500, 0, 0, "outer");
+        tick(&mut m, 3, 1_000, 1_000);
+        let t = m.tick(0).unwrap();
+        assert_eq!((t.start, t.dur, t.slot), (1_000, 1_000, 3));
+        let f = m.tick_spans(&t).unwrap();
+        let depth: BTreeMap<&str, u32> = f.iter().map(|s| (s.name.as_str(), s.depth)).collect();
+        let want = [
+            ("child", 1),
+            ("grandchild", 2),
+            ("inner", 1),
+            ("outer", 0),
+            ("root", 0),
+        ];
+        assert_eq!(depth, want.into_iter().collect());
+        assert_eq!(m.threads.get(&3).map(String::as_str), Some("game-loop"));
+        // Outside the tick: nothing.
+        assert!(m.flame(5_000, 6_000).is_empty());
+    }
+
+    #[test]
+    fn spans_by_name_over_the_window_by_p99() {
+        let mut m = Model::new(16_600_000);
+        let s = 1_000_000_000;
+        for i in 0..100u64 {
+            span(&mut m, 1, s + i * 1000, 10 + i, 0, 0, "fast");
+        }
+        span(&mut m, 1, s + 500_000, 5_000, 0, 0, "slow");
+        let rows = m.spans();
+        assert_eq!(rows[0].name, "slow");
+        let fast = &rows[1];
+        assert_eq!(
+            (fast.count, fast.p50_ns, fast.p99_ns, fast.max_ns),
+            (100, 59, 108, 109)
+        );
+        // Ten seconds on, the window (5 s) holds none of them.
+        span(&mut m, 1, 12 * s, 1, 0, 0, "late");
+        let names: Vec<String> = m.spans().into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["late"]);
+    }
+
+    #[test]
+    fn memory_is_bounded_and_old_ticks_fold() {
+        let mut m = Model::new(1_000);
+        let n = TICKS_KEPT as u64 + 100;
+        // One long tick early, then many short ones, each with a span of a long name: more
+        // record bytes (29 MB) than the detail keeps.
+        let name = "w".repeat(400);
+        tick(&mut m, 1, 0, 5_000);
+        for i in 1..n {
+            let t = 10_000 + i * 2_000;
+            span(&mut m, 1, t, 500, 0, 0, &name);
+            tick(&mut m, 1, t, 1_000 + i % 7);
+        }
+        assert_eq!(m.ticks_total, n);
+        assert_eq!(m.ticks.len(), TICKS_KEPT);
+        assert_eq!(m.older.count, 100);
+        assert_eq!(m.older.worst.map(|t| (t.id, t.dur)), Some((0, 5_000)));
+        assert_eq!(m.worst().map(|t| t.id), Some(0));
+        // Over budget: the long one and the ticks of 1001..=1006 ns.
+        let over = 1 + (1..n).filter(|i| i % 7 != 0).count() as u64;
+        assert_eq!(m.ticks_over, over);
+        assert!(m.tick(0).is_none() && m.tick(100).is_some());
+        // The detail is bounded by bytes here (its 10 s hold all 0.13 s of these records).
+        assert!(m.detail_bytes <= DETAIL_BYTES && m.detail_bytes > DETAIL_BYTES - 1024);
+        assert!(!m.has_detail(0) && m.has_detail(m.newest));
+        // The first tick left the detail before its spans could settle (2 s): only its summary.
+        assert_eq!(m.tick_spans(&m.older.worst.unwrap()), None);
+        assert_eq!(m.records, 1 + 3 * (n - 1) + 1);
+    }
+}
