@@ -74,6 +74,12 @@ pub fn run(a: LiveArgs) -> Result<(), String> {
     let listener = std::net::TcpListener::bind((a.bind, a.port))
         .map_err(|e| format!("cannot listen on {}:{}: {e}", a.bind, a.port))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if !a.bind.is_loopback() {
+        eprintln!(
+            "typhon-rec live: listening on {} lets other machines in; only the URL's token keeps them out (plain HTTP)",
+            a.bind
+        );
+    }
     let token = token()?;
     let shared = Arc::new(Shared {
         model: Mutex::new(Model::new(a.tick_budget)),
