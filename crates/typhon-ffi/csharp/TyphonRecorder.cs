@@ -99,6 +99,7 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_finish_on_termination();
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* @out);
         [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* outNs);
+        [DllImport(Lib)] public static extern int typhon_set_max_page_age_us(ulong us);
         [DllImport(Lib)] public static extern int typhon_clamped(ulong* @out);
         [DllImport(Lib)] public static extern int typhon_drain();
         [DllImport(Lib)] public static extern ulong typhon_now();
@@ -263,6 +264,11 @@ namespace Typhon.Recorder
                 Check(Native.typhon_start(&cfg));
             }
         }
+
+        /// <summary>How old a partly filled page may get before it is written out, for recorders started
+        /// after this call (<c>TimeSpan.Zero</c>: the default, 1 s): what a viewer following the
+        /// recording (<c>typhon-rec live</c>) waits at most for a quiet thread's records.</summary>
+        public static void SetMaxPageAge(TimeSpan age) => Check(Native.typhon_set_max_page_age_us((ulong)(age.Ticks / 10)));
 
         /// <summary>Writes out everything recorded, assembles the file, returns the final counters.</summary>
         public static TyphonStats Finish()

@@ -260,6 +260,15 @@ int32_t typhon_stats(struct TyphonStats *out);
 // `out_ns` must be NULL or point to a writable `uint64_t`.
 int32_t typhon_longest_drain_gap(uint64_t *out_ns);
 
+// Sets how old a partly filled page may get before the flusher hands it to the output, in
+// microseconds, for the recorders `typhon_start` starts after this call (0 = the default,
+// 1 000 000: 1 s). It bounds how long a quiet thread's records wait before a viewer following
+// the recording (`typhon-rec live`) or a crash's `recover` sees them; smaller values write
+// less-full pages. A call of its own rather than a field of `TyphonConfig`, whose layout
+// hosts have compiled in. Returns `TYPHON_OK`, or `TYPHON_ERR_CONFIG` for more than an
+// hour (3 600 000 000), which keeps the setting as it was.
+int32_t typhon_set_max_page_age_us(uint64_t us);
+
 // How many records had a time more than 10 s ahead of the recorder's clock (a `*_at` time far
 // in the future) and were written at their thread's previous record time instead, so that
 // they did not pin the thread's later records at that future time; all slots, into `*out`.

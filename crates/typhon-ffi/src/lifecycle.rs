@@ -9,6 +9,7 @@ use crate::error::*;
 use crate::guard::{guarded, store};
 use parking_lot::Mutex;
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use typhon_recorder::{Recorder, RecorderBuilder, Stats};
@@ -152,6 +153,11 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
             // Out of 1..=19 (a huge u32 included) is refused by `validate` below.
             let level = i32::try_from(cfg.zstd_level).unwrap_or(i32::MAX);
             b = b.compression(typhon_recorder::tracedat::Compression::Zstd { level });
+        }
+        // Relaxed: a plain setting, read once here; no other memory is ordered by it.
+        let age_us = MAX_PAGE_AGE_US.load(Ordering::Relaxed);
+        if age_us != 0 {
+            b = b.max_page_age(Duration::from_micros(age_us));
         }
         let mut slot = RECORDER.lock();
         if slot.is_some() {
@@ -329,6 +335,35 @@ pub unsafe extern "C" fn typhon_longest_drain_gap(out_ns: *mut u64) -> i32 {
             s.longest_drain_gap_ns
         })
     }
+}
+
+/// `typhon_set_max_page_age_us`'s setting (0: the builder's default).
+static MAX_PAGE_AGE_US: AtomicU64 = AtomicU64::new(0);
+
+/// Sets how old a partly filled page may get before the flusher hands it to the output, in
+/// microseconds, for the recorders `typhon_start` starts after this call (0 = the default,
+/// 1 000 000: 1 s). It bounds how long a quiet thread's records wait before a viewer following
+/// the recording (`typhon-rec live`) or a crash's `recover` sees them; smaller values write
+/// less-full pages. A call of its own rather than a field of `TyphonConfig`, whose layout
+/// hosts have compiled in. Returns [`TYPHON_OK`], or [`TYPHON_ERR_CONFIG`] for more than an
+/// hour (3 600 000 000), which keeps the setting as it was.
+///
+/// ```
+/// use typhon_ffi::*;
+/// assert_eq!(typhon_set_max_page_age_us(100_000), TYPHON_OK);
+/// assert_eq!(typhon_set_max_page_age_us(3_600_000_001), TYPHON_ERR_CONFIG);
+/// assert_eq!(typhon_set_max_page_age_us(0), TYPHON_OK);
+/// ```
+#[no_mangle]
+pub extern "C" fn typhon_set_max_page_age_us(us: u64) -> i32 {
+    if us > 3_600_000_000 {
+        return fail(
+            TYPHON_ERR_CONFIG,
+            format_args!("max page age {us} us is over an hour (3600000000 us)"),
+        );
+    }
+    MAX_PAGE_AGE_US.store(us, Ordering::Relaxed);
+    TYPHON_OK
 }
 
 /// The last stats `typhon_finish` returned (for [`typhon_clamped`] after it).

@@ -51,6 +51,11 @@ pub struct DemoArgs {
     /// `none` (version 6, the default).
     #[arg(long, default_value = "none", value_parser = typhon_recorder::tracedat::Compression::parse)]
     compress: typhon_recorder::tracedat::Compression,
+    /// A partly filled page goes out once it is this old (with its unit: ms, s, …): what a
+    /// viewer following the recording (`typhon-rec live`) waits at most for a quiet thread's
+    /// records, before the flush interval.
+    #[arg(long, default_value = "1s", value_parser = crate::durations::parse_duration)]
+    max_page_age: u64,
 }
 
 /// Samples write latency: every 32nd write is bracketed by clock reads.
@@ -292,6 +297,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         .page_size(a.page_size)
         .ring_bytes(a.ring_size)
         .compression(a.compress)
+        .max_page_age(Duration::from_nanos(a.max_page_age))
         .on_termination(interrupted)
         .start()
         .map_err(|e| e.to_string())?;

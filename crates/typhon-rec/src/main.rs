@@ -5,6 +5,7 @@ mod convert;
 mod demo;
 mod durations;
 mod inspect;
+mod live;
 mod push;
 mod push_config;
 mod report;
@@ -104,6 +105,9 @@ enum Cmd {
         #[arg(long, default_value_t = 0, hide = true)]
         chunk_pages: usize,
     },
+    /// Watch a recording while it runs (or a finished one) in the browser: serves a page on
+    /// 127.0.0.1 at a URL with a random token, printed on start.
+    Live(live::LiveArgs),
     /// Turn what a killed recording to OUT left behind (OUT.parts/) into a valid trace.dat.
     Recover {
         /// The output path the recording was writing to.
@@ -182,6 +186,7 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Push(a) => push::push(&a),
+        Cmd::Live(a) => live::run(a),
         Cmd::Recover { out } => inspect::recover(&recover_target(out)),
         Cmd::Bench {
             quick,
