@@ -50,8 +50,10 @@
 mod args;
 mod build;
 pub mod chrome;
+mod described;
 mod engine;
 mod error;
+mod fields;
 mod flows;
 mod fnv;
 mod lanes;

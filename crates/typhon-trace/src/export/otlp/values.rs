@@ -3,6 +3,7 @@
 
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
+use crate::export::Arg;
 use typhon_recorder::codec::records::TraceContext;
 
 /// The 16-byte trace id of a trace context: a W3C id as its canonical bytes; a command's causal
@@ -65,6 +66,17 @@ pub(super) fn kv_u64(key: &str, v: u64) -> KeyValue {
     match i64::try_from(v) {
         Ok(i) => kv_int(key, i),
         Err(_) => kv_str(key, &v.to_string()),
+    }
+}
+
+/// An export argument as an attribute of its type.
+pub(super) fn kv_arg(key: &str, v: Arg<'_>) -> KeyValue {
+    match v {
+        Arg::U(u) => kv_u64(key, u),
+        Arg::I(i) => kv_int(key, i),
+        Arg::S(s) => kv_str(key, &s),
+        Arg::F(f) => kv(key, Value::DoubleValue(f)),
+        Arg::B(b) => kv(key, Value::BoolValue(b)),
     }
 }
 
