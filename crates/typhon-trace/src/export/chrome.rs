@@ -36,9 +36,9 @@
 //! ```
 
 use super::args::{event_name, field_args, shown_args, Arg};
-use std::borrow::Cow;
 use super::engine::{Item, Kind, Sink};
 use super::timeline::{Thread, Timeline, Track};
+use std::borrow::Cow;
 use std::io::{self, Write};
 use typhon_recorder::codec::TraceEventKind as K;
 

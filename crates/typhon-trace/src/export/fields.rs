@@ -174,7 +174,11 @@ mod tests {
         put_entry(&mut v, 7, Value::Str(""));
         put_entry(&mut v, 0, Value::Cut(9));
         let mut t = String::new();
-        write_text(&v, &["s", "i", "u", "f", "b", "d", "e", "http.empty"], &mut t);
+        write_text(
+            &v,
+            &["s", "i", "u", "f", "b", "d", "e", "http.empty"],
+            &mut t,
+        );
         let got = parse(&t);
         assert_eq!(
             got,
@@ -203,7 +207,10 @@ mod tests {
         assert_eq!(parse("a=\"open"), vec![("a", s("\"open"))]);
         assert_eq!(parse("a=\"\\u{zz}\""), vec![("a", s("\"\\u{zz}\""))]);
         assert_eq!(parse("x= y=2"), vec![("x", s("")), ("y", I(2))]);
-        assert_eq!(parse("f=1e3 g=-0.5")[..], [("f", F(1000.0)), ("g", F(-0.5))]);
+        assert_eq!(
+            parse("f=1e3 g=-0.5")[..],
+            [("f", F(1000.0)), ("g", F(-0.5))]
+        );
         assert!(matches!(parse("n=NaN")[0].1, F(x) if x.is_nan()));
     }
 }

@@ -49,11 +49,13 @@
 mod batch;
 pub mod commands;
 pub mod spans;
+pub mod tracing;
 mod values;
 
 pub use commands::{root_span_id, NO_DRAIN_TICK};
 /// The OTLP types (prost) the export builds, for callers that send or read them.
 pub use opentelemetry_proto;
+pub use tracing::tracing_span_id;
 
 use super::error::ExportError;
 use crate::tracedat::{TraceDatError, TraceFile};
@@ -66,6 +68,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
 use spans::Trees;
 use std::io::{self, Write};
+use tracing::TracingSpans;
 use typhon_recorder::codec::correlation::command_of_causal_id;
 use typhon_recorder::codec::records::{self, Record as Body};
 use values::{hex, kv_int, kv_str, span, trace_id, Clock, ThreadId};
@@ -110,20 +113,40 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// What went into an OTLP export. Every record is counted once:
-/// `records = spans + correlation + thread_infos + left_out`.
+/// What went into an OTLP export. Every record is counted once: `records = spans +
+/// correlation + thread_infos + definitions + tracing_entries + tracing_descriptions +
+/// tracing_events + tracing_links + left_out`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OtlpStats {
     /// Records read.
     pub records: u64,
-    /// Span records (each one OTLP span).
+    /// NamedSpan and TracedSpan records (each one OTLP span).
     pub spans: u64,
+    /// `tracing` span entries (all of a span's entries are one OTLP span).
+    pub tracing_entries: u64,
+    /// `tracing` span descriptions (their fields are their span's attributes).
+    pub tracing_descriptions: u64,
+    /// `tracing` events in a span (each an event of its span; those outside any span are
+    /// `left_out`).
+    pub tracing_events: u64,
+    /// `follows_from` records (each a Link of the span that follows).
+    pub tracing_links: u64,
+    /// OTLP spans written for `tracing` spans.
+    pub tracing_spans: u64,
+    /// `tracing` records that came after their span was written (idle for 30 s, or too many
+    /// open): an entry is written as a span of its own under it, an event or link is left out
+    /// (and counted in `left_out` too).
+    pub tracing_late: u64,
+    /// `tracing` spans described but never entered: no span.
+    pub tracing_unentered: u64,
+    /// Definitions (`tracing` callsites), which name the records that use them.
+    pub definitions: u64,
     /// Correlation instants (each an event of its command's root, or an unjoined EgressSent).
     pub correlation: u64,
     /// ThreadInfo records (they name the spans' threads).
     pub thread_infos: u64,
-    /// Records that are not spans in OTLP (ticks, phases, instants, CeLog, `tracing` events
-    /// and span descriptions, undecodable records).
+    /// Records that are not in the OTLP spans (ticks, phases, instants, CeLog, `tracing` events
+    /// outside any span, undecodable records).
     pub left_out: u64,
     /// Command root spans written.
     pub commands: u64,
@@ -208,6 +231,7 @@ pub fn export_batches(
     let key = local_key(&opts.host, pid, anchor);
     let mut trees = Trees::new(key);
     let mut cmds = Commands::default();
+    let mut tracing = TracingSpans::default();
     let mut threads: Vec<Option<ThreadId>> = Vec::new();
     for r in file.stream_records() {
         let r = match r {
@@ -264,7 +288,57 @@ pub fn export_batches(
                     name.to_string()
                 };
             }
-            Body::NamedSpan { span: x, name } | Body::TracingSpan { span: x, name, .. } => {
+            Body::TracingSpan {
+                span: x, key, name, ..
+            } => {
+                b.stats.tracing_entries += 1;
+                tracing.entry(
+                    &mut b,
+                    &mut trees,
+                    &clock,
+                    (key, &x, name),
+                    (ts, end),
+                    th,
+                    r.ts,
+                )?;
+            }
+            Body::TracingSpanInfo {
+                key,
+                level,
+                target,
+                fields,
+                ..
+            } => {
+                b.stats.tracing_descriptions += 1;
+                tracing.describe(key, r.ts, level, target, fields);
+            }
+            Body::TracingEvent {
+                span_key,
+                level,
+                target,
+                message,
+                fields,
+            } => {
+                let ev = (level, target, message, fields);
+                if span_key == 0 {
+                    b.stats.left_out += 1;
+                } else if tracing.event(&clock, span_key, ts, ev, th, r.ts) {
+                    b.stats.tracing_events += 1;
+                } else {
+                    b.stats.left_out += 1;
+                    b.stats.tracing_late += 1;
+                }
+            }
+            Body::TracingFollows { key, follows_key } => {
+                if tracing.follows(key, follows_key, r.ts) {
+                    b.stats.tracing_links += 1;
+                } else {
+                    b.stats.left_out += 1;
+                    b.stats.tracing_late += 1;
+                }
+            }
+            Body::TracingCallsite(_) => b.stats.definitions += 1,
+            Body::NamedSpan { span: x, name } => {
                 b.stats.spans += 1;
                 let mut s = span(
                     [0; 16],
@@ -311,8 +385,10 @@ pub fn export_batches(
             _ => b.stats.left_out += 1,
         }
         cmds.expire(&mut b, &clock, r.ts)?;
+        tracing.expire(&mut b, &mut trees, &clock, r.ts)?;
     }
     cmds.finish(&mut b, &clock)?;
+    tracing.finish(&mut b, &mut trees, &clock)?;
     b.stats.orphans = trees.release_all(&mut b)?;
     b.flush()?;
     Ok(b.stats)

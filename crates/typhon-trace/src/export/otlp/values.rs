@@ -1,9 +1,9 @@
 //! The small conversions every OTLP span needs: ids to bytes, file times to UNIX ns, attribute
 //! values, and the thread a record was written on.
 
+use crate::export::Arg;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
-use crate::export::Arg;
 use typhon_recorder::codec::records::TraceContext;
 
 /// The 16-byte trace id of a trace context: a W3C id as its canonical bytes; a command's causal
@@ -20,8 +20,11 @@ pub(super) fn trace_id(c: TraceContext) -> [u8; 16] {
     }
 }
 
-/// A span id as OTLP's 8 bytes (big-endian: its hex is the number's).
+/// A span id as OTLP's 8 bytes (big-endian: its hex is the number's); 0 (no parent) as none.
 pub(super) fn span_id(id: u64) -> Vec<u8> {
+    if id == 0 {
+        return Vec::new();
+    }
     id.to_be_bytes().to_vec()
 }
 
@@ -116,11 +119,7 @@ pub(super) fn span(
     Span {
         trace_id: trace.to_vec(),
         span_id: span_id(id),
-        parent_span_id: if parent == 0 {
-            Vec::new()
-        } else {
-            span_id(parent)
-        },
+        parent_span_id: span_id(parent),
         name: name.to_string(),
         kind,
         start_time_unix_nano: start,
