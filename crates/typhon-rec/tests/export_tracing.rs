@@ -200,6 +200,40 @@ fn tracing_spans_fields_events_and_links_in_perfetto_chrome_and_otlp() {
         }
     }
 
+    // --- OTLP: every record counted once, and where it went ---
+    let f = TraceFile::open_streaming(&file).unwrap();
+    let o = typhon_trace::export::otlp::OtlpOptions::new("t");
+    let st = typhon_trace::export::otlp::write(&f, &o, false, &mut Vec::new()).unwrap();
+    assert_eq!(
+        st.records,
+        st.spans
+            + st.correlation
+            + st.thread_infos
+            + st.definitions
+            + st.tracing_entries
+            + st.tracing_descriptions
+            + st.tracing_events
+            + st.tracing_links
+            + st.left_out,
+        "{st:?}"
+    );
+    // 5 entries (prev, job 3 times, child), 4 descriptions (job's again for its record), 3
+    // events, 1 link, 4 callsites (3 spans, 1 event); 3 spans with 3 events between them.
+    assert_eq!(
+        (
+            st.tracing_entries,
+            st.tracing_descriptions,
+            st.tracing_events
+        ),
+        (5, 4, 3)
+    );
+    assert_eq!((st.tracing_links, st.definitions, st.spans), (1, 4, 0));
+    assert_eq!((st.tracing_spans, st.spans_written, st.events), (3, 3, 3));
+    assert_eq!(
+        (st.tracing_late, st.tracing_unentered, st.orphans),
+        (0, 0, 0)
+    );
+
     // --- OTLP, read with OpenTelemetry's classes ---
     let pb = export(&file, "otlp", "otlp.pb");
     let oj = export(&file, "otlp-json", "otlp.json");

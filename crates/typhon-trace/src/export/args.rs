@@ -22,8 +22,9 @@ pub enum Arg<'a> {
 }
 
 /// An event's display name: the span's (or named instant's, or named phase's) name, "tick",
-/// "phase N", a `tracing` event's message,
-/// "new span NAME" for a `tracing` span's description, "follows_from", or the kind's name.
+/// "phase N", a `tracing` event's message, "new span NAME" for a `tracing` span's description
+/// (which the exports show as its slices' arguments, not as an event), "follows_from", or the
+/// kind's name.
 ///
 /// ```
 /// use typhon_recorder::codec::records::Record;

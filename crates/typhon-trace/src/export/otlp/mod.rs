@@ -13,9 +13,13 @@
 //! ```
 //!
 //! Mapping:
-//! - Every span record (NamedSpan, TracedSpan, `tracing` span entry) is one span with the
-//!   recording's span id (8 bytes, big-endian), its name, kind INTERNAL, and UNIX times from
-//!   the file's wall-clock anchor; attributes `thread.id`, `thread.name`.
+//! - Every NamedSpan and TracedSpan record is one span with the recording's span id (8 bytes,
+//!   big-endian), its name, kind INTERNAL, and UNIX times from the file's wall-clock anchor;
+//!   attributes `thread.id`, `thread.name`.
+//! - A `tracing` span is one span for all its entries, on whatever threads, from its first
+//!   entry's start to its last entry's end; its fields are attributes, its events span events,
+//!   its `follows_from` links Links, and the spans its entries hold its children (see
+//!   [`tracing`]: its id is [`tracing_span_id`] of its key).
 //! - A TracedSpan with a W3C trace id is a span of that trace; with a command's causal id, a
 //!   span of the command's trace (see [`commands`]: the trace id is the causal id, `hi` then
 //!   `lo` big-endian, and the span's parent is the command's root span "command S/Q", which
@@ -23,16 +27,17 @@
 //!   its recorded parent (in another trace) is kept as `typhon.recorded_parent_span_id`.
 //! - A NamedSpan or `tracing` span is in its parent's trace; a top-level one (and its subtree)
 //!   is a local trace of its own, id = 8 bytes of the recording (FNV-1a of host, pid and
-//!   wall-clock anchor) then the root's span id, so a thread's work reads as one trace per
-//!   top-level span (a frame, a job).
-//! - Ticks, phases, plain instants, CeLog events, `tracing` events and span descriptions are
-//!   not spans: they are left out and counted ([`OtlpStats::left_out`]); the Perfetto export
+//!   wall-clock anchor) then the root's span id (a `tracing` span's: its key-derived id), so a
+//!   thread's work reads as one trace per top-level span (a frame, a job, a request).
+//! - Ticks, phases, plain instants, CeLog events and `tracing` events outside any span are not
+//!   in the spans: they are left out and counted ([`OtlpStats::left_out`]); the Perfetto export
 //!   shows them. Missed counts and damaged pages are counted too.
 //! - The resource: `service.name`, `host.name`, `process.pid` (slot 0's ThreadInfo),
 //!   `typhon.recording.path`; the scope: "typhon-recorder" and the recorder's version.
 //!
-//! Memory is a batch, the spans waiting for their parent (the open subtrees) and the commands
-//! in flight, each capped ([`spans::MAX_WAITING`], [`commands::MAX_OPEN`]), not the records.
+//! Memory is a batch, the spans waiting for their parent (the open subtrees), the commands in
+//! flight and the open `tracing` spans, each capped ([`spans::MAX_WAITING`],
+//! [`commands::MAX_OPEN`], [`tracing::MAX_OPEN`]), not the records.
 //!
 //! ```
 //! use typhon_trace::export::otlp::{write, OtlpOptions};
