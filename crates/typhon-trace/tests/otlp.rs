@@ -376,3 +376,48 @@ fn memory_holds_what_is_open_not_the_recording() {
         runs[1]
     );
 }
+
+/// `n` `tracing` requests in turn, each described with the `tracing` id 1 (the Registry gives a
+/// closed span's id to the next), entered once with an event inside, 1 ms apart.
+fn record_tracing_load(path: &Path, n: u32) {
+    use typhon_recorder::bridge;
+    let rec = RecorderBuilder::new().output(path).start().unwrap();
+    let name = bridge::SpanName::new("req");
+    for i in 0..n {
+        let key = bridge::next_key();
+        bridge::span_info(key, 1, 3, "req", "app", &format!("i={i}")).unwrap();
+        assert!(bridge::enter(&name, key, 1));
+        bridge::event(key, 3, "app", "done", "").unwrap();
+        bridge::exit(1);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(rec.finish().unwrap().total_missed(), 0);
+}
+
+/// A `tracing` span is over once the Registry hands its id to a new span (and the records of
+/// its time have passed): the spans held open are those of the last 50 ms, not the recording's.
+#[test]
+fn tracing_spans_held_are_the_open_ones_not_the_recording() {
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-tracing-bounded");
+    let mut peaks = Vec::new();
+    for n in [250u32, 1000] {
+        let dat = dir.join(format!("tracing-{n}.dat"));
+        record_tracing_load(&dat, n);
+        let (_, s) = export(&dat, false, &OtlpOptions::new("load"));
+        let n = u64::from(n);
+        assert_eq!(
+            (s.tracing_spans, s.spans_written, s.events),
+            (n, n, n),
+            "{s:?}"
+        );
+        assert_eq!((s.tracing_late, s.orphans, s.split), (0, 0, 0), "{s:?}");
+        peaks.push(s.peak_tracing_open);
+    }
+    // Four times the recording, about the same open work (50 ms of 1 ms requests).
+    assert!(
+        peaks[1] <= 2 * peaks[0] && peaks[1] * 4 <= 1000,
+        "peak open tracing spans {peaks:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

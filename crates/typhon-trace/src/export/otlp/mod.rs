@@ -185,6 +185,8 @@ pub struct OtlpStats {
     pub peak_waiting: u64,
     /// Most commands held at once (in flight, or waiting for their egress).
     pub peak_commands: u64,
+    /// Most `tracing` spans open at once.
+    pub peak_tracing_open: u64,
 }
 
 /// Reads `file` and hands its spans to `out` as requests of at most `opts.batch` spans, with
@@ -309,13 +311,14 @@ pub fn export_batches(
             }
             Body::TracingSpanInfo {
                 key,
+                tracing_id,
                 level,
                 target,
                 fields,
                 ..
             } => {
                 b.stats.tracing_descriptions += 1;
-                tracing.describe(key, r.ts, level, target, fields);
+                tracing.describe((key, tracing_id), r.ts, (level, target, fields));
             }
             Body::TracingEvent {
                 span_key,

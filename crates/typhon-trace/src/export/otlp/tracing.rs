@@ -13,11 +13,14 @@
 //!   attributes of their own types, with `level` and `target`; its events are span events
 //!   (name: the message; attributes: `level`, `target`, the fields, and the thread when not
 //!   the span's first entry's); `follows_from` is a Link to the span it follows.
-//! - A span is over at the end of the recording, or once no record of it came for
-//!   [`IDLE`] of the records' time, or when more than [`MAX_OPEN`] are open (the least
-//!   recently active first). An entry after that is written as a span of its own under it,
-//!   and an event or link after that is left out (both counted in `tracing_late`). A span
-//!   never entered is no span (counted in `tracing_unentered`).
+//! - The recording has no record of a span's close, but the Registry gives a closed span's id
+//!   to a new span: a span is over [`GRACE`] of the records' time after a new span is described
+//!   with its `tracing` id (so memory holds the spans open, not the recording's), else at the
+//!   end of the recording, or once no record of it came for [`IDLE`], or when more than
+//!   [`MAX_OPEN`] are open (the least recently active first). An entry after that is written
+//!   as a span of its own under it, and an event or link after that is left out (both counted
+//!   in `tracing_late`): with two subscribers, whose Registries give out the same ids, a span
+//!   may end early so. A span never entered is no span (counted in `tracing_unentered`).
 //! - At most [`MAX_EVENTS`] events and as many links a span, as OpenTelemetry's SDKs keep; the
 //!   rest are counted in the span's `dropped_events_count` and `dropped_links_count`.
 
@@ -34,6 +37,9 @@ use typhon_recorder::codec::records::{level_name, SpanExt};
 
 /// Records' time after which a `tracing` span with no new record is over: 30 s.
 pub const IDLE: u64 = 30_000_000_000;
+/// Records' time a span whose `tracing` id a new span took is kept open for its records still
+/// to come (other slots' records of the same time): 50 ms, the other exports' window.
+pub const GRACE: u64 = 50_000_000;
 /// `tracing` spans held open at most.
 pub const MAX_OPEN: usize = 1 << 15;
 /// Events (and links) a span keeps at most, as OpenTelemetry's SDKs' default span limits.
@@ -54,6 +60,7 @@ pub const fn tracing_span_id(key: u64) -> u64 {
 /// A span still open.
 #[derive(Default)]
 struct Open {
+    tracing_id: u64,
     name: String,
     level: u8,
     target: String,
@@ -81,6 +88,12 @@ pub(super) struct TracingSpans {
     /// Keys of spans written, for the entries and events that come after (bounded: cleared
     /// when full, after which such a record starts its span anew).
     done: FnvMap<u64, ()>,
+    /// `tracing` id → the open span described with it last.
+    by_id: FnvMap<u64, u64>,
+    /// Spans whose `tracing` id a new span took: (records' time then, key).
+    closing: VecDeque<(u64, u64)>,
+    /// Most spans open at once.
+    peak: u64,
 }
 
 const MAX_DONE: usize = 1 << 16;
@@ -121,6 +134,8 @@ impl TracingSpans {
     /// The open span `key`, begun if new, marked active at `now`.
     fn touch(&mut self, key: u64, now: u64) -> &mut Open {
         self.order.push_back((now, key));
+        let n = self.open.len() + usize::from(!self.open.contains_key(&key));
+        self.peak = self.peak.max(n as u64);
         let o = self.open.entry(key).or_default();
         o.last = now;
         o
@@ -132,8 +147,20 @@ impl TracingSpans {
     }
 
     /// A description of span `key`: its callsite's level and target, and its fields.
-    pub(super) fn describe(&mut self, key: u64, now: u64, level: u8, target: &str, fields: &str) {
+    pub(super) fn describe(
+        &mut self,
+        (key, tracing_id): (u64, u64),
+        now: u64,
+        (level, target, fields): (u8, &str, &str),
+    ) {
+        if let Some(old) = self.by_id.insert(tracing_id, key) {
+            if old != key {
+                // The Registry gave `old`'s id to a new span: `old` is closed.
+                self.closing.push_back((now, old));
+            }
+        }
         let o = self.touch(key, now);
+        o.tracing_id = tracing_id;
         o.level = level;
         target.clone_into(&mut o.target);
         fields.clone_into(&mut o.fields);
@@ -234,7 +261,8 @@ impl TracingSpans {
         true
     }
 
-    /// Writes the spans idle since before `now - IDLE`.
+    /// Writes the spans idle since before `now - IDLE`, and those closed since before
+    /// `now - GRACE`.
     pub(super) fn expire(
         &mut self,
         out: &mut Batch<'_>,
@@ -242,6 +270,13 @@ impl TracingSpans {
         clock: &Clock,
         now: u64,
     ) -> io::Result<()> {
+        while let Some(&(t, key)) = self.closing.front() {
+            if t.saturating_add(GRACE) > now {
+                break;
+            }
+            self.closing.pop_front();
+            self.close(out, trees, clock, key)?;
+        }
         while let Some(&(t, key)) = self.order.front() {
             if t.saturating_add(IDLE) > now && self.order.len() <= 4 * MAX_OPEN {
                 break;
@@ -280,6 +315,8 @@ impl TracingSpans {
             self.close(out, trees, clock, key)?;
         }
         self.order.clear();
+        self.closing.clear();
+        out.stats.peak_tracing_open = self.peak;
         Ok(())
     }
 
@@ -294,6 +331,9 @@ impl TracingSpans {
         let Some(o) = self.open.remove(&key) else {
             return Ok(());
         };
+        if self.by_id.get(&o.tracing_id) == Some(&key) {
+            self.by_id.remove(&o.tracing_id);
+        }
         if self.done.len() >= MAX_DONE {
             self.done.clear();
         }
