@@ -170,6 +170,23 @@ fn tracing_spans_fields_events_and_links_in_perfetto_chrome_and_otlp() {
         job_fields_match(&e["args"], "chrome");
     }
 
+    // The in-memory timeline writes the same fields (Timeline::build, then chrome::write).
+    let tf = TraceFile::open(&file).unwrap();
+    let t = typhon_trace::export::Timeline::build(&tf).unwrap();
+    let mut out = Vec::new();
+    typhon_trace::export::chrome::write(&t, &mut out).unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let jobs: Vec<&Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "job")
+        .collect();
+    assert_eq!(jobs.len(), 3);
+    for e in jobs {
+        job_fields_match(&e["args"], "timeline");
+    }
+
     // --- Perfetto, read with Perfetto's classes ---
     let pf = export(&file, "perfetto", "pftrace");
     if let Some(v) = python("export_perfetto.py", &[&pf]) {

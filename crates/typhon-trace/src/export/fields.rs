@@ -153,6 +153,7 @@ fn bare(s: &str) -> FieldVal<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use typhon_recorder::codec::records::{put_entry, write_text, Value};
     use FieldVal::*;
 
@@ -194,6 +195,54 @@ mod tests {
                 ("typhon.cut", I(9)),
             ]
         );
+    }
+
+    proptest! {
+        /// Any strings, integers and booleans the layer writes read back as written, and any
+        /// text at all reads without a panic.
+        #[test]
+        fn typed_values_round_trip(
+            vals in prop::collection::vec(
+                ("[a-z_][a-z0-9_.]{0,6}", prop_oneof![
+                    any::<String>().prop_map(Val::S),
+                    any::<i64>().prop_map(Val::I),
+                    any::<bool>().prop_map(Val::B),
+                ]),
+                0..6,
+            ),
+            junk in any::<String>(),
+        ) {
+            let mut v = Vec::new();
+            let names: Vec<&str> = vals.iter().map(|(n, _)| n.as_str()).collect();
+            for (i, (_, x)) in vals.iter().enumerate() {
+                let x = match x {
+                    Val::S(s) => Value::Str(s.as_str()),
+                    Val::I(n) => Value::I64(*n),
+                    Val::B(b) => Value::Bool(*b),
+                };
+                put_entry(&mut v, i as u8, x);
+            }
+            let mut t = String::new();
+            write_text(&v, &names, &mut t);
+            let got = parse(&t);
+            let want: Vec<(&str, FieldVal<'_>)> = vals
+                .iter()
+                .map(|(n, x)| (n.as_str(), match x {
+                    Val::S(s) => S(Cow::Borrowed(s.as_str())),
+                    Val::I(n) => I(*n),
+                    Val::B(b) => B(*b),
+                }))
+                .collect();
+            prop_assert_eq!(got, want, "{}", t);
+            let _ = parse(&junk);
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Val {
+        S(String),
+        I(i64),
+        B(bool),
     }
 
     /// Malformed text is read as far as it goes, never a panic.

@@ -7,9 +7,9 @@
 //! as `split`).
 //!
 //! A `tracing` span (see `tracing`) is one OTLP span for all its entries, written when it is
-//! over, long after its children: it takes part as a node ([`Trees::node`], from its first
+//! over, long after its children: it takes part as a node (`Trees::node`, from its first
 //! entry read) that learns its trace as a span would and hands it on to the spans under it; an
-//! entry's recorded id is an alias of its span's ([`Trees::alias`]), so the spans an entry holds
+//! entry's recorded id is an alias of its span's (`Trees::alias`), so the spans an entry holds
 //! are children of the `tracing` span.
 
 use super::super::fnv::FnvMap;
