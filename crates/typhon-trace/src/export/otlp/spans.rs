@@ -399,6 +399,50 @@ mod tests {
         assert_eq!(st.orphans, 2, "10 under 99, and the cycle's first span");
     }
 
+    /// `tracing` spans: T1 (entry 30) holds the NamedSpan 31 and the `tracing` span T2 (entry
+    /// 32), and lies in "frame" 20, which is in the W3C trace W; T3's entry 40 lies in an entry
+    /// of itself (41). Entries arrive before what holds them, spans are over long after.
+    #[test]
+    fn tracing_spans_are_nodes_their_entries_aliases() {
+        let w: [u8; 16] = [7; 16];
+        let (t1, t2, t3) = (
+            0x0040_0000_0000_0001,
+            0x0040_0000_0000_0002,
+            0x0040_0000_0000_0003,
+        );
+        let (got, st) = run(|t, b| {
+            s(t, b, 31, 30); // a NamedSpan in T1's entry
+            t.alias(b, 32, t2).unwrap(); // T2's entry, in T1's entry 30
+            t.node(b, t2, 30).unwrap();
+            t.alias(b, 30, t1).unwrap(); // T1's entry, in "frame"
+            t.node(b, t1, 20).unwrap();
+            let ready = |t: &mut Trees, b: &mut Batch<'_>, id| {
+                let sp = crate::export::otlp::values::span([0; 16], id, 0, "x", 1, (0, 1));
+                t.ready(b, sp, id).unwrap();
+            };
+            ready(t, b, t2); // over before its trace is known: written when it is
+            let frame = crate::export::otlp::values::span([0; 16], 20, 10, "frame", 1, (0, 1));
+            t.span(b, frame, 20, 0, Some(w)).unwrap(); // a TracedSpan: W
+            ready(t, b, t1);
+            t.alias(b, 40, t3).unwrap();
+            t.node(b, t3, 41).unwrap();
+            t.alias(b, 41, t3).unwrap(); // its own outer entry: no parent of itself
+            ready(t, b, t3);
+        });
+        let l3 = Trees::new(0xABCD).local(t3);
+        assert_eq!(
+            got,
+            vec![
+                (20, w, 10),
+                (31, w, t1),
+                (t1, w, 20),
+                (t2, w, t1),
+                (t3, l3, 0)
+            ]
+        );
+        assert_eq!((st.orphans, st.split), (0, 0));
+    }
+
     #[test]
     fn too_many_waiting_go_out_split_and_counted() {
         let n = MAX_WAITING as u64 + 1;
