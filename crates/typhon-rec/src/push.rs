@@ -71,8 +71,15 @@ pub fn export(file: &Path, json: bool, out: PathBuf, service: Option<&str>) -> R
 
 fn summary(s: &OtlpStats) -> String {
     format!(
-        "{} records -> {} spans ({} recorded, {} command roots, {} dropped) with {} events in {} batches",
-        s.records, s.spans_written, s.spans, s.commands, s.commands_dropped, s.events, s.batches
+        "{} records -> {} spans ({} recorded, {} tracing, {} command roots, {} dropped) with {} events in {} batches",
+        s.records,
+        s.spans_written,
+        s.spans,
+        s.tracing_spans,
+        s.commands,
+        s.commands_dropped,
+        s.events,
+        s.batches
     )
 }
 

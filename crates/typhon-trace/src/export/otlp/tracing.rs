@@ -2,7 +2,8 @@
 //! events and its `follows_from` links make one OTLP span, held until it is over.
 //!
 //! - The span runs from its first entry's start to its last entry's end (the recording has no
-//!   record of a span's close: its last exit is the last thing known of it). Its id is
+//!   record of a span's close: its last exit is the last thing known of it), named as its last
+//!   entry read (a `name` field recorded later renames it). Its id is
 //!   [`tracing_span_id`] of its key; `typhon.entries` and `typhon.busy_ns` say how many entries
 //!   it had and how long they were, `thread.id` and `thread.name` are its first entry's.
 //! - Its parent is the span its first entry read lies in (the `tracing` span of an enclosing
@@ -198,9 +199,10 @@ impl TracingSpans {
         if first {
             o.start = start;
             o.end = end;
-            name.clone_into(&mut o.name);
             o.thread = Some(th.clone());
         }
+        // The latest entry's name: a `name` field recorded later renames the span.
+        name.clone_into(&mut o.name);
         o.start = o.start.min(start);
         o.end = o.end.max(end);
         o.entries += 1;
