@@ -421,3 +421,46 @@ fn tracing_spans_held_are_the_open_ones_not_the_recording() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A span never entered is no OTLP span, and its event and link are counted as left out; an
+/// event outside any span too. Every record is counted once.
+#[test]
+fn a_tracing_span_never_entered_is_counted_with_what_it_held() {
+    use typhon_recorder::bridge;
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-unentered");
+    let dat = dir.join("unentered.dat");
+    let rec = RecorderBuilder::new().output(&dat).start().unwrap();
+    let (a, b) = (bridge::next_key(), bridge::next_key());
+    bridge::span_info(a, 1, 3, "idle", "app", "x=1").unwrap();
+    bridge::span_info(b, 2, 3, "used", "app", "").unwrap();
+    bridge::event(a, 3, "app", "in idle", "").unwrap();
+    bridge::event(0, 3, "app", "outside", "").unwrap();
+    bridge::follows(a, b);
+    assert!(bridge::enter(&bridge::SpanName::new("used"), b, 2));
+    bridge::exit(2);
+    assert_eq!(rec.finish().unwrap().total_missed(), 0);
+    let (_, s) = export(&dat, false, &OtlpOptions::new("t"));
+    assert_eq!(
+        s.records,
+        s.spans
+            + s.correlation
+            + s.thread_infos
+            + s.definitions
+            + s.tracing_entries
+            + s.tracing_descriptions
+            + s.tracing_events
+            + s.tracing_links
+            + s.left_out,
+        "{s:?}"
+    );
+    assert_eq!((s.tracing_spans, s.tracing_unentered), (1, 1), "{s:?}");
+    assert_eq!(
+        (s.tracing_events, s.tracing_links, s.events),
+        (0, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!((s.tracing_descriptions, s.tracing_entries), (2, 1), "{s:?}");
+    assert!(s.left_out >= 3, "the two events and the link: {s:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -131,7 +131,8 @@ pub struct OtlpStats {
     pub tracing_entries: u64,
     /// `tracing` span descriptions (their fields are their span's attributes).
     pub tracing_descriptions: u64,
-    /// `tracing` events in a span (each an event of its span; those outside any span are
+    /// `tracing` events in a span (each an event of its span, or beyond 128 counted in its
+    /// `dropped_events_count`; those outside any span, or in one never entered, are
     /// `left_out`).
     pub tracing_events: u64,
     /// `follows_from` records (each a Link of the span that follows).
@@ -142,7 +143,8 @@ pub struct OtlpStats {
     /// open): an entry is written as a span of its own under it, an event or link is left out
     /// (and counted in `left_out` too).
     pub tracing_late: u64,
-    /// `tracing` spans described but never entered: no span.
+    /// `tracing` spans described but never entered: no span (their events and links are
+    /// `left_out`).
     pub tracing_unentered: u64,
     /// Definitions (`tracing` callsites), which name the records that use them.
     pub definitions: u64,

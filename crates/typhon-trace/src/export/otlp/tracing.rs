@@ -288,7 +288,8 @@ impl TracingSpans {
                 self.close(out, trees, clock, key)?;
             }
         }
-        Ok(())
+        // Descriptions and events of spans never entered count too.
+        self.limit(out, trees, clock)
     }
 
     /// Writes the least recently active spans beyond [`MAX_OPEN`].
@@ -341,7 +342,13 @@ impl TracingSpans {
         }
         self.done.insert(key, ());
         if o.entries == 0 {
+            // No span to hold its events and links: they are left out.
             out.stats.tracing_unentered += 1;
+            let events = o.events.len() as u64 + u64::from(o.dropped_events);
+            let links = o.follows.len() as u64 + u64::from(o.dropped_links);
+            out.stats.tracing_events -= events;
+            out.stats.tracing_links -= links;
+            out.stats.left_out += events + links;
             return Ok(());
         }
         let id = tracing_span_id(key);
