@@ -78,15 +78,24 @@ pub fn export(
 
 fn summary(s: &OtlpStats) -> String {
     format!(
-        "{} records -> {} spans ({} recorded, {} command roots, {} dropped) with {} events in {} batches",
-        s.records, s.spans_written, s.spans, s.commands, s.commands_dropped, s.events, s.batches
+        "{} records -> {} spans ({} recorded, {} tracing, {} command roots, {} dropped) with {} events in {} batches",
+        s.records,
+        s.spans_written,
+        s.spans,
+        s.tracing_spans,
+        s.commands,
+        s.commands_dropped,
+        s.events,
+        s.batches
     )
 }
 
 /// Every count of something that is not in the OTLP spans as it was recorded.
 fn notes(s: &OtlpStats) {
     let lines = [
-        (s.left_out, "records are not spans in OTLP (ticks, phases, instants, CeLog, tracing events): export --format perfetto shows them"),
+        (s.left_out, "records are not spans in OTLP (ticks, phases, instants, CeLog, tracing events outside any span): export --format perfetto shows them"),
+        (s.tracing_late, "tracing records came after their span was written (idle 30 s, or too many open): entries as spans of their own, events and links left out"),
+        (s.tracing_unentered, "tracing spans were never entered: no span"),
         (s.egress_unjoined, "EgressSent instants matched no command of their session and tick"),
         (s.command_repeats, "command roots repeat an earlier one's trace (a resend, or events after the command was over)"),
         (s.orphans, "spans have no parent in the recording (lost or still open): each sits in a trace named after its parent"),

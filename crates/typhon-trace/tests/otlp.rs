@@ -376,3 +376,91 @@ fn memory_holds_what_is_open_not_the_recording() {
         runs[1]
     );
 }
+
+/// `n` `tracing` requests in turn, each described with the `tracing` id 1 (the Registry gives a
+/// closed span's id to the next), entered once with an event inside, 1 ms apart.
+fn record_tracing_load(path: &Path, n: u32) {
+    use typhon_recorder::bridge;
+    let rec = RecorderBuilder::new().output(path).start().unwrap();
+    let name = bridge::SpanName::new("req");
+    for i in 0..n {
+        let key = bridge::next_key();
+        bridge::span_info(key, 1, 3, "req", "app", &format!("i={i}")).unwrap();
+        assert!(bridge::enter(&name, key, 1));
+        bridge::event(key, 3, "app", "done", "").unwrap();
+        bridge::exit(1);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(rec.finish().unwrap().total_missed(), 0);
+}
+
+/// A `tracing` span is over once the Registry hands its id to a new span (and the records of
+/// its time have passed): the spans held open are those of the last 50 ms, not the recording's.
+#[test]
+fn tracing_spans_held_are_the_open_ones_not_the_recording() {
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-tracing-bounded");
+    let mut peaks = Vec::new();
+    for n in [250u32, 1000] {
+        let dat = dir.join(format!("tracing-{n}.dat"));
+        record_tracing_load(&dat, n);
+        let (_, s) = export(&dat, false, &OtlpOptions::new("load"));
+        let n = u64::from(n);
+        assert_eq!(
+            (s.tracing_spans, s.spans_written, s.events),
+            (n, n, n),
+            "{s:?}"
+        );
+        assert_eq!((s.tracing_late, s.orphans, s.split), (0, 0, 0), "{s:?}");
+        peaks.push(s.peak_tracing_open);
+    }
+    // Four times the recording, about the same open work (50 ms of 1 ms requests).
+    assert!(
+        peaks[1] <= 2 * peaks[0] && peaks[1] * 4 <= 1000,
+        "peak open tracing spans {peaks:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A span never entered is no OTLP span, and its event and link are counted as left out; an
+/// event outside any span too. Every record is counted once.
+#[test]
+fn a_tracing_span_never_entered_is_counted_with_what_it_held() {
+    use typhon_recorder::bridge;
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-unentered");
+    let dat = dir.join("unentered.dat");
+    let rec = RecorderBuilder::new().output(&dat).start().unwrap();
+    let (a, b) = (bridge::next_key(), bridge::next_key());
+    bridge::span_info(a, 1, 3, "idle", "app", "x=1").unwrap();
+    bridge::span_info(b, 2, 3, "used", "app", "").unwrap();
+    bridge::event(a, 3, "app", "in idle", "").unwrap();
+    bridge::event(0, 3, "app", "outside", "").unwrap();
+    bridge::follows(a, b);
+    assert!(bridge::enter(&bridge::SpanName::new("used"), b, 2));
+    bridge::exit(2);
+    assert_eq!(rec.finish().unwrap().total_missed(), 0);
+    let (_, s) = export(&dat, false, &OtlpOptions::new("t"));
+    assert_eq!(
+        s.records,
+        s.spans
+            + s.correlation
+            + s.thread_infos
+            + s.definitions
+            + s.tracing_entries
+            + s.tracing_descriptions
+            + s.tracing_events
+            + s.tracing_links
+            + s.left_out,
+        "{s:?}"
+    );
+    assert_eq!((s.tracing_spans, s.tracing_unentered), (1, 1), "{s:?}");
+    assert_eq!(
+        (s.tracing_events, s.tracing_links, s.events),
+        (0, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!((s.tracing_descriptions, s.tracing_entries), (2, 1), "{s:?}");
+    assert!(s.left_out >= 3, "the two events and the link: {s:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -15,11 +15,16 @@ pub enum Arg<'a> {
     I(i64),
     /// Text.
     S(std::borrow::Cow<'a, str>),
+    /// A float (a `tracing` field).
+    F(f64),
+    /// A boolean (a `tracing` field).
+    B(bool),
 }
 
 /// An event's display name: the span's (or named instant's, or named phase's) name, "tick",
-/// "phase N", a `tracing` event's message,
-/// "new span NAME" for a `tracing` span's description, "follows_from", or the kind's name.
+/// "phase N", a `tracing` event's message, "new span NAME" for a `tracing` span's description
+/// (which the exports show as its slices' arguments, not as an event), "follows_from", or the
+/// kind's name.
 ///
 /// ```
 /// use typhon_recorder::codec::records::Record;
@@ -180,4 +185,33 @@ fn is_id(name: &str) -> bool {
             | "trace_id_hi"
             | "trace_id_lo"
     )
+}
+
+/// The arguments a `tracing` span's slice shows for its fields (`fields`, the text of its
+/// latest description), each by its own name and with its own type; a field whose name one of
+/// the slice's other arguments (`shown`) has is named `field.NAME`.
+pub(super) fn field_args<'f>(
+    fields: &'f str,
+    shown: &[(&'static str, Arg<'_>, bool)],
+) -> Vec<(std::borrow::Cow<'f, str>, Arg<'f>)> {
+    use super::fields::FieldVal as V;
+    use std::borrow::Cow;
+    super::fields::parse(fields)
+        .into_iter()
+        .map(|(name, v)| {
+            let name = if shown.iter().any(|a| a.0 == name) {
+                Cow::Owned(format!("field.{name}"))
+            } else {
+                Cow::Borrowed(name)
+            };
+            let v = match v {
+                V::I(i) => Arg::I(i),
+                V::U(u) => Arg::U(u),
+                V::F(f) => Arg::F(f),
+                V::B(b) => Arg::B(b),
+                V::S(s) => Arg::S(s),
+            };
+            (name, v)
+        })
+        .collect()
 }

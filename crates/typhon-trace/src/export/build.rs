@@ -62,10 +62,16 @@ impl Sink for Collect<'_, '_> {
             phase,
             rec,
             flow: it.flow,
+            fields: 0,
         };
         match it.kind {
             Kind::Slice => {
-                self.t.events.push(ev(it.ts, Phase::Begin, rec));
+                let mut begin = ev(it.ts, Phase::Begin, rec);
+                if let Some(f) = it.fields {
+                    self.t.span_fields.push(f.to_string());
+                    begin.fields = self.t.span_fields.len() as u32;
+                }
+                self.t.events.push(begin);
                 self.t.events.push(Event {
                     flow: 0,
                     ..ev(it.end, Phase::End, None)
@@ -176,6 +182,10 @@ impl<'a> Timeline<'a> {
                 kind,
                 rec: e.rec.map(|r| (r, 0)),
                 flow: e.flow,
+                fields: (e.fields as usize)
+                    .checked_sub(1)
+                    .and_then(|i| self.span_fields.get(i))
+                    .map(String::as_str),
             })?;
         }
         Ok(())

@@ -24,6 +24,8 @@
 //! Each argument has one JSON type in every event: 64-bit identifiers (span ids, `tracing`
 //! keys) are hex strings (`"0x0100000000000001"`: JavaScript numbers would round them), other
 //! integers numbers, text strings. A loss mark carries `"count": N`, or `"not_counted": true`.
+//! A `tracing` span's slices carry its fields too, each by its name with its value's type
+//! (an integer beyond 2^53 as a decimal string; a float that is not finite is `null`).
 //!
 //! ```
 //! use typhon_trace::export::{chrome, Timeline};
@@ -33,11 +35,15 @@
 //! assert_eq!(v["traceEvents"][0]["name"], "process_name");
 //! ```
 
-use super::args::{event_name, shown_args, Arg};
+use super::args::{event_name, field_args, shown_args, Arg};
 use super::engine::{Item, Kind, Sink};
 use super::timeline::{Thread, Timeline, Track};
+use std::borrow::Cow;
 use std::io::{self, Write};
 use typhon_recorder::codec::TraceEventKind as K;
+
+/// The largest integer JavaScript's numbers hold exactly (2^53).
+const JS_EXACT: i64 = 1 << 53;
 
 /// The tid of overlap track `t` is `OVERLAP_TID + t`.
 pub const OVERLAP_TID: i64 = 0x7E00_0000;
@@ -144,18 +150,26 @@ impl<W: Write> Sink for Writer<'_, W> {
                     json_str(&name)
                 )?;
                 let args = rec.map(|r| shown_args(r.0)).unwrap_or_default();
-                for (k, (name, v, id)) in args.into_iter().enumerate() {
+                let fields = it.fields.map(|f| field_args(f, &args)).unwrap_or_default();
+                let all = args.into_iter().map(|(n, v, id)| (Cow::Borrowed(n), v, id));
+                let all = all.chain(fields.into_iter().map(|(n, v)| (n, v, false)));
+                for (k, (name, v, id)) in all.enumerate() {
                     // One JSON type per argument: ids are hex strings, other integers numbers
-                    // (at most 32 bits wide, so JavaScript reads them exactly).
+                    // (ours at most 32 bits wide; a field's beyond 2^53, which JavaScript
+                    // would round, a decimal string).
                     let v = match v {
                         Arg::U(u) if id => format!("\"0x{u:016x}\""),
                         Arg::I(i) if id => format!("\"0x{:016x}\"", i as u64),
+                        Arg::U(u) if u > JS_EXACT as u64 => format!("\"{u}\""),
+                        Arg::I(i) if i.unsigned_abs() > JS_EXACT as u64 => format!("\"{i}\""),
                         Arg::U(u) => u.to_string(),
                         Arg::I(i) => i.to_string(),
                         Arg::S(s) => json_str(&s),
+                        Arg::F(f) => serde_json::Value::from(f).to_string(),
+                        Arg::B(b) => b.to_string(),
                     };
                     let sep = if k == 0 { "" } else { "," };
-                    write!(out, "{sep}{}:{v}", json_str(name))?;
+                    write!(out, "{sep}{}:{v}", json_str(&name))?;
                 }
                 out.write_all(b"}}")?;
                 // A `follows_from` link: a flow from the TracingFollows instant to the entry of

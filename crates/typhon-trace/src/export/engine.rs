@@ -6,6 +6,7 @@
 //! per thread its lanes' roots, its open tick and phases; the events of the watermark's window;
 //! the flows in flight; all of them bounded.
 
+use super::described::Described;
 use super::error::ExportError;
 use super::flows::Flows;
 use super::fnv::FnvMap;
@@ -45,6 +46,8 @@ pub(super) struct Item<'r> {
     /// The record naming it and its file offset (`None` for a loss mark).
     pub(super) rec: Option<(&'r [u8], u64)>,
     pub(super) flow: u64,
+    /// A `tracing` span's slice: the span's fields (its latest description's text).
+    pub(super) fields: Option<&'r str>,
 }
 
 /// An item held by the engine (an open phase's start, a flow's first event): its record copied.
@@ -75,6 +78,7 @@ impl Held {
             kind: self.kind,
             rec: self.rec.as_ref().map(|(d, at)| (&d[..], *at)),
             flow,
+            fields: None,
         }
     }
 }
@@ -135,6 +139,7 @@ pub(super) fn run(file: &TraceFile, sink: &mut impl Sink) -> Result<TimelineStat
         stats: TimelineStats::default(),
         flows: Flows::default(),
         reorder: Reorder::default(),
+        described: Described::default(),
         now: 0,
     };
     for r in file.stream_records() {
@@ -158,6 +163,7 @@ pub(super) fn run(file: &TraceFile, sink: &mut impl Sink) -> Result<TimelineStat
         }
     }
     e.finish(sink)?;
+    e.stats.fields_forgotten = e.described.forgotten;
     Ok(e.stats)
 }
 
@@ -171,6 +177,8 @@ struct Engine<'f> {
     stats: TimelineStats,
     flows: Flows,
     reorder: Reorder,
+    /// The `tracing` spans' fields, which their slices show.
+    described: Described,
     /// The stream's time: the latest page time read.
     now: u64,
 }
@@ -254,7 +262,13 @@ impl Engine<'_> {
     /// flows and on to `sink`.
     fn drain(&mut self, sink: &mut impl Sink, now: u64) -> io::Result<()> {
         while let Some(h) = self.reorder.pop(now) {
-            self.flows.step(sink, h.item(0), &mut self.stats)?;
+            let mut it = h.item(0);
+            if let (Kind::Slice, Some((rec, _))) = (it.kind, it.rec) {
+                if let Ok((_, Body::TracingSpan { key, .. })) = records::decode(rec) {
+                    it.fields = self.described.fields(key);
+                }
+            }
+            self.flows.step(sink, it, &mut self.stats)?;
         }
         Ok(())
     }
@@ -293,6 +307,7 @@ impl Engine<'_> {
             kind: Kind::Slice,
             rec: Some(rec),
             flow: 0,
+            fields: None,
         };
         self.emit(it);
         Ok(())
@@ -306,6 +321,7 @@ impl Engine<'_> {
             kind,
             rec,
             flow: 0,
+            fields: None,
         };
         self.emit(it);
     }
@@ -411,6 +427,13 @@ impl Engine<'_> {
                 self.slice(sink, th, ts, end, rec)?;
             }
             Some((_, Body::ThreadInfo { .. })) => {}
+            // A `tracing` span's description is its slices' arguments, not an event of its own.
+            Some((_, Body::TracingSpanInfo { key, fields, .. })) => {
+                self.stats.descriptions += 1;
+                self.described.describe(key, fields);
+            }
+            // A definition names other records; it is no event either.
+            Some((_, Body::TracingCallsite(_))) => self.stats.definitions += 1,
             Some((_, Body::TickStart)) => {
                 if let Some(h) = self.threads[th].open_tick.replace(instant(ts)) {
                     // Two starts in a row: the first stays a mark.

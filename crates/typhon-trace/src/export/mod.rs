@@ -33,9 +33,12 @@
 //! events. [`Timeline::build`] collects the same engine's events in memory, sorted by time,
 //! for tools and tests.
 //!
-//! Nothing is left out silently: every record becomes a slice end, an instant or (ThreadInfo)
-//! a thread's name, and every page's missed count becomes a loss mark carrying the count; each
-//! run of damaged pages of a slot becomes one uncounted loss mark carrying the pages' count.
+//! Nothing is left out silently: every record becomes a slice end, an instant, (ThreadInfo) a
+//! thread's name, (a `tracing` span's description) the arguments of that span's slices (its
+//! fields, typed, the latest values: a `Span::record` shows in slices before it too, as far as
+//! the window reaches) or (a callsite) a definition, both counted; every page's missed count
+//! becomes a loss mark carrying the count; each run of damaged pages of a slot becomes one
+//! uncounted loss mark carrying the pages' count.
 //!
 //! ```
 //! use typhon_trace::export::{Timeline, TimelineStats};
@@ -50,8 +53,10 @@
 mod args;
 mod build;
 pub mod chrome;
+mod described;
 mod engine;
 mod error;
+mod fields;
 mod flows;
 mod fnv;
 mod lanes;

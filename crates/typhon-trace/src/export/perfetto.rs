@@ -21,7 +21,8 @@
 //!                           track_event(11){ type(9): 1 begin, 2 end, 3 instant; track_uuid(11);
 //!                                            name_iid(10); debug_annotations(4){ name_iid(1),
 //!                                            bool_value(2) | uint_value(3) | int_value(4) |
-//!                                            string_value(6) }; flow_ids(47): fixed64 } }
+//!                                            double_value(5) | string_value(6) };
+//!                                            flow_ids(47): fixed64 } }
 //! ```
 //!
 //! What makes it small (smaller than the trace.dat it comes from):
@@ -49,7 +50,7 @@
 //! assert_eq!(out[0], 0x0a);
 //! ```
 
-use super::args::{event_name, shown_args, Arg};
+use super::args::{event_name, field_args, shown_args, Arg};
 use super::engine::{Item, Kind, Sink};
 use super::fnv::FnvMap;
 use super::timeline::{Thread, Timeline, Track};
@@ -98,6 +99,7 @@ const INTERNED_NAME: u32 = 2;
 const ANNOTATION_BOOL: u32 = 2;
 const ANNOTATION_UINT: u32 = 3;
 const ANNOTATION_INT: u32 = 4;
+const ANNOTATION_DOUBLE: u32 = 5;
 const ANNOTATION_STRING: u32 = 6;
 
 const TYPE_SLICE_BEGIN: u64 = 1;
@@ -139,6 +141,9 @@ impl Msg {
     /// int32 and int64 alike: a negative value is its 64-bit two's complement.
     fn int(&mut self, field: u32, v: i64) {
         self.uint(field, v as u64);
+    }
+    fn double(&mut self, field: u32, v: f64) {
+        self.fixed64(field, v.to_bits());
     }
     fn fixed64(&mut self, field: u32, v: u64) {
         self.tag(field, 1);
@@ -362,6 +367,8 @@ impl<'o, W: Write> Writer<'o, W> {
                 Some(Arg::U(u)) => a.uint(ANNOTATION_UINT, u),
                 Some(Arg::I(i)) => a.int(ANNOTATION_INT, i),
                 Some(Arg::S(s)) => a.bytes(ANNOTATION_STRING, s.as_bytes()),
+                Some(Arg::F(f)) => a.double(ANNOTATION_DOUBLE, f),
+                Some(Arg::B(b)) => a.uint(ANNOTATION_BOOL, u64::from(b)),
                 None => a.uint(ANNOTATION_BOOL, 1),
             }
             ev.msg(EVENT_DEBUG_ANNOTATIONS, a);
@@ -385,8 +392,15 @@ impl<'o, W: Write> Writer<'o, W> {
             if let Some((rec, _)) = it.rec {
                 self.names
                     .name(&event_name(rec), &mut ev, &mut interned, EVENT_NAMES);
-                for (name, v, _) in shown_args(rec) {
+                let shown = shown_args(rec);
+                // A `tracing` span's fields, by their own names (interned as argument names:
+                // a callsite's fields repeat in every slice of its spans).
+                let fields = it.fields.map(|f| field_args(f, &shown)).unwrap_or_default();
+                for (name, v, _) in shown {
                     arg(&mut ev, &mut interned, name, Some(v));
+                }
+                for (name, v) in fields {
+                    arg(&mut ev, &mut interned, &name, Some(v));
                 }
             }
             if it.flow != 0 {

@@ -67,6 +67,9 @@ pub struct Event<'a> {
     /// A flow through correlated events (0: none): the events of one flow, in time order, are
     /// linked one to the next.
     pub flow: u64,
+    /// A `tracing` span's slice (its Begin): 1 + the index in [`Timeline::span_fields`] of the
+    /// span's fields as the slice shows them; 0 for none.
+    pub fields: u32,
 }
 
 /// Counts of what a [`Timeline`] holds.
@@ -102,6 +105,14 @@ pub struct TimelineStats {
     /// Damaged pages the reader skipped (each run of them on a slot one uncounted loss mark on
     /// its thread, carrying the run's page count).
     pub damaged_pages: u64,
+    /// `tracing` span descriptions (at creation and at each `Span::record`): not events, their
+    /// fields are the arguments of the span's slices.
+    pub descriptions: u64,
+    /// Definitions (`tracing` callsites): not events, they name the records that use them.
+    pub definitions: u64,
+    /// `tracing` spans whose fields were forgotten to bound memory (more than 65 536 spans or
+    /// 16 MiB of fields used more recently): their later slices show no fields.
+    pub fields_forgotten: u64,
 }
 
 /// A recording laid out for viewers: threads, their tracks and time-ordered events.
@@ -119,6 +130,8 @@ pub struct Timeline<'a> {
     pub tracks: Vec<Track>,
     /// Events sorted by time.
     pub events: Vec<Event<'a>>,
+    /// The fields `tracing` spans' slices show ([`Event::fields`]).
+    pub span_fields: Vec<String>,
     /// Records read.
     pub records: u64,
     /// Records whose own time was before zero, placed at their page time instead.

@@ -12,10 +12,10 @@
 //! each command is looked at by at most one EgressSent: O(log n) per record whatever the file.
 //! (Ticks are compared as numbers: a u32 tick counter at 60 Hz wraps after two years.)
 
-use super::super::args::{event_args, event_name, Arg};
+use super::super::args::{event_args, event_name};
 use super::super::fnv::FnvMap;
 use super::batch::Batch;
-use super::values::{kv_int, kv_str, kv_u64, span, trace_id, Clock, ThreadId};
+use super::values::{kv_arg, kv_int, kv_str, span, trace_id, Clock, ThreadId};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, span::SpanKind, status, Status};
 use std::collections::{BTreeSet, VecDeque};
@@ -79,11 +79,7 @@ fn event(clock: &Clock, ts: u64, rec: &[u8], thread: &ThreadId) -> (Event, Threa
     let attributes: Vec<KeyValue> = event_args(rec)
         .into_iter()
         .filter(|(k, _)| !matches!(*k, "session" | "seq"))
-        .map(|(k, v)| match v {
-            Arg::U(u) => kv_u64(k, u),
-            Arg::I(i) => kv_int(k, i),
-            Arg::S(s) => kv_str(k, &s),
-        })
+        .map(|(k, v)| kv_arg(k, v))
         .collect();
     let e = Event {
         time_unix_nano: clock.unix(ts),

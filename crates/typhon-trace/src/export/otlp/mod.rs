@@ -13,9 +13,13 @@
 //! ```
 //!
 //! Mapping:
-//! - Every span record (NamedSpan, TracedSpan, `tracing` span entry) is one span with the
-//!   recording's span id (8 bytes, big-endian), its name, kind INTERNAL, and UNIX times from
-//!   the file's wall-clock anchor; attributes `thread.id`, `thread.name`.
+//! - Every NamedSpan and TracedSpan record is one span with the recording's span id (8 bytes,
+//!   big-endian), its name, kind INTERNAL, and UNIX times from the file's wall-clock anchor;
+//!   attributes `thread.id`, `thread.name`.
+//! - A `tracing` span is one span for all its entries, on whatever threads, from its first
+//!   entry's start to its last entry's end; its fields are attributes, its events span events,
+//!   its `follows_from` links Links, and the spans its entries hold its children (see
+//!   [`tracing`]: its id is [`tracing_span_id`] of its key).
 //! - A TracedSpan with a W3C trace id is a span of that trace; with a command's causal id, a
 //!   span of the command's trace (see [`commands`]: the trace id is the causal id, `hi` then
 //!   `lo` big-endian, and the span's parent is the command's root span "command S/Q", which
@@ -23,16 +27,17 @@
 //!   its recorded parent (in another trace) is kept as `typhon.recorded_parent_span_id`.
 //! - A NamedSpan or `tracing` span is in its parent's trace; a top-level one (and its subtree)
 //!   is a local trace of its own, id = 8 bytes of the recording (FNV-1a of host, pid and
-//!   wall-clock anchor) then the root's span id, so a thread's work reads as one trace per
-//!   top-level span (a frame, a job).
-//! - Ticks, phases, plain instants, CeLog events, `tracing` events and span descriptions are
-//!   not spans: they are left out and counted ([`OtlpStats::left_out`]); the Perfetto export
+//!   wall-clock anchor) then the root's span id (a `tracing` span's: its key-derived id), so a
+//!   thread's work reads as one trace per top-level span (a frame, a job, a request).
+//! - Ticks, phases, plain instants, CeLog events and `tracing` events outside any span are not
+//!   in the spans: they are left out and counted ([`OtlpStats::left_out`]); the Perfetto export
 //!   shows them. Missed counts and damaged pages are counted too.
 //! - The resource: `service.name`, `host.name`, `process.pid` (slot 0's ThreadInfo),
 //!   `typhon.recording.path`; the scope: "typhon-recorder" and the recorder's version.
 //!
-//! Memory is a batch, the spans waiting for their parent (the open subtrees) and the commands
-//! in flight, each capped ([`spans::MAX_WAITING`], [`commands::MAX_OPEN`]), not the records.
+//! Memory is a batch, the spans waiting for their parent (the open subtrees), the commands in
+//! flight and the open `tracing` spans, each capped ([`spans::MAX_WAITING`],
+//! [`commands::MAX_OPEN`], [`tracing::MAX_OPEN`]), not the records.
 //!
 //! ```
 //! use typhon_trace::export::otlp::{write, OtlpOptions};
@@ -49,11 +54,13 @@
 mod batch;
 pub mod commands;
 pub mod spans;
+pub mod tracing;
 mod values;
 
 pub use commands::{root_span_id, NO_DRAIN_TICK};
 /// The OTLP types (prost) the export builds, for callers that send or read them.
 pub use opentelemetry_proto;
+pub use tracing::tracing_span_id;
 
 use super::error::ExportError;
 use crate::tracedat::{TraceDatError, TraceFile};
@@ -66,6 +73,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message;
 use spans::Trees;
 use std::io::{self, Write};
+use tracing::TracingSpans;
 use typhon_recorder::codec::correlation::command_of_causal_id;
 use typhon_recorder::codec::records::{self, Record as Body};
 use values::{hex, kv_int, kv_str, span, trace_id, Clock, ThreadId};
@@ -110,20 +118,42 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// What went into an OTLP export. Every record is counted once:
-/// `records = spans + correlation + thread_infos + left_out`.
+/// What went into an OTLP export. Every record is counted once: `records = spans +
+/// correlation + thread_infos + definitions + tracing_entries + tracing_descriptions +
+/// tracing_events + tracing_links + left_out`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OtlpStats {
     /// Records read.
     pub records: u64,
-    /// Span records (each one OTLP span).
+    /// NamedSpan and TracedSpan records (each one OTLP span).
     pub spans: u64,
+    /// `tracing` span entries (all of a span's entries are one OTLP span).
+    pub tracing_entries: u64,
+    /// `tracing` span descriptions (their fields are their span's attributes).
+    pub tracing_descriptions: u64,
+    /// `tracing` events in a span (each an event of its span, or beyond 128 counted in its
+    /// `dropped_events_count`; those outside any span, or in one never entered, are
+    /// `left_out`).
+    pub tracing_events: u64,
+    /// `follows_from` records (each a Link of the span that follows).
+    pub tracing_links: u64,
+    /// OTLP spans written for `tracing` spans.
+    pub tracing_spans: u64,
+    /// `tracing` records that came after their span was written (idle for 30 s, or too many
+    /// open): an entry is written as a span of its own under it, an event or link is left out
+    /// (and counted in `left_out` too).
+    pub tracing_late: u64,
+    /// `tracing` spans described but never entered: no span (their events and links are
+    /// `left_out`).
+    pub tracing_unentered: u64,
+    /// Definitions (`tracing` callsites), which name the records that use them.
+    pub definitions: u64,
     /// Correlation instants (each an event of its command's root, or an unjoined EgressSent).
     pub correlation: u64,
     /// ThreadInfo records (they name the spans' threads).
     pub thread_infos: u64,
-    /// Records that are not spans in OTLP (ticks, phases, instants, CeLog, `tracing` events
-    /// and span descriptions, undecodable records).
+    /// Records that are not in the OTLP spans (ticks, phases, instants, CeLog, `tracing` events
+    /// outside any span, undecodable records).
     pub left_out: u64,
     /// Command root spans written.
     pub commands: u64,
@@ -157,6 +187,8 @@ pub struct OtlpStats {
     pub peak_waiting: u64,
     /// Most commands held at once (in flight, or waiting for their egress).
     pub peak_commands: u64,
+    /// Most `tracing` spans open at once.
+    pub peak_tracing_open: u64,
 }
 
 /// Reads `file` and hands its spans to `out` as requests of at most `opts.batch` spans, with
@@ -208,6 +240,7 @@ pub fn export_batches(
     let key = local_key(&opts.host, pid, anchor);
     let mut trees = Trees::new(key);
     let mut cmds = Commands::default();
+    let mut tracing = TracingSpans::default();
     let mut threads: Vec<Option<ThreadId>> = Vec::new();
     for r in file.stream_records() {
         let r = match r {
@@ -264,7 +297,58 @@ pub fn export_batches(
                     name.to_string()
                 };
             }
-            Body::NamedSpan { span: x, name } | Body::TracingSpan { span: x, name, .. } => {
+            Body::TracingSpan {
+                span: x, key, name, ..
+            } => {
+                b.stats.tracing_entries += 1;
+                tracing.entry(
+                    &mut b,
+                    &mut trees,
+                    &clock,
+                    (key, &x, name),
+                    (ts, end),
+                    th,
+                    r.ts,
+                )?;
+            }
+            Body::TracingSpanInfo {
+                key,
+                tracing_id,
+                level,
+                target,
+                fields,
+                ..
+            } => {
+                b.stats.tracing_descriptions += 1;
+                tracing.describe((key, tracing_id), r.ts, (level, target, fields));
+            }
+            Body::TracingEvent {
+                span_key,
+                level,
+                target,
+                message,
+                fields,
+            } => {
+                let ev = (level, target, message, fields);
+                if span_key == 0 {
+                    b.stats.left_out += 1;
+                } else if tracing.event(&clock, span_key, ts, ev, th, r.ts) {
+                    b.stats.tracing_events += 1;
+                } else {
+                    b.stats.left_out += 1;
+                    b.stats.tracing_late += 1;
+                }
+            }
+            Body::TracingFollows { key, follows_key } => {
+                if tracing.follows(key, follows_key, r.ts) {
+                    b.stats.tracing_links += 1;
+                } else {
+                    b.stats.left_out += 1;
+                    b.stats.tracing_late += 1;
+                }
+            }
+            Body::TracingCallsite(_) => b.stats.definitions += 1,
+            Body::NamedSpan { span: x, name } => {
                 b.stats.spans += 1;
                 let mut s = span(
                     [0; 16],
@@ -311,8 +395,10 @@ pub fn export_batches(
             _ => b.stats.left_out += 1,
         }
         cmds.expire(&mut b, &clock, r.ts)?;
+        tracing.expire(&mut b, &mut trees, &clock, r.ts)?;
     }
     cmds.finish(&mut b, &clock)?;
+    tracing.finish(&mut b, &mut trees, &clock)?;
     b.stats.orphans = trees.release_all(&mut b)?;
     b.flush()?;
     Ok(b.stats)

@@ -1,6 +1,7 @@
 //! The small conversions every OTLP span needs: ids to bytes, file times to UNIX ns, attribute
 //! values, and the thread a record was written on.
 
+use crate::export::Arg;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use typhon_recorder::codec::records::TraceContext;
@@ -19,8 +20,11 @@ pub(super) fn trace_id(c: TraceContext) -> [u8; 16] {
     }
 }
 
-/// A span id as OTLP's 8 bytes (big-endian: its hex is the number's).
+/// A span id as OTLP's 8 bytes (big-endian: its hex is the number's); 0 (no parent) as none.
 pub(super) fn span_id(id: u64) -> Vec<u8> {
+    if id == 0 {
+        return Vec::new();
+    }
     id.to_be_bytes().to_vec()
 }
 
@@ -68,6 +72,17 @@ pub(super) fn kv_u64(key: &str, v: u64) -> KeyValue {
     }
 }
 
+/// An export argument as an attribute of its type.
+pub(super) fn kv_arg(key: &str, v: Arg<'_>) -> KeyValue {
+    match v {
+        Arg::U(u) => kv_u64(key, u),
+        Arg::I(i) => kv_int(key, i),
+        Arg::S(s) => kv_str(key, &s),
+        Arg::F(f) => kv(key, Value::DoubleValue(f)),
+        Arg::B(b) => kv(key, Value::BoolValue(b)),
+    }
+}
+
 /// The thread a slot's records belong to now.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct ThreadId {
@@ -104,11 +119,7 @@ pub(super) fn span(
     Span {
         trace_id: trace.to_vec(),
         span_id: span_id(id),
-        parent_span_id: if parent == 0 {
-            Vec::new()
-        } else {
-            span_id(parent)
-        },
+        parent_span_id: span_id(parent),
         name: name.to_string(),
         kind,
         start_time_unix_nano: start,
