@@ -62,7 +62,8 @@ macro_rules! span {
 }
 
 /// Records a NamedInstant: `instant!("hit")` ([`named_instant`](crate::named_instant) with
-/// payload 0) or `instant!("hit", payload)`.
+/// payload 0) or `instant!("hit", payload)`; a literal name is
+/// [`named_instant_static`](crate::named_instant_static)'s (written once per slot).
 ///
 /// ```
 /// typhon_recorder::instant!("collision");
@@ -70,6 +71,13 @@ macro_rules! span {
 /// ```
 #[macro_export]
 macro_rules! instant {
+    // A literal is a `&'static str`: written once per slot (`named_instant_static`).
+    ($name:literal) => {
+        $crate::named_instant_static($name, 0)
+    };
+    ($name:literal, $payload:expr) => {
+        $crate::named_instant_static($name, $payload)
+    };
     ($name:expr) => {
         $crate::named_instant($name, 0)
     };

@@ -10,7 +10,7 @@
 mod recording;
 
 use proptest::prelude::*;
-use recording::read_stream;
+use recording::{read_stream, Names};
 use std::collections::{BTreeMap, BTreeSet};
 use typhon_recorder::codec::records::{self, Record};
 use typhon_recorder::sink::MemorySink;
@@ -41,10 +41,12 @@ fn spans(sink: &MemorySink) -> Vec<Span> {
     let pages = sink.pages();
     let pages = pages.lock();
     let mut out = Vec::new();
+    let mut names = Names::default();
     for (slot, stream) in pages.slots.iter().enumerate() {
         for p in read_stream(stream) {
             for (_, r) in &p.records {
-                let (h, rec) = records::decode(r).unwrap();
+                let Some(r) = names.read(r) else { continue };
+                let (h, rec) = records::decode(&r).unwrap();
                 let (span, name) = match rec {
                     Record::NamedSpan { span, name } => (span, name),
                     Record::TracedSpan { span, name, .. } => (span, name),

@@ -13,12 +13,14 @@
 //! - `writer`: the thread-local claim on a slot;
 //! - `api`, `span_api` and `spans`: the free functions, the span functions and the span
 //!   guards under them; `named`: the instants and
-//!   phases that carry their names; `celog`: the CeLog event builder.
+//!   phases that carry their names; `names`: the slots' static names, written once per slot
+//!   (SPEC §15); `celog`: the CeLog event builder.
 
 pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;
 pub(crate) mod named;
+pub(crate) mod names;
 pub mod ring;
 pub mod slots;
 pub(crate) mod span_api;

@@ -410,7 +410,8 @@ impl Engine<'_> {
                     .min(MAX_TIME);
                 self.slice(sink, th, ts, end, rec)?;
             }
-            Some((_, Body::ThreadInfo { .. })) => {}
+            // A static name's definition is no event: the records that use it are resolved.
+            Some((_, Body::ThreadInfo { .. } | Body::NameDefinition { .. })) => {}
             Some((_, Body::TickStart)) => {
                 if let Some(h) = self.threads[th].open_tick.replace(instant(ts)) {
                     // Two starts in a row: the first stays a mark.
