@@ -37,7 +37,8 @@
 //!     }
 //!     let stats = rec.finish()?; // everything written before this call is in run.dat
 //!     assert_eq!(stats.total_missed(), 0);
-//!     assert_eq!(stats.user_written(), 1 + 3 * 10); // ThreadInfo + ten records per tick
+//!     // ThreadInfo, the static names' definitions ("physics", "collision"), ten records a tick
+//!     assert_eq!(stats.user_written(), 1 + 2 + 3 * 10);
 //! #   std::fs::remove_dir_all(&dir)?;
 //!     Ok(())
 //! }
