@@ -37,7 +37,8 @@
 //!     }
 //!     let stats = rec.finish()?; // everything written before this call is in run.dat
 //!     assert_eq!(stats.total_missed(), 0);
-//!     assert_eq!(stats.user_written(), 1 + 3 * 10); // ThreadInfo + ten records per tick
+//!     // ThreadInfo, the static names' definitions ("physics", "collision"), ten records a tick
+//!     assert_eq!(stats.user_written(), 1 + 2 + 3 * 10);
 //! #   std::fs::remove_dir_all(&dir)?;
 //!     Ok(())
 //! }
@@ -118,7 +119,7 @@ pub use flush::flusher::MAX_AHEAD_NS;
 #[doc(hidden)]
 pub use macros::__span_fmt;
 pub use recorder::{
-    Recorder, RecorderBuilder, RecorderError, Unfinished, DEFAULT_FLUSH_INTERVAL,
+    Recorder, RecorderBuilder, RecorderError, SlotDefinitions, Unfinished, DEFAULT_FLUSH_INTERVAL,
     DEFAULT_RING_BYTES, DEFAULT_SPARE_RINGS,
 };
 pub use sink::tracedat;
@@ -136,9 +137,9 @@ pub use write::celog::CeLog;
 pub use write::clock::Clock;
 pub use write::locks::{TracedMutex, TracedMutexGuard};
 pub use write::named::{
-    named_instant, named_instant_at, named_phase_end, named_phase_end_at, named_phase_start,
-    named_phase_start_at, phase, try_named_instant, try_named_phase_end, try_named_phase_start,
-    PhaseGuard,
+    named_instant, named_instant_at, named_instant_static, named_phase_end, named_phase_end_at,
+    named_phase_end_static, named_phase_start, named_phase_start_at, named_phase_start_static,
+    phase, try_named_instant, try_named_phase_end, try_named_phase_start, PhaseGuard,
 };
 pub use write::span_api::{
     span, span_at, span_begin, span_end, span_static, span_static_at, traced_span, traced_span_at,

@@ -52,7 +52,8 @@ pub fn __span_fmt(args: std::fmt::Arguments<'_>) -> SpanGuard {
 /// for level in 0..3 {
 ///     let _l = span!("load level {level}");
 /// }
-/// assert_eq!(rec.finish().unwrap().user_written(), 5); // ThreadInfo + 4 spans
+/// // ThreadInfo, the definition of the static name "frame", 4 spans
+/// assert_eq!(rec.finish().unwrap().user_written(), 6);
 /// ```
 #[macro_export]
 macro_rules! span {
@@ -62,7 +63,8 @@ macro_rules! span {
 }
 
 /// Records a NamedInstant: `instant!("hit")` ([`named_instant`](crate::named_instant) with
-/// payload 0) or `instant!("hit", payload)`.
+/// payload 0) or `instant!("hit", payload)`; a literal name is
+/// [`named_instant_static`](crate::named_instant_static)'s (written once per slot).
 ///
 /// ```
 /// typhon_recorder::instant!("collision");
@@ -70,6 +72,13 @@ macro_rules! span {
 /// ```
 #[macro_export]
 macro_rules! instant {
+    // A literal is a `&'static str`: written once per slot (`named_instant_static`).
+    ($name:literal) => {
+        $crate::named_instant_static($name, 0)
+    };
+    ($name:literal, $payload:expr) => {
+        $crate::named_instant_static($name, $payload)
+    };
     ($name:expr) => {
         $crate::named_instant($name, 0)
     };

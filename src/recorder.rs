@@ -435,6 +435,15 @@ pub struct Recorder {
     finished: bool,
 }
 
+/// What [`Recorder::slot_definitions`] returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlotDefinitions {
+    /// The slot's NameDefinition records, in id order.
+    pub records: Vec<Box<[u8]>>,
+    /// Records of the slot that carried their static name inline: its table had no room.
+    pub inline: u64,
+}
+
 impl Recorder {
     /// A snapshot of the counters now.
     ///
@@ -471,6 +480,34 @@ impl Recorder {
     pub fn definition_records(&self) -> (Vec<Box<[u8]>>, u64) {
         let d = self.core.definitions.lock();
         (d.records.values().cloned().collect(), d.overflow)
+    }
+
+    /// The static names (SPEC §15) slot `slot` has defined so far, as NameDefinition records
+    /// of that slot stamped `ts` (raw ticks, or whatever time the caller's file starts at;
+    /// readers match a definition by slot and id, not by time), in id order, and how many of
+    /// the slot's records carried their name inline because its table of names was full. A
+    /// slot's ids never change meaning within a recording, whichever thread owns the slot, so
+    /// a file that starts in the middle of the recording (a snapshot's window, a new segment,
+    /// SPEC §16) writes these at the start of the slot's data, beside
+    /// [`definition_records`](Self::definition_records) (the `tracing` callsites, which are
+    /// per recording), and every record of the slot it keeps resolves. The flusher side calls
+    /// it as `core.registry.name_definitions(slot, ts)`: it reads the slot's table (a lock of
+    /// the slot's entry, no lock the writers take).
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::doc_lock();
+    /// use typhon_recorder::codec::records::{decode, Record};
+    /// let r = typhon_recorder::RecorderBuilder::new()
+    ///     .sink(typhon_recorder::sink::NullSink).start().unwrap();
+    /// drop(typhon_recorder::span_static("frame"));
+    /// let defs = r.slot_definitions(1, 0);
+    /// assert_eq!(defs.inline, 0);
+    /// assert_eq!(decode(&defs.records[0]).unwrap().1, Record::NameDefinition { name_id: 1, name: "frame" });
+    /// r.finish().unwrap();
+    /// ```
+    pub fn slot_definitions(&self, slot: u8, ts: i64) -> SlotDefinitions {
+        let (records, inline) = self.core.registry.name_definitions(slot, ts);
+        SlotDefinitions { records, inline }
     }
 
     /// Waits until the flusher has drained every record written before this call (on this

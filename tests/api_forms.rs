@@ -2,11 +2,11 @@
 //! a name whose `Display` itself opens a span), `span(&format!(..))`, `traced_span` with
 //! `command_causal_id`'s result, `phase()` guards, `instant!`, and the `CeLog` builder (each
 //! of its options against the positional `celog_data` fields). Records are read back from the
-//! memory sink's pages.
+//! memory sink's pages, static names resolved as the readers do.
 
 mod recording;
 
-use recording::read_stream;
+use recording::{read_stream, Names};
 use std::fmt;
 use typhon_recorder::codec::celog::{CELID_USER, CELZONE_HEAP};
 use typhon_recorder::codec::records::{self, Record};
@@ -18,9 +18,11 @@ fn records_of(sink: &MemorySink) -> Vec<String> {
     let pages = sink.pages();
     let pages = pages.lock();
     let mut out = Vec::new();
+    let mut names = Names::default();
     for p in read_stream(&pages.slots[1]) {
         for (_, r) in &p.records {
-            let (_, rec) = records::decode(r).unwrap();
+            let Some(r) = names.read(r) else { continue };
+            let (_, rec) = records::decode(&r).unwrap();
             out.push(match rec {
                 Record::NamedSpan { name, .. } => format!("span {name}"),
                 Record::TracedSpan { name, context, .. } => {

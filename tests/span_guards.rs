@@ -10,7 +10,7 @@
 mod recording;
 
 use proptest::prelude::*;
-use recording::read_stream;
+use recording::{read_stream, Names};
 use std::collections::{BTreeMap, BTreeSet};
 use typhon_recorder::codec::records::{self, Record};
 use typhon_recorder::sink::MemorySink;
@@ -41,10 +41,12 @@ fn spans(sink: &MemorySink) -> Vec<Span> {
     let pages = sink.pages();
     let pages = pages.lock();
     let mut out = Vec::new();
+    let mut names = Names::default();
     for (slot, stream) in pages.slots.iter().enumerate() {
         for p in read_stream(stream) {
             for (_, r) in &p.records {
-                let (h, rec) = records::decode(r).unwrap();
+                let Some(r) = names.read(r) else { continue };
+                let (h, rec) = records::decode(&r).unwrap();
                 let (span, name) = match rec {
                     Record::NamedSpan { span, name } => (span, name),
                     Record::TracedSpan { span, name, .. } => (span, name),
@@ -656,4 +658,36 @@ fn spans_deeper_or_longer_than_the_stack_allocate_nothing() {
         stats.slot(1).unwrap().refused > 0,
         "the stack's room was passed"
     );
+}
+
+/// Static names (SPEC §15) allocate nothing after the thread's first event either: defining a
+/// name, finding it again, and writing one inline because the slot's table is full.
+#[test]
+fn static_names_defined_found_or_past_the_table_allocate_nothing() {
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = recorder(&sink);
+    // More than the 32 names a 64 KiB ring's table holds.
+    let names: Vec<&'static str> = (0..50)
+        .map(|i| &*Box::leak(format!("static-{i}").into_boxed_str()))
+        .collect();
+    let allocs = std::thread::spawn(move || {
+        drop(typhon_recorder::span("first")); // claims the slot: may allocate
+        TRACK.with(|t| t.set(true));
+        for _ in 0..3 {
+            for &n in &names {
+                let _p = typhon_recorder::phase(2, n);
+                drop(typhon_recorder::span_static(n));
+                typhon_recorder::named_instant_static(n, 1);
+            }
+        }
+        TRACK.with(|t| t.set(false));
+        ALLOCS.load(std::sync::atomic::Ordering::Relaxed)
+    })
+    .join()
+    .unwrap();
+    let defs = rec.slot_definitions(1, 0);
+    rec.finish().unwrap();
+    assert_eq!(allocs, 0, "allocations on the static name path");
+    assert!(defs.inline > 0, "the table's room was passed");
 }

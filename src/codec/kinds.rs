@@ -222,7 +222,7 @@ pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 24);
+/// assert_eq!(KINDS.len(), 29);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -294,6 +294,56 @@ pub const KINDS: &[KindDef] = &[
         ],
         min_size: 19,
         fixed: false,
+    },
+    // Static names (SPEC §15): a name is defined once per slot (NameDefinition) and the
+    // records below carry its id; each is its inline kind (246, 241, 242, 243) with `name_id`
+    // in the name's place. A reader resolves the id against the definitions of the record's
+    // slot; trace-cmd, which cannot, prints the id.
+    KindDef {
+        kind: K::NAME_DEFINITION,
+        name: "NameDefinition",
+        shape: Shape::Instant,
+        fields: &[f("name_id", U32, 12), f("name", CStr, 16)],
+        min_size: 17,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::NAMED_SPAN_ID,
+        name: "NamedSpanId",
+        shape: Shape::Span,
+        fields: &[
+            f("duration_ns", I64, 12),
+            f("span_id", U64, 20),
+            f("parent_span_id", U64, 28),
+            f("flags", U8, 36),
+            f("name_id", U32, 37),
+        ],
+        min_size: 41,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::NAMED_INSTANT_ID,
+        name: "NamedInstantId",
+        shape: Shape::Instant,
+        fields: &[f("payload", I32, 12), f("name_id", U32, 16)],
+        min_size: 20,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::NAMED_PHASE_START_ID,
+        name: "NamedPhaseStartId",
+        shape: Shape::Instant,
+        fields: &[f("phase", U8, 12), f("name_id", U32, 13)],
+        min_size: 17,
+        fixed: true,
+    },
+    KindDef {
+        kind: K::NAMED_PHASE_END_ID,
+        name: "NamedPhaseEndId",
+        shape: Shape::Instant,
+        fields: &[f("phase", U8, 12), f("name_id", U32, 13)],
+        min_size: 17,
+        fixed: true,
     },
     KindDef {
         kind: K::INGRESS_RECEIVED,

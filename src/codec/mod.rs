@@ -188,6 +188,44 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_EVENT_VALUES.0, 253);
     /// ```
     pub const TRACING_EVENT_VALUES: Self = Self(253);
+    /// Kind 228: a static name's definition in its slot (SPEC §15): u32 name_id, then the
+    /// NUL-terminated UTF-8 name. Written once per slot before the first record that uses the
+    /// id (kinds 229–232); ids are per slot and never change meaning within a recording.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAME_DEFINITION.0, 228);
+    /// ```
+    pub const NAME_DEFINITION: Self = Self(228);
+    /// Kind 229: a NamedSpan whose name is the slot's definition `name_id` (span extension,
+    /// flags bit 0 clear, then u32 name_id; 41 bytes).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_SPAN_ID.0, 229);
+    /// ```
+    pub const NAMED_SPAN_ID: Self = Self(229);
+    /// Kind 230: a NamedInstant by name id: i32 payload, u32 name_id (20 bytes).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_INSTANT_ID.0, 230);
+    /// ```
+    pub const NAMED_INSTANT_ID: Self = Self(230);
+    /// Kind 231: a NamedPhaseStart by name id: u8 phase, u32 name_id (17 bytes).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_PHASE_START_ID.0, 231);
+    /// ```
+    pub const NAMED_PHASE_START_ID: Self = Self(231);
+    /// Kind 232: a NamedPhaseEnd by name id, laid out as NamedPhaseStartId.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::NAMED_PHASE_END_ID.0, 232);
+    /// ```
+    pub const NAMED_PHASE_END_ID: Self = Self(232);
     /// An instant named by its own string: i32 payload, then the NUL-terminated UTF-8 name
     /// (kind 241, unused by SPEC §2; `instant(name_id, payload)` is the numbered form).
     ///

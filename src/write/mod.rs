@@ -13,14 +13,16 @@
 //! - `writer`: the thread-local claim on a slot;
 //! - `api`, `span_api` and `spans`: the free functions, the span functions and the span
 //!   guards under them; `named`: the instants and
-//!   phases that carry their names; `celog`: the CeLog event builder; `locks`: the mutex whose
-//!   contended waits are spans.
+//!   phases that carry their names; `names`: the slots' static names, written once per slot
+//!   (SPEC §15); `celog`: the CeLog event builder; `locks`: the mutex whose contended waits
+//!   are spans.
 
 pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;
 pub(crate) mod locks;
 pub(crate) mod named;
+pub(crate) mod names;
 pub mod ring;
 pub mod slots;
 pub(crate) mod span_api;

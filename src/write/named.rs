@@ -1,7 +1,8 @@
 //! Instants and phases that carry their names (NamedInstant, NamedPhaseStart, NamedPhaseEnd):
 //! the record holds the name, so every reader shows it without a table to join. The name is
 //! checked (no NUL, fits a record) and copied into the ring; a refused one is counted, never
-//! truncated.
+//! truncated. A `&'static str` name ([`named_instant_static`], [`phase`], `instant!` of a
+//! literal) is written once per slot as a definition, and its records carry its id (SPEC §15).
 
 use crate::codec::{self, records, TraceEventKind as K};
 use crate::write::writer::*;
@@ -33,6 +34,112 @@ fn put_named(
         }));
     }
     put_variable(kind, size, at, fill)
+}
+
+/// A record of `kind` named by the static `name`: its id form (`id_size` bytes, filled by
+/// `by_id(record, slot, time, id)`) when the slot has an id for the name, else `inline()` (the
+/// inline kind's path, which also counts what is filtered or refused).
+#[inline(always)]
+fn put_static(
+    kind: K,
+    name: &'static str,
+    at: Option<u64>,
+    id_size: usize,
+    by_id: impl FnOnce(&mut [u8], u8, i64, u32),
+    inline: impl FnOnce() -> Result<(), WriteError>,
+) -> Result<(), WriteError> {
+    if cfg!(feature = "compile-out") {
+        return Ok(());
+    }
+    if kind_state(kind) != crate::session::KIND_ON {
+        return inline();
+    }
+    let w = current_writer();
+    if w.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the thread's own writer, used only within this call, which does not reenter the
+    // recorder (see `current_writer`); no reference to it is live across `inline`.
+    let id = unsafe { (*w).static_name_id(name, at) };
+    if id == 0 {
+        return inline();
+    }
+    // SAFETY: as above.
+    let w = unsafe { &mut *w };
+    let t = w.ts(at) as i64;
+    let slot = w.slot;
+    w.put(id_size, |d| by_id(d, slot, t, id));
+    Ok(())
+}
+
+/// [`named_instant`] for a name that lives as long as the program (a literal, what
+/// [`instant!`](crate::instant!) of a literal calls): the name is written once per slot (a
+/// NameDefinition) and each instant carries its id (a NamedInstantId, 20 bytes). Readers show
+/// it as a NamedInstant; checks and counts are those of [`named_instant`].
+///
+/// ```
+/// # let _g = typhon_recorder::doc_lock();
+/// use typhon_recorder::{sink::NullSink, RecorderBuilder};
+/// let rec = RecorderBuilder::new().sink(NullSink).start().unwrap();
+/// for i in 0..3 {
+///     typhon_recorder::named_instant_static("collision", i);
+/// }
+/// // ThreadInfo, the name's definition and the 3 instants.
+/// assert_eq!(rec.finish().unwrap().user_written(), 5);
+/// ```
+#[inline]
+pub fn named_instant_static(name: &'static str, payload: i32) {
+    let _ = put_static(
+        K::NAMED_INSTANT,
+        name,
+        None,
+        records::NAMED_INSTANT_ID_SIZE,
+        |d, slot, t, id| {
+            let _ = records::write_named_instant_id(d, slot, t, payload, id);
+        },
+        || try_named_instant(name, payload, None),
+    );
+}
+
+/// [`named_phase_start`] for a static name (see [`named_instant_static`]): a
+/// NamedPhaseStartId, shown by readers as a NamedPhaseStart.
+///
+/// ```
+/// typhon_recorder::named_phase_start_static(1, "physics");
+/// typhon_recorder::named_phase_end_static(1, "physics");
+/// ```
+#[inline]
+pub fn named_phase_start_static(phase: u8, name: &'static str) {
+    let _ = named_phase_static(true, phase, name);
+}
+
+/// [`named_phase_end`] for a static name (see [`named_phase_start_static`]).
+///
+/// ```
+/// typhon_recorder::named_phase_end_static(1, "physics");
+/// ```
+#[inline]
+pub fn named_phase_end_static(phase: u8, name: &'static str) {
+    let _ = named_phase_static(false, phase, name);
+}
+
+#[inline(always)]
+fn named_phase_static(start: bool, phase: u8, name: &'static str) -> Result<(), WriteError> {
+    let kind = if start {
+        K::NAMED_PHASE_START
+    } else {
+        K::NAMED_PHASE_END
+    };
+    put_static(
+        kind,
+        name,
+        None,
+        records::NAMED_PHASE_ID_SIZE,
+        |d, slot, t, id| {
+            let _ = records::write_named_phase_id(d, slot, t, start, phase, id);
+        },
+        || named_phase_opt(None, start, phase, name),
+    )
 }
 
 /// Records a NamedInstant: a point in time called `name`, with `payload`. Use it where
@@ -190,12 +297,13 @@ pub struct PhaseGuard {
 impl Drop for PhaseGuard {
     #[inline]
     fn drop(&mut self) {
-        named_phase_end(self.phase, self.name);
+        named_phase_end_static(self.phase, self.name);
     }
 }
 
 /// Starts phase `phase` called `name` (a NamedPhaseStart) and returns the guard that ends it:
-/// the name is written once in the code, and the end cannot be forgotten.
+/// the name is written once in the code, and the end cannot be forgotten. The name is static:
+/// written once per slot, its records carry its id ([`named_phase_start_static`]).
 ///
 /// ```
 /// # let _g = typhon_recorder::doc_lock();
@@ -204,11 +312,12 @@ impl Drop for PhaseGuard {
 /// {
 ///     let _physics = typhon_recorder::phase(1, "physics");
 /// }
-/// assert_eq!(rec.finish().unwrap().user_written(), 3); // ThreadInfo, start, end
+/// // ThreadInfo, the name's definition, start, end
+/// assert_eq!(rec.finish().unwrap().user_written(), 4);
 /// ```
 #[inline]
 pub fn phase(phase: u8, name: &'static str) -> PhaseGuard {
-    named_phase_start(phase, name);
+    named_phase_start_static(phase, name);
     PhaseGuard {
         phase,
         name,

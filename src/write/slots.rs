@@ -72,6 +72,9 @@ pub struct SlotEntry {
     /// The open spans of the slot's thread, made at the slot's first claim and kept for its
     /// later threads (see [`Registry::span_stack`]).
     pub(crate) spans: Mutex<Option<std::sync::Arc<crate::write::stack::SpanStack>>>,
+    /// The slot's static names (SPEC §15), made at its first claim and kept for its later
+    /// threads (see [`Registry::names`]).
+    pub(crate) names: Mutex<Option<std::sync::Arc<crate::write::names::NameTable>>>,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -288,6 +291,31 @@ impl Registry {
         let s = g.get_or_insert_with(|| std::sync::Arc::new(crate::write::stack::SpanStack::new()));
         s.clear();
         s.clone()
+    }
+
+    /// The static names of `slot`, for the thread that just claimed it, and its epoch in them:
+    /// made at the slot's first claim, sized with the ring (the claim allocates; no write
+    /// does), kept for its later threads, whose ids stay those of the slot.
+    pub(crate) fn names(&self, slot: u8) -> (std::sync::Arc<crate::write::names::NameTable>, u32) {
+        let mut g = self.slot(slot).names.lock();
+        let t = g.get_or_insert_with(|| {
+            std::sync::Arc::new(crate::write::names::NameTable::new(self.ring_bytes))
+        });
+        (t.clone(), t.claim())
+    }
+
+    /// The NameDefinition records of every static name `slot` has defined so far (stamped
+    /// `ts`), and how many of its records carried their name inline for want of room in its
+    /// table (see [`crate::Recorder::slot_definitions`]).
+    pub(crate) fn name_definitions(&self, slot: u8, ts: i64) -> (Vec<Box<[u8]>>, u64) {
+        let t = self.slot(slot).names.lock().clone();
+        t.map_or((Vec::new(), 0), |t| {
+            // Relaxed: a statistic.
+            (
+                t.definitions(slot, ts),
+                t.inline.load(std::sync::atomic::Ordering::Relaxed),
+            )
+        })
     }
 
     /// The records of the spans `slot`'s thread has open, ending at `end` (raw ticks), each

@@ -140,8 +140,10 @@ pub fn span_at(name: &str, start: u64) -> SpanGuard {
 /// [`span`] for a name that lives as long as the program (a literal, or a `&'static str`
 /// from a table): the fast path, and what [`span!`](crate::span!) with a literal name (and
 /// no arguments) calls. The name is not copied when the span begins: the thread's stack
-/// points at it, and it is copied once, into the record, when the span ends. Everything
-/// else is as for [`span`]: the same nesting, the same record (a NamedSpan), the same checks
+/// points at it. It is written once per slot, as a definition (SPEC §15), and each span
+/// carries its id (a NamedSpanId, 41 bytes, which readers show as a NamedSpan); past the
+/// slot's room for names (one per 4 KiB of ring, at least 32) it is copied into the record
+/// when the span ends. Everything else is as for [`span`]: the same nesting, the same checks
 /// and counts (a name with a NUL byte, or too long for a page, is refused and counted), and
 /// a static span takes no room of the [`SPAN_NAME_BYTES`](crate::SPAN_NAME_BYTES) for names
 /// (only one of the [`SPAN_DEPTH`](crate::SPAN_DEPTH) entries).
@@ -156,7 +158,8 @@ pub fn span_at(name: &str, start: u64) -> SpanGuard {
 ///     let _bad = span_static("a\0b"); // refused, counted
 /// }
 /// let stats = rec.finish().unwrap();
-/// assert_eq!(stats.user_written(), 3); // ThreadInfo + 2 spans
+/// // ThreadInfo, the 2 names' definitions, 2 spans
+/// assert_eq!(stats.user_written(), 5);
 /// assert_eq!(stats.slot(1).unwrap().refused, 1);
 /// ```
 #[inline]

@@ -110,6 +110,7 @@ impl SpanGuard {
                 parent: 0,
                 name: std::ptr::null(),
                 name_len: 0,
+                name_id: 0,
             },
             _marker: std::marker::PhantomData,
         }
@@ -178,18 +179,22 @@ impl Writer {
             start,
             parent,
             name: copy,
-            name_len: name.len(),
+            // A record's name is at most 65534 bytes (checked by the caller).
+            name_len: name.len() as u32,
+            name_id: 0,
         })
     }
 
     /// [`open_span`](Self::open_span) of a NamedSpan named by a `&'static str`, already
     /// checked by the caller (no NUL, its record fits a page): the entry points at the name,
-    /// nothing is copied, and only the depth can be out of room.
+    /// nothing is copied, and only the depth can be out of room. `name_id`: the name's id in
+    /// the slot's names (0: the record carries the name).
     #[inline(always)]
     pub(crate) fn open_span_static(
         &mut self,
         name: &'static str,
         at: Option<u64>,
+        name_id: u32,
     ) -> Option<Opened> {
         // An `Option`, not a `Result` with its `WriteError`: no guard reports the error, and a
         // `Result` kept the guard in memory rather than in registers.
@@ -211,7 +216,9 @@ impl Writer {
             start,
             parent,
             name: name.as_ptr(),
-            name_len: name.len(),
+            // Checked by the caller to fit a record.
+            name_len: name.len() as u32,
+            name_id,
         })
     }
 
@@ -315,6 +322,40 @@ impl Writer {
         name: &[u8],
     ) {
         self.end_top_with(top, id, start, parent, end, name, None, false);
+    }
+
+    /// [`end_top_named`](Self::end_top_named) of a span whose name is the slot's definition
+    /// `name_id`: a NamedSpanId, fixed in size.
+    #[inline(always)]
+    pub(crate) fn end_top_id(
+        &mut self,
+        top: usize,
+        id: u64,
+        start: u64,
+        parent: u64,
+        end: u64,
+        name_id: u32,
+    ) {
+        // Before the record, as in `end_top_with`.
+        self.stack.entries().invalidate(top);
+        self.depth = top;
+        self.top_id = parent;
+        let ext = records::SpanExt {
+            duration_ns: end.wrapping_sub(start) as i64,
+            span_id: id,
+            parent_span_id: parent,
+        };
+        let (producer, slot) = (&mut self.producer, self.slot);
+        if let Some(r) = producer.reserve_framed(records::NAMED_SPAN_ID_SIZE) {
+            if let Ok(d) = producer.reserved(&r).try_into() {
+                records::fill_named_span_id(d, slot, start as i64, &ext, name_id);
+            }
+            producer.publish(r);
+        }
+        if self.producer.passed_half() {
+            self.wake_flusher();
+        }
+        self.last_raw = end;
     }
 
     /// The end both of those share: pops the entry at `top` and writes the span's record.
@@ -426,11 +467,13 @@ pub(crate) fn close_guard(g: Opened, at: Option<u64>) {
         };
         if g.name.is_null() {
             w.end_top(w.depth - 1, id, start, parent, end);
+        } else if g.name_id != 0 {
+            w.end_top_id(w.depth - 1, id, start, parent, end, g.name_id);
         } else {
             // SAFETY: a NamedSpan's guard, open (its id is the innermost's): `name` is its
             // `&'static str`, or its copy in this thread's stack, which no push overwrites
             // while it is open; either way `name_len` bytes, and only read here.
-            let name = unsafe { std::slice::from_raw_parts(g.name, g.name_len) };
+            let name = unsafe { std::slice::from_raw_parts(g.name, g.name_len as usize) };
             w.end_top_named(w.depth - 1, id, start, parent, end, name);
         }
     } else {
@@ -481,9 +524,10 @@ pub(crate) fn begin_span(name: &str, ctx: Option<TraceContext>, at: Option<u64>)
 
 /// The begin of [`span_static`](crate::span_static) and
 /// [`span_static_at`](crate::span_static_at): [`begin_span`] of a NamedSpan whose name needs
-/// no copy, refusing and counting what it refuses. The checks (no NUL, a record that fits the
-/// page, whose limit is never above 65534 bytes) are skipped for the name the thread's last
-/// static span passed them with (see `Writer::static_checked`).
+/// no copy, refusing and counting what it refuses. A name with an id in the slot's names
+/// (`crate::write::names`) was checked when it was defined, and its span is written as a
+/// NamedSpanId; any other is checked here (no NUL, a record that fits the page, whose limit is
+/// never above 65534 bytes) and written with its name.
 #[inline(always)]
 pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     let state = kind_state(TraceEventKind::NAMED_SPAN);
@@ -502,27 +546,34 @@ pub(crate) fn begin_static(name: &'static str, at: Option<u64>) -> SpanGuard {
     if w.is_null() {
         return SpanGuard::inert();
     }
-    let key = (name.as_ptr(), name.len());
     // SAFETY: the thread's own writer, used only within this call, which does not reenter the
-    // recorder (see `current_writer`); no reference to it is live across `refuse_name`.
-    if unsafe { (*w).static_checked } != key {
-        let size = records::named_span_len(name);
-        if records::has_nul(name.as_bytes()) {
-            refuse_name(size);
-            return SpanGuard::inert();
-        }
-        // SAFETY: as above.
-        if size > unsafe { (*w).max_record } {
-            // SAFETY: as above.
-            unsafe { (*w).refuse() };
-            return SpanGuard::inert();
-        }
-        // SAFETY: as above.
-        unsafe { (*w).static_checked = key };
+    // recorder (see `current_writer`); no reference to it is live across `static_refused`.
+    let name_id = unsafe { (*w).static_name_id(name, at) };
+    if name_id == 0 && static_refused(w, name) {
+        return SpanGuard::inert();
     }
     // SAFETY: as above.
     let w = unsafe { &mut *w };
-    guard_of(w.open_span_static(name, at))
+    guard_of(w.open_span_static(name, at, name_id))
+}
+
+/// The checks of a static name written inline ([`begin_static`]): whether it is refused
+/// (counted as [`open_span`] counts it).
+#[cold]
+#[inline(never)]
+fn static_refused(w: *mut Writer, name: &'static str) -> bool {
+    let size = records::named_span_len(name);
+    if records::has_nul(name.as_bytes()) {
+        refuse_name(size);
+        return true;
+    }
+    // SAFETY: as in `begin_static`: no other reference to the writer is live here.
+    if size > unsafe { (*w).max_record } {
+        // SAFETY: as above.
+        unsafe { (*w).refuse() };
+        return true;
+    }
+    false
 }
 
 /// [`begin_static`] while NamedSpan is filtered: a bad name is refused (as [`open_span`]
@@ -633,5 +684,7 @@ pub(crate) struct Opened {
     pub(crate) parent: u64,
     /// A NamedSpan's name (see [`SpanGuard`]), null for any other span.
     pub(crate) name: *const u8,
-    pub(crate) name_len: usize,
+    pub(crate) name_len: u32,
+    /// A static name's id in the slot's names (written as a NamedSpanId), 0 for none.
+    pub(crate) name_id: u32,
 }

@@ -41,11 +41,16 @@ pub(crate) struct Writer {
     /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]): the
     /// slot's fixed stack, shared with the flusher, which writes those still open at finish.
     pub(crate) stack: OwnStack,
-    /// The `&'static str` (address, length) this thread's last static span began with, known
-    /// to hold no NUL and to fit this recorder's page: a static name does not change, so a
-    /// span that begins with the same one again (a loop, a frame's spans) skips both checks.
-    /// Null when there is none yet.
+    /// The `&'static str` (address, length) this thread's last static name was, with its id
+    /// in the slot's names (`static_id`, never 0; see `crate::write::names`): a static name
+    /// does not change, so a record named by the same one again (a loop, a frame's spans)
+    /// finds its id with one compare. Null when there is none yet.
     pub(crate) static_checked: (*const u8, usize),
+    pub(crate) static_id: u32,
+    /// This writer's epoch in the slot's names (see `NameTable::claim`).
+    pub(crate) name_epoch: u32,
+    /// The slot's static names, shared with the flusher (which restates them).
+    pub(crate) names: Arc<crate::write::names::NameTable>,
     /// `core.max_record`, copied so the span begin does not reach into `Core` for it.
     pub(crate) max_record: usize,
     pub(crate) core: Arc<Core>,
@@ -207,6 +212,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
         // unwound, the writer would be dropped (its slot retired) rather than left in place
         // without the record that names its thread.
         let stack = OwnStack::new(core.registry.span_stack(slot));
+        let (names, name_epoch) = core.registry.names(slot);
         let mut w = Writer {
             clock: core.clock.raw_clock().into(),
             max_record: core.max_record,
@@ -223,6 +229,9 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             depth: 0,
             top_id: 0,
             static_checked: (std::ptr::null(), 0),
+            static_id: 0,
+            name_epoch,
+            names,
         };
         let tid = os_tid();
         let kind = o.kind.unwrap_or(if tid == w.core.pid {

@@ -68,3 +68,21 @@ pub fn read_stream(pages: &[Vec<u8>]) -> Vec<PageView> {
         })
         .collect()
 }
+
+/// Records read as the readers read them (SPEC §15): definitions learnt, and each record that
+/// names one by id handed out as the record it stands for.
+#[derive(Default)]
+pub struct Names(typhon_trace::defs::Definitions);
+
+impl Names {
+    /// `r` as the readers see it; `None` for a definition (no event of its own).
+    pub fn read<'a>(&mut self, r: &'a [u8]) -> Option<std::borrow::Cow<'a, [u8]>> {
+        if self.0.learn(r) {
+            return None;
+        }
+        Some(match self.0.resolve(r) {
+            Some(d) => std::borrow::Cow::Owned(d),
+            None => std::borrow::Cow::Borrowed(r),
+        })
+    }
+}

@@ -193,18 +193,26 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
     while !stop.load(Ordering::Relaxed) {
         typhon_recorder::tick_start();
         for (phase, name) in [(0u8, "input"), (1, "simulation"), (2, "output")] {
-            // Input keeps the numbered forms (PhaseStart/End, an Instant by id); the others
-            // carry their names (NamedPhaseStart/End through the guard, a NamedInstant).
-            let named = (phase != 0).then(|| typhon_recorder::phase(phase, name));
-            if named.is_none() {
-                typhon_recorder::phase_start(phase);
+            // Input keeps the numbered forms (PhaseStart/End, an Instant by id); simulation's
+            // names are static, written once as definitions that its records name by id (the
+            // phase guard, `span_static`, a static instant); output's carry their names
+            // (NamedPhaseStart/End, NamedSpan, NamedInstant).
+            let guard = (phase == 1).then(|| typhon_recorder::phase(phase, name));
+            match phase {
+                0 => typhon_recorder::phase_start(phase),
+                2 => typhon_recorder::named_phase_start(phase, name),
+                _ => {}
             }
             {
-                let _s = typhon_recorder::span(name);
-                if named.is_none() {
-                    typhon_recorder::instant(phase as i32, tick as i32);
+                let _s = if phase == 1 {
+                    typhon_recorder::span_static(name)
                 } else {
-                    typhon_recorder::named_instant("step", tick as i32);
+                    typhon_recorder::span(name)
+                };
+                match phase {
+                    0 => typhon_recorder::instant(phase as i32, tick as i32),
+                    1 => typhon_recorder::named_instant_static("step", tick as i32),
+                    _ => typhon_recorder::named_instant("step", tick as i32),
                 }
                 if phase == 1 {
                     records += systems(tick);
@@ -212,9 +220,10 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
                     std::thread::sleep(Duration::from_micros(300));
                 }
             }
-            match named {
-                Some(guard) => drop(guard),
-                None => typhon_recorder::phase_end(phase),
+            match phase {
+                0 => typhon_recorder::phase_end(phase),
+                2 => typhon_recorder::named_phase_end(phase, name),
+                _ => drop(guard),
             }
         }
         typhon_recorder::tick_end(tick.is_multiple_of(5) as u8, 1);

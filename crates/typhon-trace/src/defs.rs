@@ -15,6 +15,11 @@
 //! it are counted in [`Definitions::overflow`], and a record whose definition is not in the file
 //! is handed out with `callsite#N` as its name and `fieldK` as its field names, counted in
 //! [`Definitions::unresolved`].
+//!
+//! Static names are defined the same way, per slot: a NameDefinition (id → name) in a slot's
+//! stream names the NamedSpanId, NamedInstantId, NamedPhaseStartId and NamedPhaseEndId records
+//! of that slot, which are handed out as the NamedSpan, NamedInstant, NamedPhaseStart and
+//! NamedPhaseEnd they stand for; one whose definition is not in the file is named `name#N`.
 
 use crate::span_names::SpanNames;
 use crate::tracedat::{CpuStream, Merge, OwnedRecord, TraceDatError, TraceFile};
@@ -51,6 +56,8 @@ struct Site {
 #[derive(Debug, Default)]
 pub struct Definitions {
     sites: HashMap<u32, Site>,
+    /// Static names, by slot and id.
+    names: HashMap<(u8, u32), Box<str>>,
     /// Definitions not kept: the table was full.
     pub overflow: u64,
     /// Records handed out without their definition (not in the file, or past the table).
@@ -61,8 +68,23 @@ impl Definitions {
     /// Most callsites the table keeps.
     pub const CAP: usize = 1 << 16;
 
-    /// Learns `data` if it is a TracingCallsite record; returns whether it was one.
+    /// Learns `data` if it is a definition (a TracingCallsite or a NameDefinition record);
+    /// returns whether it was one.
     pub fn learn(&mut self, data: &[u8]) -> bool {
+        if data.get(2) == Some(&K::NAME_DEFINITION.0) {
+            let Ok((h, Record::NameDefinition { name_id, name })) = records::decode(data) else {
+                return false;
+            };
+            let key = (h.slot, name_id);
+            if !self.names.contains_key(&key) {
+                if self.names.len() >= Self::CAP {
+                    self.overflow += 1;
+                } else {
+                    self.names.insert(key, name.into());
+                }
+            }
+            return true;
+        }
         if data.get(2) != Some(&K::TRACING_CALLSITE.0) {
             return false;
         }
@@ -88,9 +110,16 @@ impl Definitions {
         true
     }
 
-    /// Whether `data` uses a callsite this table does not know.
+    /// Whether `data` uses a callsite or a static name this table does not know.
     fn misses(&self, data: &[u8]) -> bool {
         match records::decode(data) {
+            Ok((
+                h,
+                Record::NamedSpanId { name_id, .. }
+                | Record::NamedInstantId { name_id, .. }
+                | Record::NamedPhaseStartId { name_id, .. }
+                | Record::NamedPhaseEndId { name_id, .. },
+            )) => !self.names.contains_key(&(h.slot, name_id)),
             Ok((
                 _,
                 Record::TracingSpanValues { callsite, .. }
@@ -137,6 +166,9 @@ impl Definitions {
     /// for any other record (or one that does not decode: readers report it as it is).
     pub fn resolve(&mut self, data: &[u8]) -> Option<Vec<u8>> {
         let (h, body) = records::decode(data).ok()?;
+        if let Some(r) = self.resolve_name(h.slot, h.timestamp, &body) {
+            return r;
+        }
         let (callsite, values) = match body {
             Record::TracingSpanValues {
                 callsite, values, ..
@@ -220,6 +252,58 @@ impl Definitions {
             .ok()?;
         out.truncate(n.next_multiple_of(4));
         Some(out)
+    }
+}
+
+impl Definitions {
+    /// [`resolve`](Self::resolve) of a record named by a static name's id: `None` if `body`
+    /// is no such record.
+    fn resolve_name(&mut self, slot: u8, ts: i64, body: &Record<'_>) -> Option<Option<Vec<u8>>> {
+        let name_id = match *body {
+            Record::NamedSpanId { name_id, .. }
+            | Record::NamedInstantId { name_id, .. }
+            | Record::NamedPhaseStartId { name_id, .. }
+            | Record::NamedPhaseEndId { name_id, .. } => name_id,
+            _ => return None,
+        };
+        let unknown;
+        let name = match self.names.get(&(slot, name_id)) {
+            Some(n) => &**n,
+            None => {
+                self.unresolved += 1;
+                unknown = format!("name#{name_id}");
+                &unknown
+            }
+        };
+        let inline = match *body {
+            Record::NamedSpanId { span, .. } => Record::NamedSpan { span, name },
+            Record::NamedInstantId { payload, .. } => Record::NamedInstant { payload, name },
+            Record::NamedPhaseStartId { phase, .. } => Record::NamedPhaseStart { phase, name },
+            Record::NamedPhaseEndId { phase, .. } => Record::NamedPhaseEnd { phase, name },
+            _ => return None,
+        };
+        // A definition's name fits its own record, so its inline record fits too (the span's
+        // 21 bytes more are within the 65534 only up to its last 21 bytes: cut it there).
+        let mut out = vec![0u8; inline.encoded_len().next_multiple_of(4)];
+        Some(match inline.write(&mut out, slot, ts) {
+            Ok(n) => {
+                out.truncate(n.next_multiple_of(4));
+                Some(out)
+            }
+            Err(_) => {
+                let room = CommonHeader::MAX_RECORD - records::named_span_len("");
+                let name = fit(name.to_owned(), room);
+                let Record::NamedSpan { span, .. } = inline else {
+                    return Some(None);
+                };
+                let mut out = vec![0u8; records::named_span_len(&name).next_multiple_of(4)];
+                let n = records::write_named_span(&mut out, slot, ts, &span, &name).ok();
+                n.map(|n| {
+                    out.truncate(n.next_multiple_of(4));
+                    out
+                })
+            }
+        })
     }
 }
 
@@ -308,10 +392,9 @@ impl Resolved<'_> {
         };
         let kind = r.data.get(2).copied();
         self.written_kind = kind.unwrap_or(0);
-        if kind == Some(K::TRACING_CALLSITE.0) {
+        if kind == Some(K::TRACING_CALLSITE.0) || kind == Some(K::NAME_DEFINITION.0) {
             self.defs.learn(&r.data);
-        } else if kind == Some(K::TRACING_SPAN_VALUES.0) || kind == Some(K::TRACING_EVENT_VALUES.0)
-        {
+        } else if kind.is_some_and(uses_definition) {
             if !self.scanned && self.defs.misses(&r.data) {
                 self.scanned = true;
                 self.defs.scan(self.file);
@@ -329,6 +412,20 @@ impl Resolved<'_> {
         }
         Some(Ok(r))
     }
+}
+
+/// Whether records of `kind` name a definition by its id.
+fn uses_definition(kind: u8) -> bool {
+    [
+        K::TRACING_SPAN_VALUES,
+        K::TRACING_EVENT_VALUES,
+        K::NAMED_SPAN_ID,
+        K::NAMED_INSTANT_ID,
+        K::NAMED_PHASE_START_ID,
+        K::NAMED_PHASE_END_ID,
+    ]
+    .iter()
+    .any(|k| k.0 == kind)
 }
 
 #[cfg(test)]

@@ -140,6 +140,41 @@ pub enum Record<'a> {
         /// Name.
         name: &'a str,
     },
+    /// Kind 228: a static name's definition in its slot.
+    NameDefinition {
+        /// The id the slot's records use.
+        name_id: u32,
+        /// Name.
+        name: &'a str,
+    },
+    /// Kind 229: a NamedSpan by name id.
+    NamedSpanId {
+        /// Duration and ids.
+        span: SpanExt,
+        /// Its name's id in the slot's definitions.
+        name_id: u32,
+    },
+    /// Kind 230: a NamedInstant by name id.
+    NamedInstantId {
+        /// Payload.
+        payload: i32,
+        /// Its name's id in the slot's definitions.
+        name_id: u32,
+    },
+    /// Kind 231: a NamedPhaseStart by name id.
+    NamedPhaseStartId {
+        /// Phase number.
+        phase: u8,
+        /// Its name's id in the slot's definitions.
+        name_id: u32,
+    },
+    /// Kind 232: a NamedPhaseEnd by name id.
+    NamedPhaseEndId {
+        /// Phase number.
+        phase: u8,
+        /// Its name's id in the slot's definitions.
+        name_id: u32,
+    },
     /// Kind 251: a `tracing` callsite's definition.
     TracingCallsite(Callsite<'a>),
     /// Kind 252: a `tracing` span's description against its callsite.
@@ -191,6 +226,11 @@ impl Record<'_> {
             Record::NamedInstant { .. } => K::NAMED_INSTANT,
             Record::NamedPhaseStart { .. } => K::NAMED_PHASE_START,
             Record::NamedPhaseEnd { .. } => K::NAMED_PHASE_END,
+            Record::NameDefinition { .. } => K::NAME_DEFINITION,
+            Record::NamedSpanId { .. } => K::NAMED_SPAN_ID,
+            Record::NamedInstantId { .. } => K::NAMED_INSTANT_ID,
+            Record::NamedPhaseStartId { .. } => K::NAMED_PHASE_START_ID,
+            Record::NamedPhaseEndId { .. } => K::NAMED_PHASE_END_ID,
             Record::TracingCallsite(_) => K::TRACING_CALLSITE,
             Record::TracingSpanValues { .. } => K::TRACING_SPAN_VALUES,
             Record::TracingEventValues { .. } => K::TRACING_EVENT_VALUES,
@@ -231,6 +271,12 @@ impl Record<'_> {
             Record::NamedInstant { name, .. } => named_instant_len(name),
             Record::NamedPhaseStart { name, .. } | Record::NamedPhaseEnd { name, .. } => {
                 named_phase_len(name)
+            }
+            Record::NameDefinition { name, .. } => name_definition_len(name),
+            Record::NamedSpanId { .. } => NAMED_SPAN_ID_SIZE,
+            Record::NamedInstantId { .. } => NAMED_INSTANT_ID_SIZE,
+            Record::NamedPhaseStartId { .. } | Record::NamedPhaseEndId { .. } => {
+                NAMED_PHASE_ID_SIZE
             }
             Record::TracingCallsite(c) => tracing_callsite_len(c),
             Record::TracingSpanValues { values, .. } => tracing_span_values_len(values.len()),
@@ -312,6 +358,21 @@ impl Record<'_> {
             }
             Record::NamedPhaseEnd { phase, name } => {
                 write_named_phase(d, slot, ts, false, phase, name)
+            }
+            Record::NameDefinition { name_id, name } => {
+                write_name_definition(d, slot, ts, name_id, name)
+            }
+            Record::NamedSpanId { span, name_id } => {
+                write_named_span_id(d, slot, ts, &span, name_id)
+            }
+            Record::NamedInstantId { payload, name_id } => {
+                write_named_instant_id(d, slot, ts, payload, name_id)
+            }
+            Record::NamedPhaseStartId { phase, name_id } => {
+                write_named_phase_id(d, slot, ts, true, phase, name_id)
+            }
+            Record::NamedPhaseEndId { phase, name_id } => {
+                write_named_phase_id(d, slot, ts, false, phase, name_id)
             }
             Record::TracingCallsite(c) => write_tracing_callsite(d, slot, ts, &c),
             Record::TracingSpanValues {
@@ -426,6 +487,26 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
         K::NAMED_PHASE_END => Record::NamedPhaseEnd {
             phase: r.unsigned("phase")? as u8,
             name: r.string("name")?,
+        },
+        K::NAME_DEFINITION => Record::NameDefinition {
+            name_id: r.unsigned("name_id")? as u32,
+            name: r.string("name")?,
+        },
+        K::NAMED_SPAN_ID => Record::NamedSpanId {
+            span: span(&r)?,
+            name_id: r.unsigned("name_id")? as u32,
+        },
+        K::NAMED_INSTANT_ID => Record::NamedInstantId {
+            payload: r.signed("payload")? as i32,
+            name_id: r.unsigned("name_id")? as u32,
+        },
+        K::NAMED_PHASE_START_ID => Record::NamedPhaseStartId {
+            phase: r.unsigned("phase")? as u8,
+            name_id: r.unsigned("name_id")? as u32,
+        },
+        K::NAMED_PHASE_END_ID => Record::NamedPhaseEndId {
+            phase: r.unsigned("phase")? as u8,
+            name_id: r.unsigned("name_id")? as u32,
         },
         K::TRACING_CALLSITE => Record::TracingCallsite(Callsite {
             id: r.unsigned("callsite")? as u32,

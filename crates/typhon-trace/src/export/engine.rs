@@ -432,8 +432,11 @@ impl Engine<'_> {
                 self.stats.descriptions += 1;
                 self.described.describe(key, fields);
             }
-            // A definition names other records; it is no event either.
-            Some((_, Body::TracingCallsite(_))) => self.stats.definitions += 1,
+            // A definition (a callsite, a static name) names other records, which are resolved;
+            // it is no event either.
+            Some((_, Body::TracingCallsite(_) | Body::NameDefinition { .. })) => {
+                self.stats.definitions += 1
+            }
             Some((_, Body::TickStart)) => {
                 if let Some(h) = self.threads[th].open_tick.replace(instant(ts)) {
                     // Two starts in a row: the first stays a mark.
