@@ -8,7 +8,10 @@
 mod file;
 pub mod tracedat;
 
-pub use file::{output_path, parts_dir, recover, FileSink, Recovered};
+pub use file::{
+    output_path, parts_dir, recover, recover_segments, segment_files, segment_path, FileSink,
+    Recovered, RotatingSink, Rotation,
+};
 
 use std::io;
 use std::sync::Arc;
@@ -134,6 +137,25 @@ pub trait Sink: Send {
     }
     /// The session has ended; no page follows.
     fn finish(&mut self, summary: &SessionSummary) -> io::Result<()>;
+    /// Whether the sink, after a flush cycle, wants its output cut here: a sink that writes
+    /// the run as segments (SPEC §16, [`RotatingSink`]) says so when its current one is full.
+    /// The flusher then hands every slot's open page over and calls [`rotate`](Self::rotate).
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{NullSink, Sink};
+    /// assert!(!NullSink.rotation_due());
+    /// ```
+    fn rotation_due(&self) -> bool {
+        false
+    }
+    /// Ends the current segment and starts the next: `now` has the session's counters so far
+    /// (every page they count has been handed over) and, as its anchors, the clock read for
+    /// the new segment. The pages that follow belong to the new segment, starting with what the
+    /// flusher restates for it (threads, definitions, a ClockSync).
+    fn rotate(&mut self, now: &SessionSummary) -> io::Result<()> {
+        let _ = now;
+        Ok(())
+    }
     /// Pages [`write_page`](Self::write_page) accepted that did not reach storage after all:
     /// a sink that buffers pages (as [`FileSink`] does) and then fails to store them, in
     /// [`flush`](Self::flush) or [`finish`](Self::finish), says so here, and the flusher moves

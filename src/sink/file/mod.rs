@@ -43,16 +43,19 @@
 //!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
 //! lock), `counters` (the counters file), `chunks` (compressed part files), `assemble`
-//! (finishing and clean-up), `recover`; the sink itself is here.
+//! (finishing and clean-up), `recover`; the sink itself is here, and `rotate` (a run written
+//! as segments, each one such sink) uses it.
 
 mod assemble;
 mod chunks;
 mod counters;
 mod paths;
 mod recover;
+mod rotate;
 
 pub use paths::{output_path, parts_dir};
 pub use recover::{recover, Recovered};
+pub use rotate::{recover_segments, segment_files, segment_path, RotatingSink, Rotation};
 
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{
