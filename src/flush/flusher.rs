@@ -434,6 +434,17 @@ impl Flusher {
             let t = ts.max(self.slots[slot as usize].last_ts);
             self.push(slot, &r, t, Some((t, None)));
         }
+        // On disk now: a kill must not keep a segment's records while losing the restatements
+        // they need (a definition on a page still open, its users on pages already written).
+        for (i, l) in live.iter().enumerate().take(hw) {
+            if *l {
+                self.emit_page(i as u8);
+            }
+        }
+        if let Err(e) = self.sink.flush() {
+            self.sink_error(&e);
+        }
+        self.take_unstored();
     }
 
     /// The clock now: (the recorder's time, CLOCK_MONOTONIC, UNIX), read together (the tick
