@@ -143,14 +143,9 @@ impl<'a> Filter<'a> {
             Ok(match w {
                 None => None,
                 Some(When::Rel(ns)) => Some(tb.start.saturating_add(ns)),
-                Some(When::Wall(unix)) => {
-                    let wall0 = tb.wall_at_start.ok_or(
-                        "the file has no wall-clock anchor: give --from/--to after the start (e.g. 1.5s)",
-                    )?;
-                    Some(
-                        (i128::from(tb.start) + unix - wall0).clamp(0, i128::from(u64::MAX)) as u64,
-                    )
-                }
+                Some(When::Wall(unix)) => Some(tb.ts_at_wall(unix).ok_or(
+                    "the file has no wall-clock anchor: give --from/--to after the start (e.g. 1.5s)",
+                )?),
             })
         };
         let (from, to) = (mono(args.from)?, mono(args.to)?);
