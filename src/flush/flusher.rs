@@ -256,8 +256,8 @@ pub(crate) fn spawn(
 }
 
 impl Flusher {
-    /// Slot 0, the recorder's own stream: its ThreadInfo, then the CeLog session header
-    /// (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END).
+    /// Slot 0, the recorder's own stream: its ThreadInfo, the CeLog session header
+    /// (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END) and a ClockSync.
     fn session_start(&mut self) -> io::Result<()> {
         let ts = self.core.clock.monotonic_anchor_ns();
         let s = &mut self.slots[0];
@@ -268,7 +268,12 @@ impl Flusher {
         s.threads = 1;
         s.kind = records::ThreadKind::Other;
         self.push_thread_info(0, ts);
-        self.push_celog_header(ts)
+        self.push_celog_header(ts)?;
+        // The session's anchor as the first clock-sync (the tick clock's ns are
+        // CLOCK_MONOTONIC's there): segment 1 opens with one as every later segment does.
+        let wall = self.core.clock.wall_anchor_ns();
+        self.push_clock_sync_at(ts, ts, wall);
+        Ok(())
     }
 
     /// Slot 0's CeLog session header (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END), at

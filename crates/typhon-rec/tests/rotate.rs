@@ -363,6 +363,13 @@ fn a_kill_during_a_background_finish_is_recovered() {
     let (ok, so, se) = cli_recover(&out);
     assert!(ok, "{so}{se}");
     let files = segment_files(&out).unwrap();
+    // Segment 2 is not written when none of its pages had reached the disk (its first ones
+    // go there in the cycle of the cut, which the kill on the finishing thread may precede).
+    let both = vec![segment_path(&out, 1), segment_path(&out, 2)];
+    assert!(
+        files == both || (files == both[..1] && so.contains("nothing to recover")),
+        "{files:?}: {so}"
+    );
     assert_eq!(
         files,
         vec![segment_path(&out, 1), segment_path(&out, 2)],
@@ -375,7 +382,7 @@ fn a_kill_during_a_background_finish_is_recovered() {
         // which the kill in segment 1's finish (on its own thread) may come before.
         assert!(s.records > 0 || f == &files[1], "{}: {s:?}", f.display());
         assert_eq!(s.unresolved, 0, "{}: {s:?}", f.display());
-        for (slot, name) in &s.meta_names {
+        for (slot, name) in s.meta_names.iter().filter(|_| s.records > 0) {
             assert_eq!(
                 s.first_thread.get(slot),
                 Some(name),

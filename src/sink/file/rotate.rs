@@ -398,7 +398,12 @@ impl Sink for RotatingSink {
             self.page_size,
             self.compression,
             self.chunk_pages,
-        )?;
+        )
+        .inspect_err(|_| {
+            // The current segment goes on; the next try comes a segment's worth later, not at
+            // every cycle (each failure is a counted sink error).
+            self.bytes = 0;
+        })?;
         let mut start = self.start.clone();
         start.wall_anchor_ns = now.wall_anchor_ns;
         start.monotonic_anchor_ns = now.monotonic_anchor_ns;
