@@ -41,5 +41,6 @@ fn writes_are_compiled_out_only_with_the_feature() {
         // ThreadInfo, tick, ingress, 2 spans, phase start and end, instant, CeLog.
         assert_eq!(stats.user_written(), 9);
     }
-    assert_eq!(stats.slot(0).unwrap().written, 3); // ThreadInfo, CEL_LOG_MARKER, SYNC_END
+    // ThreadInfo, CEL_LOG_MARKER, SYNC_END, ClockSync
+    assert_eq!(stats.slot(0).unwrap().written, 4);
 }
