@@ -42,7 +42,7 @@ fn read_segment(path: &Path) -> Segment {
     }
     let mut stream = f.stream_records();
     let mut seen = std::collections::BTreeSet::new();
-    while let Some(r) = stream.next() {
+    for r in stream.by_ref() {
         let r = r.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         s.records += 1;
         s.missed += r.missed_before.unwrap_or(0).max(0) as u64;
@@ -54,7 +54,9 @@ fn read_segment(path: &Path) -> Segment {
         }
         match rec {
             Record::Instant { payload, .. } => s.seqs.entry(r.cpu).or_default().push(payload),
-            Record::TracingSpanInfo { name, .. } if name == "rotating" => s.resolved += 1,
+            Record::TracingSpanInfo {
+                name: "rotating", ..
+            } => s.resolved += 1,
             Record::ClockSync { .. } => s.clock_syncs += 1,
             _ => {}
         }
@@ -283,6 +285,25 @@ fn rotate_child() {
     rec.drain();
     std::thread::sleep(Duration::from_millis(100));
     rec.drain();
+    // The background finish of the previous segment done (its parts directory gone, the
+    // oldest segments deleted and counted): only the current segment's parts are left.
+    let out = PathBuf::from(std::env::var_os(CHILD).unwrap());
+    let dir = out.parent().unwrap().to_owned();
+    let parts = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".parts")
+            })
+            .count()
+    };
+    while parts() > 1 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::thread::sleep(Duration::from_millis(100));
     let s = rec.stats();
     let written: u64 = s.slots.iter().map(|s| s.written).sum();
