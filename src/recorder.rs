@@ -51,6 +51,7 @@ pub struct RecorderBuilder {
     compression: crate::tracedat::Compression,
     finish_on_termination: bool,
     on_termination: Option<crate::term::Callback>,
+    rotate: Option<(u64, usize)>,
 }
 
 impl Default for RecorderBuilder {
@@ -94,7 +95,25 @@ impl RecorderBuilder {
             compression: crate::tracedat::Compression::None,
             finish_on_termination: false,
             on_termination: None,
+            rotate: None,
         }
+    }
+
+    /// Writes the [`output`](Self::output) `OUT` as rotating segments (SPEC §16): `OUT.000001`,
+    /// `OUT.000002`, … each a complete trace.dat readable alone (threads, definitions and the
+    /// clock restated), cut after a flush cycle once it holds `segment_bytes` of pages (before
+    /// compression), finished on a background thread, and keeping the newest `keep` complete
+    /// ones. A kill leaves the current segment for `typhon-rec recover OUT`; what deleted
+    /// segments held is counted in [`Stats::rotated_out_records`].
+    ///
+    /// ```
+    /// let b = typhon_recorder::RecorderBuilder::new().output("/tmp/x.dat").rotate(8 << 20, 4);
+    /// assert!(b.validate().is_ok());
+    /// assert!(typhon_recorder::RecorderBuilder::new().rotate(8 << 20, 0).validate().is_err());
+    /// ```
+    pub fn rotate(mut self, segment_bytes: u64, keep: usize) -> Self {
+        self.rotate = Some((segment_bytes, keep));
+        self
     }
 
     /// Finishes the recording when the process is told to end, so that the output is a complete
@@ -320,6 +339,14 @@ impl RecorderBuilder {
         if self.flush_interval.is_zero() {
             return Err(RecorderError::Config("flush interval must be > 0".into()));
         }
+        if let Some((bytes, keep)) = self.rotate {
+            if keep == 0 || bytes < self.page_size as u64 {
+                return Err(RecorderError::Config(format!(
+                    "rotate({bytes}, {keep}): a segment holds at least one page ({} bytes) and at least one segment is kept",
+                    self.page_size
+                )));
+            }
+        }
         if self.spare_rings >= SLOTS {
             return Err(RecorderError::Config(format!(
                 "{} spare rings: at most {} (one per user slot)",
@@ -350,7 +377,13 @@ impl RecorderBuilder {
         if active.is_some() {
             return Err(RecorderError::AlreadyInstalled);
         }
+        let mut rotation = None;
         let sink: Box<dyn Sink> = match (self.sink, &self.output) {
+            (Some(_), None) if self.rotate.is_some() => {
+                return Err(RecorderError::Config(
+                    "rotate needs an output path, not a sink".into(),
+                ))
+            }
             (Some(s), None) => s,
             (None, Some(path)) if path.as_os_str().is_empty() => {
                 return Err(RecorderError::Config("the output path is empty".into()))
@@ -358,6 +391,21 @@ impl RecorderBuilder {
             // The path is made absolute now: a later `chdir` changes nothing. A path that is
             // not one a recording can be written to (a FIFO, a device, a symlink, a directory,
             // a missing directory) is the caller's configuration, not an I/O failure.
+            (None, Some(path)) if self.rotate.is_some() => {
+                let path = crate::sink::output_path(path)
+                    .map_err(|e| RecorderError::Config(e.to_string()))?;
+                let (bytes, keep) = self.rotate.unwrap_or_default();
+                let s = crate::sink::RotatingSink::create(
+                    path,
+                    self.page_size,
+                    self.compression,
+                    0,
+                    bytes,
+                    keep,
+                )?;
+                rotation = Some(s.rotation());
+                Box::new(s)
+            }
             (None, Some(path)) => {
                 let path = crate::sink::output_path(path)
                     .map_err(|e| RecorderError::Config(e.to_string()))?;
@@ -398,6 +446,7 @@ impl RecorderBuilder {
             ending: parking_lot::Mutex::new(Ending::Starting),
             flusher_thread: AtomicU64::new(0),
             definitions: Default::default(),
+            rotation,
         });
         let flusher = crate::flush::flusher::spawn(core.clone(), sink)?;
         #[cfg(unix)]

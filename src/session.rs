@@ -116,6 +116,8 @@ pub(crate) struct Core {
     pub(crate) flusher_thread: AtomicU64,
     /// The definitions (SPEC §15) this recording's writers wrote: see [`Definitions`].
     pub(crate) definitions: parking_lot::Mutex<Definitions>,
+    /// A rotating recording's deleted segments, counted (see [`crate::sink::Rotation`]).
+    pub(crate) rotation: Option<Arc<crate::sink::Rotation>>,
 }
 
 /// The definition records a recording wrote (today the `tracing` callsites), each once, by id:
@@ -205,8 +207,16 @@ impl Core {
     }
 
     pub(crate) fn stats(&self) -> Stats {
-        self.progress
-            .snapshot(&self.registry, self.no_slot(), self.filtered_no_slot())
+        let mut s = self
+            .progress
+            .snapshot(&self.registry, self.no_slot(), self.filtered_no_slot());
+        if let Some(r) = &self.rotation {
+            // Relaxed: statistics; a finished recorder's were settled before `finish` returned.
+            s.rotated_out_segments = r.deleted.load(Ordering::Relaxed);
+            s.rotated_out_records = r.deleted_records.load(Ordering::Relaxed);
+            s.rotated_out_missed = r.deleted_missed.load(Ordering::Relaxed);
+        }
+        s
     }
 
     /// Uninstalls the recorder, has the flusher write out everything written before the call

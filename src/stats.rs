@@ -37,6 +37,14 @@ pub struct Stats {
     pub longest_drain_gap_ns: u64,
     /// The first sink error, as text.
     pub first_sink_error: Option<String>,
+    /// A rotating recording ([`RecorderBuilder::rotate`](crate::RecorderBuilder::rotate)):
+    /// complete segments deleted because `keep` newer ones were complete.
+    pub rotated_out_segments: u64,
+    /// Records (every slot's, slot 0's included) in those deleted segments: with the records of
+    /// the kept segments, every record written.
+    pub rotated_out_records: u64,
+    /// Missed counts those deleted segments carried.
+    pub rotated_out_missed: u64,
 }
 
 impl Stats {
@@ -133,6 +141,9 @@ impl Progress {
             sink_errors: self.sink_errors.load(Ordering::Relaxed),
             longest_drain_gap_ns: self.longest_gap_ns.load(Ordering::Relaxed),
             first_sink_error: self.first_error.lock().clone(),
+            rotated_out_segments: 0,
+            rotated_out_records: 0,
+            rotated_out_missed: 0,
         }
     }
 }

@@ -42,5 +42,6 @@ fn writes_are_compiled_out_only_with_the_feature() {
         // definitions of the static names "y 1", "physics" and "hit".
         assert_eq!(stats.user_written(), 12);
     }
-    assert_eq!(stats.slot(0).unwrap().written, 3); // ThreadInfo, CEL_LOG_MARKER, SYNC_END
+    // ThreadInfo, CEL_LOG_MARKER, SYNC_END, ClockSync
+    assert_eq!(stats.slot(0).unwrap().written, 4);
 }

@@ -379,10 +379,10 @@ fn sigkill_then_recover() {
         pages, on_disk,
         "every page on disk is in the recovered file"
     );
-    // Slot 0: ThreadInfo, log marker, sync end. User slots: `written` plus one ThreadInfo per
-    // claim (9 claims).
+    // Slot 0: ThreadInfo, log marker, sync end, ClockSync. User slots: `written` plus one
+    // ThreadInfo per claim (9 claims).
     assert_eq!(rec.missed, 0);
-    assert_eq!(rec.records, 3 + written + 9, "{rec:?}");
+    assert_eq!(rec.records, 4 + written + 9, "{rec:?}");
     let tf = TraceFile::open(&out).unwrap();
     let mut n = 0u64;
     for r in tf.records() {

@@ -222,7 +222,7 @@ pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 29);
+/// assert_eq!(KINDS.len(), 30);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -548,6 +548,16 @@ pub const KINDS: &[KindDef] = &[
         ],
         min_size: 24,
         fixed: false,
+    },
+    // The recorder's clock re-anchored (SPEC §16): CLOCK_MONOTONIC and UNIX time read with the
+    // record's own (tick-clock) time, which readers map through them.
+    KindDef {
+        kind: K::CLOCK_SYNC,
+        name: "ClockSync",
+        shape: Shape::Instant,
+        fields: &[f("monotonic_ns", U64, 12), f("wall_ns", U64, 20)],
+        min_size: 28,
+        fixed: true,
     },
     KindDef {
         kind: K::CELOG,

@@ -256,6 +256,18 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::CELOG.0, 255);
     /// ```
     pub const CELOG: Self = Self(255);
+    /// A clock-sync record (kind 254, the recorder's own stream): u64 `monotonic_ns` (a
+    /// CLOCK_MONOTONIC reading) and u64 `wall_ns` (CLOCK_REALTIME, UNIX ns), both read when the
+    /// record's own time (the recorder's tick clock, converted as every record's) was. Readers
+    /// map a record's time through the recording's clock-syncs, piecewise (SPEC §16): the tick
+    /// clock's drift from CLOCK_MONOTONIC then accumulates over one interval between syncs (at
+    /// most a minute), not over the whole run.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::CLOCK_SYNC.0, 254);
+    /// ```
+    pub const CLOCK_SYNC: Self = Self(254);
 
     /// The kind's name from the kind table, or `None` for a kind this crate does not know.
     ///

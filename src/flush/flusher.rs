@@ -127,7 +127,15 @@ struct Flusher {
     horizon_ns: u64,
     /// The sum of the counters last handed to [`Sink::counters`].
     counted: u64,
+    /// When slot 0 next gets a ClockSync record (see [`CLOCK_SYNC_EVERY`]).
+    next_sync: Instant,
 }
+
+/// How often the flusher re-anchors the recording's clock with a ClockSync record (SPEC §16):
+/// the tick clock drifts from CLOCK_MONOTONIC by parts per million (−0.62 ppm measured, 2.2 ms
+/// an hour), and a reader that maps times through the syncs accumulates that drift over one
+/// interval only. A sync also opens every segment of a rotating recording.
+pub(crate) const CLOCK_SYNC_EVERY: Duration = Duration::from_secs(60);
 
 /// How long after the kernel refused a spare ring the next one is tried.
 pub(crate) const SPARE_RETRY: Duration = Duration::from_secs(1);
@@ -237,6 +245,7 @@ pub(crate) fn spawn(
         spare_maker: SpareMaker::default(),
         horizon_ns: 0,
         counted: 0,
+        next_sync: Instant::now() + CLOCK_SYNC_EVERY,
     };
     f.session_start()?;
     let start = f.summary();
@@ -247,8 +256,8 @@ pub(crate) fn spawn(
 }
 
 impl Flusher {
-    /// Slot 0, the recorder's own stream: its ThreadInfo, then the CeLog session header
-    /// (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END).
+    /// Slot 0, the recorder's own stream: its ThreadInfo, the CeLog session header
+    /// (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END) and a ClockSync.
     fn session_start(&mut self) -> io::Result<()> {
         let ts = self.core.clock.monotonic_anchor_ns();
         let s = &mut self.slots[0];
@@ -259,6 +268,17 @@ impl Flusher {
         s.threads = 1;
         s.kind = records::ThreadKind::Other;
         self.push_thread_info(0, ts);
+        self.push_celog_header(ts)?;
+        // The session's anchor as the first clock-sync (the tick clock's ns are
+        // CLOCK_MONOTONIC's there): segment 1 opens with one as every later segment does.
+        let wall = self.core.clock.wall_anchor_ns();
+        self.push_clock_sync_at(ts, ts, wall);
+        Ok(())
+    }
+
+    /// Slot 0's CeLog session header (CEL_LOG_MARKER with 1 µs ticks, then CELID_SYNC_END), at
+    /// the session's start and restated at each segment's.
+    fn push_celog_header(&mut self, ts: u64) -> io::Result<()> {
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         let marker = codec::celog::log_marker_data(1_000_000, 100, ncpu);
         for (id, data) in [
@@ -343,8 +363,121 @@ impl Flusher {
             self.sink_error(&e);
         }
         self.take_unstored();
+        if !last {
+            if self.sink.rotation_due() {
+                self.rotate();
+            } else if Instant::now() >= self.next_sync {
+                self.push_clock_sync();
+            }
+        }
         self.publish();
         self.core.wakeup.cycle_done(ticket);
+    }
+
+    /// Ends the sink's segment and opens the next (SPEC §16): every slot's stream is cut at
+    /// this cycle (its open page handed over, drops not yet on a page carried by a ThreadInfo,
+    /// as at a thread's end), so each segment's counters are exactly its pages'; then the new
+    /// segment is anchored to the wall clock and restates what a reader of it alone needs: slot
+    /// 0's ThreadInfo and CeLog header, each live slot's thread, the definitions (SPEC §15) and
+    /// a ClockSync. The restated records count as written, as carriers do.
+    fn rotate(&mut self) {
+        let hw = self.core.registry.high_water();
+        for i in 0..hw {
+            let slot = i as u8;
+            while self.slots[i].pending > 0 {
+                let ts = self.slots[i].last_ts;
+                self.push_thread_info(slot, ts);
+            }
+            self.emit_page(slot);
+        }
+        if let Err(e) = self.sink.flush() {
+            self.sink_error(&e);
+        }
+        self.take_unstored();
+        let mut now = self.summary();
+        let (ts, mono, wall) = self.clock_reading();
+        now.monotonic_anchor_ns = ts;
+        now.wall_anchor_ns = wall;
+        if let Err(e) = self.sink.rotate(&now) {
+            // The segment goes on (nothing is lost): the error is counted and told.
+            self.sink_error(&e);
+            return;
+        }
+        let ts0 = ts.max(self.slots[0].last_ts);
+        self.push_thread_info(0, ts0);
+        if let Err(e) = self.push_celog_header(ts0) {
+            self.sink_error(&e);
+        }
+        self.push_clock_sync_at(ts, mono, wall);
+        let mut live = [false; 256];
+        live[0] = true;
+        for (i, l) in live.iter_mut().enumerate().take(hw).skip(1) {
+            let slot = i as u8;
+            if self.slots[i].used && self.core.registry.state_for_service(slot) != FREE {
+                *l = true;
+                let t = ts.max(self.slots[i].last_ts);
+                self.push_thread_info(slot, t);
+            }
+        }
+        let defs: Vec<Box<[u8]>> = self
+            .core
+            .definitions
+            .lock()
+            .records
+            .values()
+            .cloned()
+            .collect();
+        for d in defs {
+            if d.len() < codec::CommonHeader::SIZE {
+                continue;
+            }
+            // A definition goes on the slot that wrote it while that slot lives (a per-slot
+            // definition is read there), else on slot 0 (a callsite is read from any slot).
+            let slot = if live[d[SLOT] as usize] { d[SLOT] } else { 0 };
+            let mut r = d.into_vec();
+            r[SLOT] = slot;
+            let t = ts.max(self.slots[slot as usize].last_ts);
+            self.push(slot, &r, t, Some((t, None)));
+        }
+        // On disk now: a kill must not keep a segment's records while losing the restatements
+        // they need (a definition on a page still open, its users on pages already written).
+        for (i, l) in live.iter().enumerate().take(hw) {
+            if *l {
+                self.emit_page(i as u8);
+            }
+        }
+        if let Err(e) = self.sink.flush() {
+            self.sink_error(&e);
+        }
+        self.take_unstored();
+    }
+
+    /// The clock now: (the recorder's time, CLOCK_MONOTONIC, UNIX), read together (the tick
+    /// clock on both sides of the others, its middle taken).
+    fn clock_reading(&self) -> (u64, u64, u64) {
+        let c = &self.core.clock;
+        let a = c.raw();
+        let mono = crate::write::clock::monotonic_ns();
+        let wall = crate::write::clock::wall_ns();
+        let b = c.raw();
+        (c.to_ns(a + (b.saturating_sub(a)) / 2), mono, wall)
+    }
+
+    /// A ClockSync on slot 0, with the clock read now.
+    fn push_clock_sync(&mut self) {
+        let (t, mono, wall) = self.clock_reading();
+        self.push_clock_sync_at(t, mono, wall);
+    }
+
+    /// A ClockSync whose own time is `ts` (on a page at `ts` or at slot 0's last page time).
+    fn push_clock_sync_at(&mut self, ts: u64, mono: u64, wall: u64) {
+        self.next_sync = Instant::now() + CLOCK_SYNC_EVERY;
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        buf.resize(records::CLOCK_SYNC_SIZE, 0);
+        let _ = records::write_clock_sync(&mut buf, 0, ts as i64, mono, wall);
+        self.push(0, &buf, ts, None);
+        self.scratch = buf;
     }
 
     fn service_slot(&mut self, slot: u8, last: bool) {
@@ -792,3 +925,4 @@ const KIND: usize = codec::CommonHeader::KIND_OFFSET;
 const TS: usize = codec::CommonHeader::TIMESTAMP_OFFSET;
 const DUR: usize = codec::kinds::SPAN_DURATION_OFFSET;
 const CEL: usize = records::CELOG_EVENT;
+const SLOT: usize = codec::CommonHeader::KIND_OFFSET + 1;

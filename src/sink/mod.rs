@@ -10,7 +10,8 @@ pub mod tracedat;
 
 pub use file::{
     output_path, page_fault, parts_complete, parts_dir, parts_locked, parts_losses, parts_name,
-    recover, FileSink, PartsName, Recovered, PENDING_HEADER_LEN, PENDING_MAGIC,
+    recover, recover_segments, segment_files, segment_path, FileSink, PartsName, Recovered,
+    RotatingSink, Rotation, PENDING_HEADER_LEN, PENDING_MAGIC,
 };
 
 use std::io;
@@ -137,6 +138,25 @@ pub trait Sink: Send {
     }
     /// The session has ended; no page follows.
     fn finish(&mut self, summary: &SessionSummary) -> io::Result<()>;
+    /// Whether the sink, after a flush cycle, wants its output cut here: a sink that writes
+    /// the run as segments (SPEC §16, [`RotatingSink`]) says so when its current one is full.
+    /// The flusher then hands every slot's open page over and calls [`rotate`](Self::rotate).
+    ///
+    /// ```
+    /// use typhon_recorder::sink::{NullSink, Sink};
+    /// assert!(!NullSink.rotation_due());
+    /// ```
+    fn rotation_due(&self) -> bool {
+        false
+    }
+    /// Ends the current segment and starts the next: `now` has the session's counters so far
+    /// (every page they count has been handed over) and, as its anchors, the clock read for
+    /// the new segment. The pages that follow belong to the new segment, starting with what the
+    /// flusher restates for it (threads, definitions, a ClockSync).
+    fn rotate(&mut self, now: &SessionSummary) -> io::Result<()> {
+        let _ = now;
+        Ok(())
+    }
     /// Pages [`write_page`](Self::write_page) accepted that did not reach storage after all:
     /// a sink that buffers pages (as [`FileSink`] does) and then fails to store them, in
     /// [`flush`](Self::flush) or [`finish`](Self::finish), says so here, and the flusher moves

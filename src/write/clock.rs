@@ -49,6 +49,18 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_REALTIME now, in UNIX ns (0 before the epoch).
+///
+/// ```
+/// assert!(typhon_recorder::clock::wall_ns() > 1_600_000_000_000_000_000);
+/// ```
+pub fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
 impl Default for Clock {
     fn default() -> Self {
         Self::new()

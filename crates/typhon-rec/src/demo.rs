@@ -56,6 +56,32 @@ pub struct DemoArgs {
     /// records, before the flush interval.
     #[arg(long, default_value = "1s", value_parser = crate::durations::parse_duration)]
     max_page_age: u64,
+    /// Write the run as rotating segments OUT.000001, OUT.000002, … of about this many bytes
+    /// of pages each (`8MiB`, `512KiB`, `1G`, or bytes), keeping the newest `--keep`.
+    #[arg(long, value_parser = parse_bytes)]
+    rotate: Option<u64>,
+    /// With --rotate: how many complete segments to keep.
+    #[arg(long, default_value_t = 4, requires = "rotate")]
+    keep: usize,
+}
+
+/// `8MiB`, `8M`, `512KiB`, `1GiB`, `4096`: a size in bytes (K, M, G are powers of 1024).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n.parse().map_err(|_| {
+        format!("{s:?}: a size is a number of bytes, optionally with KiB, MiB or GiB")
+    })?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" | "kb" => 10,
+        "m" | "mib" | "mb" => 20,
+        "g" | "gib" | "gb" => 30,
+        u => return Err(format!("{s:?}: unknown unit {u:?} (KiB, MiB or GiB)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?}: too large"))
 }
 
 /// Samples write latency: every 32nd write is bracketed by clock reads.
@@ -301,15 +327,17 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         }
     };
     // Ctrl-C or SIGTERM mid-demo still leaves a complete file, not `OUT.parts/`.
-    let rec = RecorderBuilder::new()
+    let mut b = RecorderBuilder::new()
         .output(&a.out)
         .page_size(a.page_size)
         .ring_bytes(a.ring_size)
         .compression(a.compress)
         .max_page_age(Duration::from_nanos(a.max_page_age))
-        .on_termination(interrupted)
-        .start()
-        .map_err(|e| e.to_string())?;
+        .on_termination(interrupted);
+    if let Some(bytes) = a.rotate {
+        b = b.rotate(bytes, a.keep);
+    }
+    let rec = b.start().map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     let t0 = Instant::now();
     let workers: Vec<_> = (0..a.threads)
@@ -359,23 +387,32 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     let elapsed = t0.elapsed().as_secs_f64();
     let stats = rec.finish().map_err(|e| e.to_string())?;
 
-    // Read the file back: the summary describes what is in it.
-    let f = TraceFile::open_streaming(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    // Read the file (or the kept segments) back: the summary describes what is in it; what
+    // deleted segments held is in the rotated-out counts.
+    let files = match a.rotate {
+        Some(_) => typhon_recorder::sink::segment_files(&a.out)
+            .map_err(|e| format!("{}: {e}", a.out.display()))?,
+        None => vec![a.out.clone()],
+    };
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
-    let mut in_file = 0u64;
-    let mut missed_in_file = 0u64;
-    let mut stream = f.stream_records();
-    while let Some(r) = stream.next() {
-        let r = r.map_err(|e| e.to_string())?;
-        in_file += 1;
-        if let Some(m) = r.missed_before.filter(|&m| m > 0) {
-            missed_in_file += m as u64;
+    let mut in_file = stats.rotated_out_records;
+    let mut missed_in_file = stats.rotated_out_missed;
+    let mut bytes = 0;
+    for path in &files {
+        let f = TraceFile::open_streaming(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut stream = f.stream_records();
+        while let Some(r) = stream.next() {
+            let r = r.map_err(|e| e.to_string())?;
+            in_file += 1;
+            if let Some(m) = r.missed_before.filter(|&m| m > 0) {
+                missed_in_file += m as u64;
+            }
+            // As written: a `tracing` span's description counts as the typed record it is.
+            let k = stream.written_kind();
+            *kinds.entry(k.to_string()).or_default() += 1;
         }
-        // As written: a `tracing` span's description counts as the typed record it is.
-        let k = stream.written_kind();
-        *kinds.entry(k.to_string()).or_default() += 1;
+        bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     }
-    let bytes = std::fs::metadata(&a.out).map(|m| m.len()).unwrap_or(0);
     let attempted: u64 = stats.slots.iter().map(|s| s.attempted).sum();
     let written = stats.total_written();
     let missed = stats.total_missed();
@@ -402,6 +439,9 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             "bytes": bytes,
             "page_size": a.page_size,
             "compression": a.compress.to_string(),
+            "segments": files.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "rotated_out_segments": stats.rotated_out_segments,
+            "rotated_out_records": stats.rotated_out_records,
             "kinds": kinds,
             "latency_ns": { "p50": q(0.5), "p99": q(0.99), "p999": q(0.999), "p9999": q(0.9999),
                             "max": hist.max(), "samples": hist.len() },
@@ -429,6 +469,19 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         a.page_size,
         stats.slots.len()
     );
+    if a.rotate.is_some() {
+        println!(
+            "  segments  {} kept ({}), {} deleted holding {} records",
+            files.len(),
+            files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            stats.rotated_out_segments,
+            stats.rotated_out_records
+        );
+    }
     println!(
         "  flusher   at most {:.1} ms between two drains of the rings",
         drain_gap_ms

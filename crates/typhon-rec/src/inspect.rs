@@ -527,9 +527,25 @@ fn out_dir(out: &Path) -> Res {
     }
 }
 
-/// Recovers a killed recording.
+/// Recovers a killed recording: OUT from OUT.parts/, or, for a rotating recording (no
+/// OUT.parts/), every segment OUT.NNNNNN a kill left unfinished.
 pub fn recover(out: &Path) -> Res {
+    if !typhon_recorder::sink::parts_dir(out).exists() {
+        let segs = typhon_recorder::sink::recover_segments(out).map_err(|e| e.to_string())?;
+        if !segs.is_empty() {
+            // Each segment is told, then the first problem is returned.
+            let results: Vec<Res> = segs
+                .iter()
+                .map(|(seg, r)| print_recovered(seg, r))
+                .collect();
+            return results.into_iter().collect();
+        }
+    }
     let r = typhon_recorder::sink::recover(out).map_err(|e| e.to_string())?;
+    print_recovered(out, &r)
+}
+
+fn print_recovered(out: &Path, r: &typhon_recorder::sink::Recovered) -> Res {
     let parts = typhon_recorder::sink::parts_dir(out);
     if r.already_complete {
         println!(

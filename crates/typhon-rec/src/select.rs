@@ -191,14 +191,10 @@ impl Picked {
             Ok(match w {
                 None => None,
                 Some(When::Rel(ns)) => Some(tb.start.saturating_add(ns)),
-                Some(When::Wall(unix)) => {
-                    let wall0 = tb.wall_at_start.ok_or(
-                        "the file has no wall-clock anchor: give --from/--to after the start (e.g. 1.5s)",
-                    )?;
-                    Some(
-                        (i128::from(tb.start) + unix - wall0).clamp(0, i128::from(u64::MAX)) as u64,
-                    )
-                }
+                // Through the file's clock-syncs, as `report --time wall` prints times.
+                Some(When::Wall(unix)) => Some(tb.ts_at_wall(unix).ok_or(
+                    "the file has no wall-clock anchor: give --from/--to after the start (e.g. 1.5s)",
+                )?),
             })
         };
         let (from, to) = (mono(sel.from)?, mono(sel.to)?);

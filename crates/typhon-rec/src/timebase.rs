@@ -1,6 +1,8 @@
 //! The recording's times for people: relative to its start (the default), wall-clock (UTC,
-//! from the file's anchor) or raw monotonic (the file's own clock, ns since boot).
+//! from the file's anchor and its clock-syncs, SPEC §16) or raw monotonic (the file's own
+//! clock, ns since boot).
 
+use typhon_trace::clocksync::ClockMap;
 use typhon_trace::tracedat::TraceFile;
 
 /// How a time is printed.
@@ -15,13 +17,15 @@ pub enum TimeMode {
 }
 
 /// The anchors that turn a record's monotonic time into the other forms.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct TimeBase {
     /// Monotonic ns of the recording's start: the session's anchor, or the first record's
     /// time for a file without one.
     pub start: u64,
     /// UNIX ns at `start`, if the file has a wall-clock anchor.
     pub wall_at_start: Option<i128>,
+    /// The file's clock-syncs (with its anchor): wall-clock times map through them.
+    pub clock: ClockMap,
 }
 
 impl TimeBase {
@@ -32,10 +36,12 @@ impl TimeBase {
             Some(m) if m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0 => TimeBase {
                 start: m.mono_anchor_ns as u64,
                 wall_at_start: Some(i128::from(m.wall_anchor_ns)),
+                clock: ClockMap::of(f),
             },
             _ => TimeBase {
                 start: first.unwrap_or(0),
                 wall_at_start: None,
+                clock: ClockMap::default(),
             },
         }
     }
@@ -71,9 +77,17 @@ impl TimeBase {
         i128::from(ts) - i128::from(self.start)
     }
 
-    /// UNIX ns of `ts`, if the file has a wall-clock anchor.
+    /// UNIX ns of `ts`, if the file has a wall-clock anchor: through the clock-syncs.
     pub fn wall_ns(&self, ts: u64) -> Option<i128> {
-        self.wall_at_start.map(|w| w + self.rel_ns(ts))
+        self.wall_at_start?;
+        self.clock.wall_ns(ts)
+    }
+
+    /// The record time at UNIX ns `unix`, if the file has a wall-clock anchor (the inverse of
+    /// [`wall_ns`](Self::wall_ns)).
+    pub fn ts_at_wall(&self, unix: i128) -> Option<u64> {
+        self.wall_at_start?;
+        self.clock.ts_at_wall(unix)
     }
 
     /// `ts` printed in `mode` (a file without a wall-clock anchor prints relative times).

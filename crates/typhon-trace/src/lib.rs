@@ -18,6 +18,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod clocksync;
 pub mod defs;
 pub mod export;
 pub mod follow;

@@ -213,6 +213,32 @@ pub fn write_instant(
     Ok(INSTANT_SIZE)
 }
 
+/// Size of a ClockSync record.
+pub(crate) const CLOCK_SYNC_SIZE: usize = min_size(K::CLOCK_SYNC);
+
+/// Writes a ClockSync record (kind 254): `ts` on the recording's time base, with the
+/// CLOCK_MONOTONIC and UNIX times read with it.
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut b = [0u8; 28];
+/// assert_eq!(write_clock_sync(&mut b, 0, 5, 6, 7).unwrap(), 28);
+/// assert_eq!(decode(&b).unwrap().1, Record::ClockSync { monotonic_ns: 6, wall_ns: 7 });
+/// ```
+pub fn write_clock_sync(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    monotonic_ns: u64,
+    wall_ns: u64,
+) -> Result<usize, EncodeError> {
+    let d = reserve(d, CLOCK_SYNC_SIZE)?;
+    header(d, CLOCK_SYNC_SIZE, K::CLOCK_SYNC, slot, ts);
+    put_u64(d, off(K::CLOCK_SYNC, "monotonic_ns"), monotonic_ns);
+    put_u64(d, off(K::CLOCK_SYNC, "wall_ns"), wall_ns);
+    Ok(CLOCK_SYNC_SIZE)
+}
+
 // ---- thread info ---------------------------------------------------------------------------
 
 /// What a thread is for; a `u8` on the wire. Values without a name are kept in

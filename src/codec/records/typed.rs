@@ -197,6 +197,13 @@ pub enum Record<'a> {
         /// Typed values ([`Values`]).
         values: &'a [u8],
     },
+    /// Kind 254: the recorder's clock re-anchored ([`K::CLOCK_SYNC`]).
+    ClockSync {
+        /// CLOCK_MONOTONIC ns read with the record's time.
+        monotonic_ns: u64,
+        /// UNIX ns (CLOCK_REALTIME) read with it.
+        wall_ns: u64,
+    },
     /// Kind 255.
     CeLog(CelEvent<'a>),
 }
@@ -234,6 +241,7 @@ impl Record<'_> {
             Record::TracingCallsite(_) => K::TRACING_CALLSITE,
             Record::TracingSpanValues { .. } => K::TRACING_SPAN_VALUES,
             Record::TracingEventValues { .. } => K::TRACING_EVENT_VALUES,
+            Record::ClockSync { .. } => K::CLOCK_SYNC,
             Record::CeLog(_) => K::CELOG,
         }
     }
@@ -281,6 +289,7 @@ impl Record<'_> {
             Record::TracingCallsite(c) => tracing_callsite_len(c),
             Record::TracingSpanValues { values, .. } => tracing_span_values_len(values.len()),
             Record::TracingEventValues { values, .. } => tracing_event_values_len(values.len()),
+            Record::ClockSync { .. } => CLOCK_SYNC_SIZE,
             Record::CeLog(ev) => CELOG_EVENT + ev.encoded_len(),
         }
     }
@@ -386,6 +395,10 @@ impl Record<'_> {
                 callsite,
                 values,
             } => write_tracing_event_values(d, slot, ts, span_key, callsite, values),
+            Record::ClockSync {
+                monotonic_ns,
+                wall_ns,
+            } => write_clock_sync(d, slot, ts, monotonic_ns, wall_ns),
             Record::CeLog(ev) => write_celog_record(d, slot, ts, &ev),
         }
     }
@@ -527,6 +540,10 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
             span_key: r.unsigned("span_key")?,
             callsite: r.unsigned("callsite")? as u32,
             values: r.bytes("values")?,
+        },
+        K::CLOCK_SYNC => Record::ClockSync {
+            monotonic_ns: r.unsigned("monotonic_ns")?,
+            wall_ns: r.unsigned("wall_ns")?,
         },
         K::CELOG => Record::CeLog(celog::decode_event(r.payload)?.0),
         k if correlation::covers(k) => Record::Correlation(correlation::decode(record)?.instant),

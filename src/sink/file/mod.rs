@@ -44,7 +44,8 @@
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
 //! lock), `counters` (the counters file), `chunks` (compressed part files), `assemble`
 //! (finishing and clean-up), `recover`, `live` (what a reader following a recording in
-//! progress may read without the lock); the sink itself is here.
+//! progress may read without the lock); the sink itself is here, and `rotate` (a run written
+//! as segments, each one such sink) uses it.
 
 mod assemble;
 mod chunks;
@@ -52,6 +53,7 @@ mod counters;
 mod live;
 mod paths;
 mod recover;
+mod rotate;
 
 pub use live::{
     parts_complete, parts_locked, parts_losses, parts_name, PartsName, PENDING_HEADER_LEN,
@@ -59,6 +61,7 @@ pub use live::{
 };
 pub use paths::{output_path, parts_dir};
 pub use recover::{page_fault, recover, Recovered};
+pub use rotate::{recover_segments, segment_files, segment_path, RotatingSink, Rotation};
 
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{

@@ -450,7 +450,10 @@ mod tests {
                 out: &mut out,
                 stats: OtlpStats::default(),
             };
-            let clock = Clock { anchor: None };
+            let clock = Clock {
+                anchor: None,
+                map: Default::default(),
+            };
             let th = ThreadId::default();
             let mut cmds = Commands::default();
             for &(ts, i) in events {

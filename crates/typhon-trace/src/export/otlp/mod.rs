@@ -207,7 +207,10 @@ pub fn export_batches(
         .as_ref()
         .filter(|m| m.mono_anchor_ns > 0 && m.wall_anchor_ns > 0)
         .map(|m| (m.mono_anchor_ns, m.wall_anchor_ns));
-    let clock = Clock { anchor };
+    let clock = Clock {
+        anchor,
+        map: anchor.map_or_else(Default::default, |_| crate::clocksync::ClockMap::of(file)),
+    };
     let pid = find_pid(file);
     let mut attributes = vec![
         kv_str("service.name", &opts.service),

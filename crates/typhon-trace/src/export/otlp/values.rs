@@ -29,21 +29,24 @@ pub(super) fn span_id(id: u64) -> Vec<u8> {
 }
 
 /// Monotonic file times to UNIX ns through the file's wall-clock anchor.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Clock {
     /// (monotonic ns, UNIX ns) at the session's start; `None`: the file has no anchor and times
     /// pass through as they are.
     pub(super) anchor: Option<(i64, i64)>,
+    /// The file's clock-syncs with that anchor (SPEC §16): times map through them.
+    pub(super) map: crate::clocksync::ClockMap,
 }
 
 impl Clock {
     pub(super) fn unix(&self, ts: u64) -> u64 {
-        match self.anchor {
-            Some((mono, wall)) => {
+        match (self.anchor, self.map.wall_ns(ts)) {
+            (Some(_), Some(t)) => t.clamp(0, i128::from(u64::MAX)) as u64,
+            (Some((mono, wall)), None) => {
                 let t = i128::from(wall) + i128::from(ts) - i128::from(mono);
                 t.clamp(0, i128::from(u64::MAX)) as u64
             }
-            None => ts,
+            (None, _) => ts,
         }
     }
 }
@@ -144,11 +147,13 @@ mod tests {
     fn times_follow_the_anchor_and_never_wrap() {
         let c = Clock {
             anchor: Some((1_000, 1_700_000_000_000_000_000)),
+            map: Default::default(),
         };
         assert_eq!(c.unix(1_500), 1_700_000_000_000_000_500);
         assert_eq!(
             Clock {
-                anchor: Some((1_000, 10))
+                anchor: Some((1_000, 10)),
+                map: Default::default(),
             }
             .unix(0),
             0
