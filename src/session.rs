@@ -116,6 +116,8 @@ pub(crate) struct Core {
     pub(crate) flusher_thread: AtomicU64,
     /// The definitions (SPEC §15) this recording's writers wrote: see [`Definitions`].
     pub(crate) definitions: parking_lot::Mutex<Definitions>,
+    /// Window mode's requests (SPEC §16), if the recorder keeps a window.
+    pub(crate) window: Option<Arc<crate::window::Shared>>,
 }
 
 /// The definition records a recording wrote (today the `tracing` callsites), each once, by id:
@@ -202,6 +204,13 @@ impl Core {
     #[inline]
     pub(crate) fn wake(&self) {
         self.wakeup.notify();
+    }
+
+    /// The definition records written so far, one per id, and how many were not kept (what
+    /// [`Recorder::definition_records`](crate::Recorder::definition_records) returns).
+    pub(crate) fn definition_records(&self) -> (Vec<Box<[u8]>>, u64) {
+        let d = self.definitions.lock();
+        (d.records.values().cloned().collect(), d.overflow)
     }
 
     pub(crate) fn stats(&self) -> Stats {

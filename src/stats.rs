@@ -37,6 +37,13 @@ pub struct Stats {
     pub longest_drain_gap_ns: u64,
     /// The first sink error, as text.
     pub first_sink_error: Option<String>,
+    /// Window mode (SPEC §16): records aged out of the window (by its duration or its byte
+    /// budget). They are in their slots' `written` (they reached the window), so
+    /// `attempted = written + missed + sink_lost` still holds; `written − evicted_records` are
+    /// held. Not a loss. 0 without a window.
+    pub evicted_records: u64,
+    /// Window mode: pages aged out of the window.
+    pub evicted_pages: u64,
 }
 
 impl Stats {
@@ -102,6 +109,8 @@ pub(crate) struct Progress {
     pub(crate) sink_errors: AtomicU64,
     /// The longest time between the starts of two consecutive cycles, ns.
     pub(crate) longest_gap_ns: AtomicU64,
+    pub(crate) evicted_records: AtomicU64,
+    pub(crate) evicted_pages: AtomicU64,
     pub(crate) first_error: Mutex<Option<String>>,
     pub(crate) slots: Mutex<Vec<SlotSummary>>,
 }
@@ -133,6 +142,8 @@ impl Progress {
             sink_errors: self.sink_errors.load(Ordering::Relaxed),
             longest_drain_gap_ns: self.longest_gap_ns.load(Ordering::Relaxed),
             first_sink_error: self.first_error.lock().clone(),
+            evicted_records: self.evicted_records.load(Ordering::Relaxed),
+            evicted_pages: self.evicted_pages.load(Ordering::Relaxed),
         }
     }
 }
