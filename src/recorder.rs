@@ -462,6 +462,9 @@ impl RecorderBuilder {
             definitions: Default::default(),
             window: window.as_ref().map(|w| w.1.clone()),
         });
+        if let Some((cfg, shared)) = &window {
+            shared.start_control(&cfg.dir, Arc::downgrade(&core))?;
+        }
         let window = window.map(|(cfg, shared)| crate::window::Window::new(cfg, shared));
         let flusher = crate::flush::flusher::spawn(core.clone(), sink, window)?;
         #[cfg(unix)]

@@ -242,6 +242,10 @@ impl Core {
                 };
             }
         };
+        if let Some(w) = &self.window {
+            // Before the flusher's last cycle: a request that came in is served first.
+            w.stop_control();
+        }
         {
             let mut active = ACTIVE.write();
             for flag in KIND_STATE.iter() {

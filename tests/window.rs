@@ -58,20 +58,35 @@ fn a_snapshot_holds_exactly_the_records_of_its_interval_in_every_slot() {
         .start()
         .unwrap();
     let clock = rec.clock().clone();
+    let busy_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Two writers at full speed and a slow one, whose few records spread over the whole run:
+    // its pages reach across W, so the snapshot must cut inside them.
     let writers: Vec<_> = (0..3)
         .map(|k| {
-            let clock = clock.clone();
+            let (clock, done) = (clock.clone(), busy_done.clone());
             std::thread::Builder::new()
                 .name(format!("seq-{k}"))
                 .spawn(move || {
-                    let n = [20_000, 3_000, 50][k];
-                    (0..n)
-                        .map(|i| {
-                            let t = clock.raw();
-                            typhon_recorder::instant_at(t, 100 + k as i32, i);
-                            clock.to_ns(t)
-                        })
-                        .collect::<Vec<u64>>()
+                    let mut times = Vec::new();
+                    let mut i = 0;
+                    loop {
+                        let t = clock.raw();
+                        typhon_recorder::instant_at(t, 100 + k, i);
+                        times.push(clock.to_ns(t));
+                        i += 1;
+                        match k {
+                            0 if i == 30_000 => break,
+                            0 => {}
+                            _ if done.load(std::sync::atomic::Ordering::Relaxed) => break,
+                            1 if i % 16 == 0 => std::thread::sleep(Duration::from_micros(20)),
+                            2 => std::thread::sleep(Duration::from_micros(200)),
+                            _ => {}
+                        }
+                    }
+                    if k == 0 {
+                        done.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    times
                 })
                 .unwrap()
         })
@@ -120,7 +135,12 @@ fn a_snapshot_holds_exactly_the_records_of_its_interval_in_every_slot() {
     }
     // The busy writer's oldest records were evicted; W is the watermark, not T1 − window.
     assert!(w > t1.saturating_sub(600_000_000_000));
-    assert!(seen >= 1);
+    assert_eq!(seen, 3, "every writer has records in the window");
+    let slow = &times[2];
+    assert!(
+        slow.first() < Some(&w) && slow.last() > Some(&w),
+        "the slow writer's records reach across W"
+    );
     let m = meta(&snap.path);
     assert_eq!(m["window"]["start_ns"], w);
     assert_eq!(m["window"]["reduced_by_budget"], true);
@@ -395,9 +415,10 @@ fn a_tick_trigger_fires_at_most_once_per_spacing() {
         while k % 4 == 0 && count() < want && std::time::Instant::now() < deadline {
             std::thread::sleep(ms(2));
         }
-        // The file appears just before the snapshot thread lets the next request in.
+        // The file appears just before the snapshot thread syncs the directory and lets the
+        // next request in: a tick over budget meanwhile would be refused as busy.
         if k % 4 == 0 {
-            std::thread::sleep(ms(30));
+            std::thread::sleep(ms(300));
         }
     }
     std::thread::sleep(ms(100));
@@ -464,7 +485,10 @@ fn a_kill_during_a_snapshot_leaves_no_partial_file_under_a_final_name() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
-    for n in names.iter().filter(|n| !n.starts_with('.')) {
+    for n in names
+        .iter()
+        .filter(|n| !n.starts_with('.') && n.ends_with(".dat"))
+    {
         TraceFile::open(d.join(n)).expect("a file under a final name is complete");
     }
     let _ = std::fs::remove_dir_all(&d);
@@ -518,4 +542,125 @@ fn trace_cmd_reads_snapshots() {
         assert!(lines > 0 && lines <= s.records, "{lines} of {}", s.records);
         let _ = std::fs::remove_dir_all(&d);
     }
+}
+
+/// What a process running as `uid` gets from the socket in `dir`: `Err(errno)` if it cannot
+/// connect, else the reply line. The child (forked, so no exec and no file it must be allowed
+/// to run) makes only async-signal-safe calls.
+#[cfg(target_os = "linux")]
+fn ask_as(uid: u32, dir: &Path) -> Result<String, i32> {
+    let path = dir.join(typhon_recorder::window::SOCKET_NAME);
+    // SAFETY: a zeroed sockaddr_un is valid; the path fits (checked).
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+    assert!(bytes.len() < addr.sun_path.len());
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: the child calls only async-signal-safe functions and ends with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: plain system calls on memory this frame owns.
+        unsafe {
+            if libc::setgid(uid) != 0 || libc::setuid(uid) != 0 {
+                libc::_exit(3);
+            }
+            let s = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            let r = libc::connect(
+                s,
+                (&addr as *const libc::sockaddr_un).cast(),
+                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+            );
+            if r != 0 {
+                let e = *libc::__errno_location();
+                let msg = [b'C', e as u8];
+                libc::write(fds[1], msg.as_ptr().cast(), 2);
+                libc::_exit(0);
+            }
+            libc::write(s, b"snapshot\n".as_ptr().cast(), 9);
+            let mut buf = [0u8; 512];
+            buf[0] = b'R';
+            let mut at = 1;
+            while at < buf.len() {
+                let n = libc::read(s, buf[at..].as_mut_ptr().cast(), buf.len() - at);
+                if n <= 0 {
+                    break;
+                }
+                at += n as usize;
+            }
+            libc::write(fds[1], buf.as_ptr().cast(), at);
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closing our copy of the write end; reading into a buffer we own.
+    unsafe { libc::close(fds[1]) };
+    let mut out = Vec::new();
+    let mut f = unsafe { <std::fs::File as std::os::unix::io::FromRawFd>::from_raw_fd(fds[0]) };
+    std::io::Read::read_to_end(&mut f, &mut out).unwrap();
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child {status}"
+    );
+    match out.first() {
+        Some(b'C') => Err(i32::from(out[1])),
+        Some(b'R') => Ok(String::from_utf8_lossy(&out[1..]).trim_end().to_owned()),
+        _ => panic!("no answer from the child: {out:?}"),
+    }
+}
+
+/// `typhon-rec snapshot DIR`'s socket: mode 0600, served to this user, refused to another uid
+/// both by its mode and, with the mode opened up, by the peer's uid; nothing is written then.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_control_socket_serves_this_user_and_refuses_another_uid() {
+    use std::os::unix::fs::PermissionsExt;
+    let _g = typhon_recorder::doc_lock();
+    let d = dir("control");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rec = RecorderBuilder::new()
+        .window(Duration::from_secs(5))
+        .snapshot_dir(&d)
+        .start()
+        .unwrap();
+    typhon_recorder::instant(1, 1);
+    rec.drain();
+    let sock = d.join(typhon_recorder::window::SOCKET_NAME);
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let p = typhon_recorder::window::request_remote(&d).unwrap();
+    assert_eq!(p.parent(), Some(d.as_path()));
+    TraceFile::open(&p).unwrap();
+    let files = || std::fs::read_dir(&d).unwrap().count();
+    let before = files();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(
+            ask_as(65534, &d),
+            Err(libc::EACCES),
+            "the mode keeps it out"
+        );
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let reply = ask_as(65534, &d).unwrap();
+        assert!(reply.starts_with("error refused: uid 65534"), "{reply}");
+        assert_eq!(files(), before, "no snapshot for another uid");
+        // Root is served whatever the recorder's user (here the same).
+        let reply = ask_as(0, &d);
+        assert!(
+            reply.as_ref().is_ok_and(|r| r.starts_with("ok ")),
+            "{reply:?}"
+        );
+    } else {
+        eprintln!("not root: the other-uid half is skipped");
+    }
+    rec.finish().unwrap();
+    assert!(!sock.exists(), "the socket goes with the recorder");
+    let _ = std::fs::remove_dir_all(&d);
 }

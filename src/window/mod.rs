@@ -13,11 +13,15 @@
 //! owners); a `typhon-snapshot` thread then trims the pages that cross W or T1, writes the file
 //! under a temporary name and renames it when complete ([`snapshot`]).
 
+#[cfg(unix)]
+mod control;
 mod cut;
 mod snapshot;
 mod store;
 mod trigger;
 
+#[cfg(unix)]
+pub use control::{request_remote, SOCKET_NAME};
 pub(crate) use cut::{Session, Window};
 
 pub use snapshot::Snapshot;
@@ -71,6 +75,9 @@ pub(crate) struct Shared {
     /// flight.
     busy: AtomicBool,
     pending: Mutex<Option<Pending>>,
+    /// The socket `typhon-rec snapshot DIR` asks through, while the recorder runs.
+    #[cfg(unix)]
+    control: Mutex<Option<control::Control>>,
 }
 
 impl Shared {
@@ -79,6 +86,8 @@ impl Shared {
             requested: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             pending: Mutex::new(None),
+            #[cfg(unix)]
+            control: Mutex::new(None),
         }
     }
 
@@ -102,6 +111,30 @@ impl Shared {
         // Release: the flusher's Acquire load of `requested` sees the request under the lock.
         self.requested.store(true, Ordering::Release);
         true
+    }
+
+    /// Serves `dir/typhon.sock` for `core` (unless `TYPHON_CONTROL=0`).
+    pub(crate) fn start_control(
+        &self,
+        dir: &std::path::Path,
+        core: std::sync::Weak<crate::session::Core>,
+    ) -> std::io::Result<()> {
+        #[cfg(unix)]
+        if std::env::var_os("TYPHON_CONTROL").map_or(true, |v| v != "0") {
+            *self.control.lock() = Some(control::Control::start(dir, core)?);
+        }
+        #[cfg(not(unix))]
+        let _ = (dir, core);
+        Ok(())
+    }
+
+    /// Stops serving the socket (the recorder is finishing).
+    pub(crate) fn stop_control(&self) {
+        #[cfg(unix)]
+        {
+            let c = self.control.lock().take();
+            drop(c);
+        }
     }
 
     /// The pending request, if it is due at `now_ns` (flusher).
