@@ -664,3 +664,79 @@ fn the_control_socket_serves_this_user_and_refuses_another_uid() {
     assert!(!sock.exists(), "the socket goes with the recorder");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = s.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+/// What a full window costs: the growth of the process's resident memory from a running
+/// recorder with an empty window (rings faulted in) to one whose window evicted many times its
+/// budget, as a ratio to the budget. Measured in a child, alone, so that no other test's
+/// memory is in it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_window_holds_at_most_its_budget_and_a_tenth() {
+    const BUDGET: u64 = 32 << 20;
+    if std::env::var_os("TYPHON_WINDOW_MEMORY_CHILD").is_some() {
+        // No spare rings: one made for the pool between the two readings is not the window's.
+        let rec = RecorderBuilder::new()
+            .window_bytes(BUDGET)
+            .spare_rings(0)
+            .snapshot_dir(std::env::temp_dir())
+            .start()
+            .unwrap();
+        // One writing thread throughout, so that its ring is in both readings.
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let w = std::thread::spawn(move || {
+            for i in 0..1000 {
+                typhon_recorder::instant(9, i);
+            }
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            // About 24 bytes a record: 4 M records are 3 budgets' worth.
+            for i in 0..4_000_000 {
+                typhon_recorder::instant(9, i);
+            }
+        });
+        ready_rx.recv().unwrap();
+        rec.drain();
+        let base = rss_bytes();
+        go_tx.send(()).unwrap();
+        w.join().unwrap();
+        rec.drain();
+        let full = rss_bytes();
+        let s = rec.stats();
+        assert!(s.evicted_pages > 0);
+        println!("RATIO {:.4}", (full - base) as f64 / BUDGET as f64);
+        rec.finish().unwrap();
+        return;
+    }
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_full_window_holds_at_most_its_budget_and_a_tenth",
+            "--nocapture",
+        ])
+        .env("TYPHON_WINDOW_MEMORY_CHILD", "1")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let ratio: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("RATIO "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    eprintln!("window memory / budget: {ratio:.4}");
+    assert!(ratio > 0.5, "the window was filled: {ratio}");
+    assert!(ratio <= 1.10, "memory {ratio} × the budget");
+}
