@@ -29,9 +29,8 @@ pub(crate) use trigger::Rules;
 pub use trigger::Trigger;
 
 use crate::codec::records::ThreadKind;
-use parking_lot::Mutex;
+use crate::sync::{AtomicBool, Mutex, Ordering};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
@@ -57,7 +56,8 @@ pub(crate) struct Config {
 pub(crate) type Reply = Sender<Result<Snapshot, String>>;
 
 /// A snapshot asked for, not yet cut.
-pub(crate) struct Pending {
+#[doc(hidden)]
+pub struct Pending {
     pub(crate) reason: String,
     /// When it was asked for (ns, the recorder's time base).
     pub(crate) trigger_ns: u64,
@@ -66,9 +66,31 @@ pub(crate) struct Pending {
     pub(crate) reply: Option<Reply>,
 }
 
+impl Pending {
+    /// A request with no one waiting for its answer (what `request_snapshot` places; the loom
+    /// model's).
+    #[doc(hidden)]
+    pub fn new(reason: &str, trigger_ns: u64, due_ns: u64) -> Self {
+        Self {
+            reason: reason.into(),
+            trigger_ns,
+            due_ns,
+            reply: None,
+        }
+    }
+
+    /// Its reason.
+    #[doc(hidden)]
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
 /// What the writers' side (any thread) shares with the flusher's window: the one pending
-/// request and whether a snapshot is being written.
-pub(crate) struct Shared {
+/// request and whether a snapshot is being written. (Public only for the loom model in
+/// `loom-tests/tests/snapshot.rs`.)
+#[doc(hidden)]
+pub struct Shared {
     /// Set while a request waits for its cut (a cheap check for the flusher's cycles).
     requested: AtomicBool,
     /// Set from a request's acceptance until its file is complete or failed: at most one in
@@ -80,8 +102,15 @@ pub(crate) struct Shared {
     control: Mutex<Option<control::Control>>,
 }
 
+impl Default for Shared {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Shared {
-    pub(crate) fn new() -> Self {
+    #[doc(hidden)]
+    pub fn new() -> Self {
         Self {
             requested: AtomicBool::new(false),
             busy: AtomicBool::new(false),
@@ -93,7 +122,8 @@ impl Shared {
 
     /// Places a request unless one is pending or being written; never blocks (a request racing
     /// another one for the lock is refused like one that finds it busy).
-    pub(crate) fn request(&self, p: Pending) -> bool {
+    #[doc(hidden)]
+    pub fn request(&self, p: Pending) -> bool {
         // Acquire/Release on `busy`: the request that wins the flag owns `pending` until the
         // snapshot thread (or a refused cut) clears it.
         if self
@@ -138,7 +168,8 @@ impl Shared {
     }
 
     /// The pending request, if it is due at `now_ns` (flusher).
-    pub(crate) fn take_due(&self, now_ns: u64) -> Option<Pending> {
+    #[doc(hidden)]
+    pub fn take_due(&self, now_ns: u64) -> Option<Pending> {
         // Acquire: pairs with `request`'s Release store.
         if !self.requested.load(Ordering::Acquire) {
             return None;
@@ -158,7 +189,8 @@ impl Shared {
     }
 
     /// The snapshot in flight is complete (or failed): the next request may come.
-    pub(crate) fn done(&self) {
+    #[doc(hidden)]
+    pub fn done(&self) {
         // Release: a request that sees the flag clear sees the finished snapshot's effects.
         self.busy.store(false, Ordering::Release);
     }
