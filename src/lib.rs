@@ -111,6 +111,7 @@ pub mod sink;
 mod stats;
 mod sync;
 mod term;
+pub mod window;
 mod write;
 
 pub use codec::correlation::{command_causal_id, is_command_causal_id, IngressDropReason};
@@ -126,6 +127,7 @@ pub use sink::tracedat;
 pub use sink::tracedat::Compression;
 pub use stats::Stats;
 pub use term::Termination;
+pub use window::{request_snapshot, Snapshot, Trigger};
 pub use write::api::{
     celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
     egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,

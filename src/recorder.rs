@@ -52,6 +52,7 @@ pub struct RecorderBuilder {
     finish_on_termination: bool,
     on_termination: Option<crate::term::Callback>,
     rotate: Option<(u64, usize)>,
+    window: crate::window::Builder,
 }
 
 impl Default for RecorderBuilder {
@@ -96,6 +97,7 @@ impl RecorderBuilder {
             finish_on_termination: false,
             on_termination: None,
             rotate: None,
+            window: Default::default(),
         }
     }
 
@@ -219,6 +221,60 @@ impl RecorderBuilder {
     /// ```
     pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
         self.output = Some(path.into());
+        self
+    }
+
+    /// Window mode (SPEC §16): keep only the newest `d` of records, in memory, and write them on
+    /// [`Recorder::snapshot`], [`request_snapshot`](crate::request_snapshot) or a trigger
+    /// ([`snapshot_when`](Self::snapshot_when)). No file grows; set no output or sink. The
+    /// byte budget ([`window_bytes`](Self::window_bytes), 64 MiB unless set) wins over `d`.
+    ///
+    /// ```
+    /// let b = typhon_recorder::RecorderBuilder::new().window(std::time::Duration::from_secs(30));
+    /// assert!(b.validate().is_ok());
+    /// ```
+    pub fn window(mut self, d: Duration) -> Self {
+        self.window.duration = Some(d);
+        self
+    }
+
+    /// Window mode with at most `bytes` held (pages and their index): the oldest pages are
+    /// evicted past it, whatever [`window`](Self::window) says.
+    ///
+    /// ```
+    /// let b = typhon_recorder::RecorderBuilder::new().window_bytes(256 << 20);
+    /// assert!(b.validate().is_ok());
+    /// assert!(typhon_recorder::RecorderBuilder::new().window_bytes(10).validate().is_err());
+    /// ```
+    pub fn window_bytes(mut self, bytes: u64) -> Self {
+        self.window.bytes = Some(bytes);
+        self
+    }
+
+    /// Where snapshots are written (default: the working directory at `start()`); made
+    /// absolute at `start()`.
+    ///
+    /// ```
+    /// let b = typhon_recorder::RecorderBuilder::new()
+    ///     .window(std::time::Duration::from_secs(5)).snapshot_dir("/tmp");
+    /// assert!(b.validate().is_ok());
+    /// ```
+    pub fn snapshot_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.window.dir = Some(path.into());
+        self
+    }
+
+    /// A snapshot of the window whenever `t` holds (several calls add rules).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use typhon_recorder::{RecorderBuilder, Trigger};
+    /// let b = RecorderBuilder::new().window(Duration::from_secs(5))
+    ///     .snapshot_when(Trigger::tick_over(Duration::from_millis(20)));
+    /// assert!(b.validate().is_ok());
+    /// ```
+    pub fn snapshot_when(mut self, t: crate::window::Trigger) -> Self {
+        self.window.rules.push(t);
         self
     }
 
@@ -347,6 +403,7 @@ impl RecorderBuilder {
                 )));
             }
         }
+        self.window.check(self.page_size)?;
         if self.spare_rings >= SLOTS {
             return Err(RecorderError::Config(format!(
                 "{} spare rings: at most {} (one per user slot)",
@@ -377,8 +434,13 @@ impl RecorderBuilder {
         if active.is_some() {
             return Err(RecorderError::AlreadyInstalled);
         }
+        let window = self.window.make(
+            self.compression,
+            self.sink.is_some() || self.output.is_some(),
+        )?;
         let mut rotation = None;
         let sink: Box<dyn Sink> = match (self.sink, &self.output) {
+            (None, None) if window.is_some() => Box::new(crate::sink::NullSink),
             (Some(_), None) if self.rotate.is_some() => {
                 return Err(RecorderError::Config(
                     "rotate needs an output path, not a sink".into(),
@@ -446,9 +508,14 @@ impl RecorderBuilder {
             ending: parking_lot::Mutex::new(Ending::Starting),
             flusher_thread: AtomicU64::new(0),
             definitions: Default::default(),
+            window: window.as_ref().map(|w| w.1.clone()),
             rotation,
         });
-        let flusher = crate::flush::flusher::spawn(core.clone(), sink)?;
+        if let Some((cfg, shared)) = &window {
+            shared.start_control(&cfg.dir, Arc::downgrade(&core))?;
+        }
+        let window = window.map(|(cfg, shared)| crate::window::Window::new(cfg, shared));
+        let flusher = crate::flush::flusher::spawn(core.clone(), sink, window)?;
         #[cfg(unix)]
         core.flusher_thread.store(
             std::os::unix::thread::JoinHandleExt::as_pthread_t(&flusher) as u64,
@@ -527,8 +594,7 @@ impl Recorder {
     /// r.finish().unwrap();
     /// ```
     pub fn definition_records(&self) -> (Vec<Box<[u8]>>, u64) {
-        let d = self.core.definitions.lock();
-        (d.records.values().cloned().collect(), d.overflow)
+        self.core.definition_records()
     }
 
     /// The static names (SPEC §15) slot `slot` has defined so far, as NameDefinition records
@@ -578,6 +644,28 @@ impl Recorder {
     /// ```
     pub fn drain(&self) {
         self.core.drain(|| self.core.flusher_gone());
+    }
+
+    /// Writes a snapshot of the window (SPEC §16) and returns once the file is complete: the
+    /// records of every slot in the same interval, ending now. Waits for a snapshot already in
+    /// flight first. An error if the recorder keeps no window, if the file could not be written
+    /// (the window goes on), or if the recorder finished first.
+    ///
+    /// ```
+    /// # let _g = typhon_recorder::doc_lock();
+    /// let dir = std::env::temp_dir().join(format!("typhon-doc-snap-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let r = typhon_recorder::RecorderBuilder::new()
+    ///     .window(std::time::Duration::from_secs(10)).snapshot_dir(&dir).start().unwrap();
+    /// typhon_recorder::instant(1, 2);
+    /// let s = r.snapshot().unwrap();
+    /// assert!(s.path.starts_with(&dir) && s.path.exists());
+    /// assert!(s.from_ns < s.to_ns);
+    /// r.finish().unwrap();
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn snapshot(&self) -> Result<crate::window::Snapshot, RecorderError> {
+        crate::window::snapshot_blocking(&self.core, "Recorder::snapshot")
     }
 
     /// Turns on [`RecorderBuilder::finish_on_termination`] for a recorder already running (the C

@@ -118,6 +118,8 @@ pub(crate) struct Core {
     pub(crate) definitions: parking_lot::Mutex<Definitions>,
     /// A rotating recording's deleted segments, counted (see [`crate::sink::Rotation`]).
     pub(crate) rotation: Option<Arc<crate::sink::Rotation>>,
+    /// Window mode's requests (SPEC §16), if the recorder keeps a window.
+    pub(crate) window: Option<Arc<crate::window::Shared>>,
 }
 
 /// The definition records a recording wrote (today the `tracing` callsites), each once, by id:
@@ -206,6 +208,13 @@ impl Core {
         self.wakeup.notify();
     }
 
+    /// The definition records written so far, one per id, and how many were not kept (what
+    /// [`Recorder::definition_records`](crate::Recorder::definition_records) returns).
+    pub(crate) fn definition_records(&self) -> (Vec<Box<[u8]>>, u64) {
+        let d = self.definitions.lock();
+        (d.records.values().cloned().collect(), d.overflow)
+    }
+
     pub(crate) fn stats(&self) -> Stats {
         let mut s = self
             .progress
@@ -243,6 +252,10 @@ impl Core {
                 };
             }
         };
+        if let Some(w) = &self.window {
+            // Before the flusher's last cycle: a request that came in is served first.
+            w.stop_control();
+        }
         {
             let mut active = ACTIVE.write();
             for flag in KIND_STATE.iter() {

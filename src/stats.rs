@@ -45,6 +45,13 @@ pub struct Stats {
     pub rotated_out_records: u64,
     /// Missed counts those deleted segments carried.
     pub rotated_out_missed: u64,
+    /// Window mode (SPEC §16): records aged out of the window (by its duration or its byte
+    /// budget). They are in their slots' `written` (they reached the window), so
+    /// `attempted = written + missed + sink_lost` still holds; `written − evicted_records` are
+    /// held. Not a loss. 0 without a window.
+    pub evicted_records: u64,
+    /// Window mode: pages aged out of the window.
+    pub evicted_pages: u64,
 }
 
 impl Stats {
@@ -110,6 +117,8 @@ pub(crate) struct Progress {
     pub(crate) sink_errors: AtomicU64,
     /// The longest time between the starts of two consecutive cycles, ns.
     pub(crate) longest_gap_ns: AtomicU64,
+    pub(crate) evicted_records: AtomicU64,
+    pub(crate) evicted_pages: AtomicU64,
     pub(crate) first_error: Mutex<Option<String>>,
     pub(crate) slots: Mutex<Vec<SlotSummary>>,
 }
@@ -144,6 +153,8 @@ impl Progress {
             rotated_out_segments: 0,
             rotated_out_records: 0,
             rotated_out_missed: 0,
+            evicted_records: self.evicted_records.load(Ordering::Relaxed),
+            evicted_pages: self.evicted_pages.load(Ordering::Relaxed),
         }
     }
 }

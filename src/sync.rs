@@ -45,6 +45,10 @@ impl<T> Mutex<T> {
     pub fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock().unwrap()
     }
+    /// Locks it if it is free (`parking_lot`'s `try_lock`).
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.0.try_lock().ok()
+    }
 }
 
 /// A condition variable: `parking_lot`'s normally, loom's under `--cfg loom`.

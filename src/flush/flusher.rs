@@ -129,6 +129,8 @@ struct Flusher {
     counted: u64,
     /// When slot 0 next gets a ClockSync record (see [`CLOCK_SYNC_EVERY`]).
     next_sync: Instant,
+    /// Window mode (SPEC §16): finished pages go here instead of to the sink.
+    window: Option<Box<crate::window::Window>>,
 }
 
 /// How often the flusher re-anchors the recording's clock with a ClockSync record (SPEC §16):
@@ -226,6 +228,7 @@ impl Drop for SpareMaker {
 pub(crate) fn spawn(
     core: Arc<Core>,
     sink: Box<dyn Sink>,
+    window: Option<crate::window::Window>,
 ) -> io::Result<JoinHandle<io::Result<SessionSummary>>> {
     let mut is_span = [false; 256];
     let mut special = [false; 256];
@@ -234,6 +237,11 @@ pub(crate) fn spawn(
         special[d.kind.0 as usize] = d.shape == Shape::Span
             || d.kind == TraceEventKind::THREAD_INFO
             || d.kind == TraceEventKind::CELOG;
+    }
+    if window.as_ref().is_some_and(|w| w.rules.watches_ticks()) {
+        // Ticks are looked at only with a tick rule: without one they stay on the plain path.
+        special[TraceEventKind::TICK_START.0 as usize] = true;
+        special[TraceEventKind::TICK_END.0 as usize] = true;
     }
     let mut f = Flusher {
         core,
@@ -246,6 +254,7 @@ pub(crate) fn spawn(
         horizon_ns: 0,
         counted: 0,
         next_sync: Instant::now() + CLOCK_SYNC_EVERY,
+        window: window.map(Box::new),
     };
     f.session_start()?;
     let start = f.summary();
@@ -267,6 +276,17 @@ impl Flusher {
         s.last_tid = std::process::id() as i32;
         s.threads = 1;
         s.kind = records::ThreadKind::Other;
+        if let Some(w) = self.window.as_mut() {
+            w.note_owner(
+                0,
+                crate::window::Owner {
+                    since: ts,
+                    tid: s.last_tid,
+                    name: s.last_name.clone(),
+                    kind: s.kind,
+                },
+            );
+        }
         self.push_thread_info(0, ts);
         self.push_celog_header(ts)?;
         // The session's anchor as the first clock-sync (the tick clock's ns are
@@ -298,6 +318,9 @@ impl Flusher {
             records::write_celog_record(&mut self.scratch, 0, ts as i64, &ev)
                 .map_err(|e| io::Error::other(e.to_string()))?;
             let rec = std::mem::take(&mut self.scratch);
+            if let Some(w) = self.window.as_mut() {
+                w.pinned.push(rec.clone());
+            }
             self.push(0, &rec, ts, None);
             self.scratch = rec;
         }
@@ -330,6 +353,9 @@ impl Flusher {
             self.core.wakeup.wait(Some(self.core.flush_interval));
         }
         self.spare_maker.stop();
+        if let Some(w) = self.window.as_mut() {
+            w.finish();
+        }
         let summary = self.summary();
         if let Err(e) = self.sink.finish(&summary) {
             // Pages the sink took but could not store are lost: the final counters (published
@@ -344,7 +370,17 @@ impl Flusher {
 
     fn cycle(&mut self, last: bool) {
         let ticket = self.core.wakeup.cycle_start();
-        self.refresh_horizon();
+        let now = self.refresh_horizon();
+        // A snapshot due now is cut at a time read before the drain: every record stamped at
+        // or before it and published by then is drained below.
+        let cut = match self.window.as_ref() {
+            Some(w) if !last => {
+                let raw = self.core.clock.raw();
+                let t1 = self.core.clock.to_ns(raw);
+                w.shared().take_due(t1).map(|p| (p, raw, t1))
+            }
+            _ => None,
+        };
         let hw = self.core.registry.high_water();
         for i in 0..hw {
             let slot = i as u8;
@@ -358,6 +394,12 @@ impl Flusher {
             if last || stale {
                 self.emit_page(slot);
             }
+        }
+        if let Some((req, raw, t1)) = cut {
+            self.cut(req, raw, t1, hw);
+        }
+        if let Some(w) = self.window.as_mut() {
+            w.store.evict(now);
         }
         if let Err(e) = self.sink.flush() {
             self.sink_error(&e);
@@ -478,6 +520,52 @@ impl Flusher {
         let _ = records::write_clock_sync(&mut buf, 0, ts as i64, mono, wall);
         self.push(0, &buf, ts, None);
         self.scratch = buf;
+    }
+
+    /// Window mode: the cut of a snapshot at `t1` (`raw` in ticks). The spans open now end at
+    /// `t1`; every open page goes to the window, so that the cut holds every record drained.
+    #[cold]
+    fn cut(&mut self, req: crate::window::Pending, raw: u64, t1: u64, hw: usize) {
+        let mut open = Vec::new();
+        for i in 1..hw {
+            let slot = i as u8;
+            if self.core.registry.state_for_service(slot) != ACTIVE {
+                continue;
+            }
+            let recs: Vec<Vec<u8>> = self
+                .core
+                .registry
+                .open_spans(slot, raw)
+                .into_iter()
+                .filter_map(|mut r| {
+                    if r.len() < DUR + 8 {
+                        return None;
+                    }
+                    let start = i64::from_le_bytes(r[TS..TS + 8].try_into().unwrap()) as u64;
+                    let ts = self.core.clock.to_ns(start);
+                    // A span begun after the cut is not open at it.
+                    (ts <= t1).then(|| {
+                        patch_times(&mut r, ts, Some(t1.saturating_sub(ts) as i64));
+                        r
+                    })
+                })
+                .collect();
+            if !recs.is_empty() {
+                open.push((slot, recs));
+            }
+        }
+        for i in 0..hw {
+            self.emit_page(i as u8);
+        }
+        let session = crate::window::Session {
+            page_size: self.core.page_size,
+            wall_anchor_ns: self.core.clock.wall_anchor_ns(),
+            mono_anchor_ns: self.core.clock.monotonic_anchor_ns(),
+            definitions: self.core.definition_records(),
+        };
+        if let Some(w) = self.window.as_mut() {
+            w.cut(req, t1, open, session);
+        }
     }
 
     fn service_slot(&mut self, slot: u8, last: bool) {
@@ -658,7 +746,9 @@ impl Flusher {
             page_ts = end;
         }
         if kind == TraceEventKind::THREAD_INFO.0 {
-            self.note_thread(slot, r);
+            self.note_thread(slot, r, page_ts);
+        } else if self.window.is_some() {
+            self.watch(slot, r, kind, ts, page_ts, dur);
         }
         // Fast path: no loss to place and room on the open page.
         let s = &mut self.slots[slot as usize];
@@ -679,8 +769,43 @@ impl Flusher {
         self.push(slot, r, page_ts, Some((ts, dur)));
     }
 
-    fn note_thread(&mut self, slot: u8, r: &[u8]) {
+    /// Window mode's triggers, on a span, a TickStart or a TickEnd.
+    #[cold]
+    fn watch(&mut self, slot: u8, r: &[u8], kind: u8, ts: u64, end: u64, dur: Option<i64>) {
+        let Some(w) = self.window.as_mut() else {
+            return;
+        };
+        let fired = if kind == TraceEventKind::TICK_START.0 {
+            w.rules.tick_start(slot, ts);
+            None
+        } else if kind == TraceEventKind::TICK_END.0 {
+            w.rules.tick_end(slot, ts)
+        } else if let (Some(d), true) = (dur, w.rules.watches_spans()) {
+            w.rules.span(d.max(0) as u64, end, || span_name(r))
+        } else {
+            None
+        };
+        if let Some((i, keep_after)) = fired {
+            let reason = w.rules.describe(i);
+            if !crate::window::request_on(&self.core, &reason, keep_after, None) {
+                w.rules.unfire(i);
+            }
+        }
+    }
+
+    fn note_thread(&mut self, slot: u8, r: &[u8], ts: u64) {
         if let Some((tid, name, kind)) = crate::codec::records::thread_info(r) {
+            if let Some(w) = self.window.as_mut() {
+                w.note_owner(
+                    slot,
+                    crate::window::Owner {
+                        since: ts,
+                        tid,
+                        name: name.to_owned(),
+                        kind,
+                    },
+                );
+            }
             let s = &mut self.slots[slot as usize];
             if s.name.is_empty() {
                 s.name = name.to_owned();
@@ -780,6 +905,15 @@ impl Flusher {
         let page_missed = page.missed();
         s.opened = None;
         let bytes = page.finish();
+        if let Some(w) = self.window.as_mut() {
+            w.store(slot, bytes, s.last_ts, n, page_missed);
+            self.core.progress.pages.fetch_add(1, Ordering::Relaxed);
+            self.core
+                .progress
+                .bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            return;
+        }
         match self.sink.write_page(slot, bytes) {
             Ok(()) => {
                 self.core.progress.pages.fetch_add(1, Ordering::Relaxed);
@@ -884,6 +1018,14 @@ impl Flusher {
             }
         }
         *self.core.progress.slots.lock() = slots;
+        if let Some(w) = &self.window {
+            // Relaxed: statistics; only this thread writes them.
+            let p = &self.core.progress;
+            p.evicted_records
+                .store(w.store.evicted_records, Ordering::Relaxed);
+            p.evicted_pages
+                .store(w.store.evicted_pages, Ordering::Relaxed);
+        }
     }
 
     fn summary(&self) -> SessionSummary {
@@ -901,6 +1043,17 @@ impl Flusher {
             sink_errors: self.core.progress.sink_errors.load(Ordering::Relaxed),
             first_sink_error: self.core.progress.first_error.lock().clone(),
         }
+    }
+}
+
+/// The inline name of a span record (NamedSpan, TracedSpan, TracingSpan).
+fn span_name(r: &[u8]) -> Option<Vec<u8>> {
+    use codec::records::Record;
+    match codec::records::decode(r).ok()?.1 {
+        Record::NamedSpan { name, .. }
+        | Record::TracedSpan { name, .. }
+        | Record::TracingSpan { name, .. } => Some(name.as_bytes().to_vec()),
+        _ => None,
     }
 }
 

@@ -331,6 +331,13 @@ impl Registry {
         recs
     }
 
+    /// The records of the spans `slot`'s thread has open, ending at `end` (raw ticks), not
+    /// counted: what a snapshot writes ending at its cut while the spans go on (SPEC §16).
+    pub(crate) fn open_spans(&self, slot: u8, end: u64) -> Vec<Vec<u8>> {
+        let stack = self.slot(slot).spans.lock().clone();
+        stack.map_or_else(Vec::new, |s| s.open_records(slot, end))
+    }
+
     /// One past the highest slot ever claimed (at least 1).
     ///
     /// ```

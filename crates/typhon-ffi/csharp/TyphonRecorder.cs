@@ -100,6 +100,8 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_stats(TyphonStats* @out);
         [DllImport(Lib)] public static extern int typhon_longest_drain_gap(ulong* outNs);
         [DllImport(Lib)] public static extern int typhon_set_max_page_age_us(ulong us);
+        [DllImport(Lib)] public static extern int typhon_evicted_records(ulong* @out);
+        [DllImport(Lib)] public static extern int typhon_evicted_pages(ulong* @out);
         [DllImport(Lib)] public static extern int typhon_clamped(ulong* @out);
         [DllImport(Lib)] public static extern int typhon_drain();
         [DllImport(Lib)] public static extern ulong typhon_now();
@@ -291,6 +293,23 @@ namespace Typhon.Recorder
             ulong ns;
             Check(Native.typhon_longest_drain_gap(&ns));
             return TimeSpan.FromTicks((long)(ns / 100));
+        }
+
+        /// <summary>Window mode: records aged out of the window so far (written, not lost; 0
+        /// without a window).</summary>
+        public static ulong EvictedRecords()
+        {
+            ulong n;
+            Check(Native.typhon_evicted_records(&n));
+            return n;
+        }
+
+        /// <summary>Window mode: pages aged out of the window so far.</summary>
+        public static ulong EvictedPages()
+        {
+            ulong n;
+            Check(Native.typhon_evicted_pages(&n));
+            return n;
         }
 
         /// <summary>Records whose caller time lay more than 10 s ahead of the clock and were

@@ -269,6 +269,22 @@ int32_t typhon_longest_drain_gap(uint64_t *out_ns);
 // hour (3 600 000 000), which keeps the setting as it was.
 int32_t typhon_set_max_page_age_us(uint64_t us);
 
+// Window mode (SPEC §16): records aged out of the window so far, into `*out` (0 without a
+// window). They are in `written` (they reached the window), not a loss. A call of its own, like
+// `typhon_longest_drain_gap`, because `TyphonStats`'s layout is compiled into hosts.
+// Returns `TYPHON_ERR_NULL` or `TYPHON_ERR_NOT_STARTED`.
+//
+// # Safety
+// `out` must be NULL or point to a writable `uint64_t`.
+int32_t typhon_evicted_records(uint64_t *out);
+
+// Window mode: pages aged out of the window so far, into `*out` (see
+// `typhon_evicted_records`). Returns `TYPHON_ERR_NULL` or `TYPHON_ERR_NOT_STARTED`.
+//
+// # Safety
+// `out` must be NULL or point to a writable `uint64_t`.
+int32_t typhon_evicted_pages(uint64_t *out);
+
 // How many records had a time more than 10 s ahead of the recorder's clock (a `*_at` time far
 // in the future) and were written at their thread's previous record time instead, so that
 // they did not pin the thread's later records at that future time; all slots, into `*out`.

@@ -366,6 +366,43 @@ pub extern "C" fn typhon_set_max_page_age_us(us: u64) -> i32 {
     TYPHON_OK
 }
 
+/// Window mode (SPEC §16): records aged out of the window so far, into `*out` (0 without a
+/// window). They are in `written` (they reached the window), not a loss. A call of its own, like
+/// `typhon_longest_drain_gap`, because `TyphonStats`'s layout is compiled into hosts.
+/// Returns [`TYPHON_ERR_NULL`] or [`TYPHON_ERR_NOT_STARTED`].
+///
+/// # Safety
+/// `out` must be NULL or point to a writable `uint64_t`.
+///
+/// ```
+/// use typhon_ffi::*;
+/// # let _g = typhon_recorder::doc_lock();
+/// let mut n = 0u64;
+/// assert_eq!(unsafe { typhon_evicted_records(&mut n) }, TYPHON_ERR_NOT_STARTED);
+/// assert_eq!(unsafe { typhon_evicted_records(std::ptr::null_mut()) }, TYPHON_ERR_NULL);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_evicted_records(out: *mut u64) -> i32 {
+    // SAFETY: the caller's guarantee on `out`, as this function's contract states.
+    unsafe { store_stats("typhon_evicted_records", out, |s| s.evicted_records) }
+}
+
+/// Window mode: pages aged out of the window so far, into `*out` (see
+/// [`typhon_evicted_records`]). Returns [`TYPHON_ERR_NULL`] or [`TYPHON_ERR_NOT_STARTED`].
+///
+/// # Safety
+/// `out` must be NULL or point to a writable `uint64_t`.
+///
+/// ```
+/// use typhon_ffi::*;
+/// assert_eq!(unsafe { typhon_evicted_pages(std::ptr::null_mut()) }, TYPHON_ERR_NULL);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_evicted_pages(out: *mut u64) -> i32 {
+    // SAFETY: the caller's guarantee on `out`, as this function's contract states.
+    unsafe { store_stats("typhon_evicted_pages", out, |s| s.evicted_pages) }
+}
+
 /// The last stats `typhon_finish` returned (for [`typhon_clamped`] after it).
 static LAST_FINAL: Mutex<Option<Stats>> = Mutex::new(None);
 

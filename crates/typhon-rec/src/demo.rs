@@ -63,6 +63,21 @@ pub struct DemoArgs {
     /// With --rotate: how many complete segments to keep.
     #[arg(long, default_value_t = 4, requires = "rotate")]
     keep: usize,
+    /// Always on (SPEC §16): keep only the last DURATION (e.g. 3s) in memory, no file; a
+    /// snapshot of it goes to --snapshot-dir at the end, on a trigger, or on
+    /// `typhon-rec snapshot DIR`.
+    #[arg(long, value_name = "DURATION", value_parser = crate::durations::parse_duration)]
+    window: Option<u64>,
+    /// With --window: at most this many bytes held (the budget wins over the duration).
+    #[arg(long, value_name = "BYTES", requires = "window")]
+    window_bytes: Option<u64>,
+    /// With --window: where snapshots go (default: the working directory).
+    #[arg(long, value_name = "DIR", requires = "window")]
+    snapshot_dir: Option<PathBuf>,
+    /// With --window: a snapshot when a tick lasts longer than this (at most one a second,
+    /// 200 ms kept after the tick).
+    #[arg(long, value_name = "DURATION", requires = "window", value_parser = crate::durations::parse_duration)]
+    snapshot_on_tick_over: Option<u64>,
 }
 
 /// `8MiB`, `8M`, `512KiB`, `1GiB`, `4096`: a size in bytes (K, M, G are powers of 1024).
@@ -327,8 +342,27 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         }
     };
     // Ctrl-C or SIGTERM mid-demo still leaves a complete file, not `OUT.parts/`.
-    let mut b = RecorderBuilder::new()
-        .output(&a.out)
+    let builder = match a.window {
+        Some(w) => {
+            let mut b = RecorderBuilder::new().window(Duration::from_nanos(w));
+            if let Some(n) = a.window_bytes {
+                b = b.window_bytes(n);
+            }
+            if let Some(d) = &a.snapshot_dir {
+                b = b.snapshot_dir(d);
+            }
+            if let Some(t) = a.snapshot_on_tick_over {
+                b = b.snapshot_when(
+                    typhon_recorder::Trigger::tick_over(Duration::from_nanos(t))
+                        .keep_after(Duration::from_millis(200))
+                        .at_most_every(Duration::from_secs(1)),
+                );
+            }
+            b
+        }
+        None => RecorderBuilder::new().output(&a.out),
+    };
+    let mut b = builder
         .page_size(a.page_size)
         .ring_bytes(a.ring_size)
         .compression(a.compress)
@@ -385,6 +419,9 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         .join()
         .map_err(|_| "the tick thread panicked".to_string())?;
     let elapsed = t0.elapsed().as_secs_f64();
+    if a.window.is_some() {
+        return window_summary(rec, elapsed, a.json, &hist);
+    }
     let stats = rec.finish().map_err(|e| e.to_string())?;
 
     // Read the file (or the kept segments) back: the summary describes what is in it; what
@@ -533,6 +570,58 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     for (cmd, what) in &look {
         println!("  {cmd:<w$}  # {what}");
     }
+    Ok(())
+}
+
+/// The end of an always-on demo: a last snapshot of the window, and what was kept and evicted.
+fn window_summary(
+    rec: typhon_recorder::Recorder,
+    elapsed: f64,
+    json: bool,
+    hist: &Histogram<u64>,
+) -> Result<(), String> {
+    let q = |p: f64| hist.value_at_quantile(p);
+    let t = Instant::now();
+    let snap = rec.snapshot().map_err(|e| e.to_string())?;
+    let snap_s = t.elapsed().as_secs_f64();
+    let stats = rec.finish().map_err(|e| e.to_string())?;
+    let path = snap.path.display().to_string();
+    if json {
+        let v = serde_json::json!({
+            "snapshot": path, "from_ns": snap.from_ns, "to_ns": snap.to_ns,
+            "snapshot_records": snap.records, "snapshot_s": snap_s,
+            "duration_s": elapsed, "attempted": stats.user_attempted(),
+            "written": stats.total_written(), "missed": stats.total_missed(),
+            "evicted_records": stats.evicted_records, "evicted_pages": stats.evicted_pages,
+            "longest_drain_gap_ms": stats.longest_drain_gap_ns as f64 / 1e6,
+            "latency_ns": { "p50": q(0.5), "p99": q(0.99), "p999": q(0.999), "max": hist.max(),
+                            "samples": hist.len() },
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    println!("typhon-rec demo: always on for {elapsed:.2} s");
+    println!(
+        "  records   {} written, {} missed; {} evicted from the window ({} pages), not lost",
+        stats.total_written(),
+        stats.total_missed(),
+        stats.evicted_records,
+        stats.evicted_pages
+    );
+    println!(
+        "  snapshot  {path}: {} records, {:.3} s of window, written in {:.3} s",
+        snap.records,
+        (snap.to_ns - snap.from_ns) as f64 / 1e9,
+        snap_s
+    );
+    println!(
+        "  latency   per write (sampled 1/32, bracket cost removed): p50 {} ns, p99 {} ns, p99.9 {} ns",
+        q(0.5),
+        q(0.99),
+        q(0.999)
+    );
+    let me = this_command();
+    println!("\nLook at it:\n  {me} stats {path}\n  {me} report {path} | less");
     Ok(())
 }
 

@@ -296,6 +296,9 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
         v["missing_pages"] = session.missing_pages.into();
         v["damaged_chunks"] = session.damaged_chunks.into();
         v["duplicate_chunks"] = session.duplicate_chunks.into();
+        v["evicted_records"] = session.evicted_records.into();
+        v["evicted_pages"] = session.evicted_pages.into();
+        v["window"] = session.window.clone().into();
         v["reader_warnings"] = f.reader_warnings().into();
         v["losses"] = losses
             .lost
@@ -376,6 +379,9 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
         session.total(|c| c.clamped),
         session.total(|c| c.unclosed),
     );
+    if let Some(line) = session.window_line() {
+        println!("{line}");
+    }
     println!(
         "\n{:>4}  {:<20} {:>12} {:>10} {:>12} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} {:>10} {:>14}",
         "slot",

@@ -113,6 +113,13 @@ enum Cmd {
         /// The output path the recording was writing to.
         out: PathBuf,
     },
+    /// Ask the recording whose snapshot directory is DIR (a `--window` recording) for a
+    /// snapshot of its window, through the socket it keeps there (same user or root only);
+    /// prints the new file's path. The recording names the file.
+    Snapshot {
+        /// The recording's snapshot directory.
+        dir: PathBuf,
+    },
     /// Measure write latency, throughput and the flusher against the speed targets.
     Bench {
         /// A short run (under 30 s).
@@ -188,6 +195,9 @@ fn main() -> ExitCode {
         Cmd::Push(a) => push::push(&a),
         Cmd::Live(a) => live::run(a),
         Cmd::Recover { out } => inspect::recover(&recover_target(out)),
+        Cmd::Snapshot { dir } => typhon_recorder::window::request_remote(&dir).map(|p| {
+            println!("{}", p.display());
+        }),
         Cmd::Bench {
             quick,
             json,

@@ -55,6 +55,11 @@ pub(crate) struct Session {
     pub(crate) missing_pages: u64,
     pub(crate) damaged_chunks: u64,
     pub(crate) duplicate_chunks: u64,
+    /// A snapshot of a window (SPEC §16): records and pages aged out before it (not lost),
+    /// and its `window` description (interval, budget, trigger).
+    pub(crate) evicted_records: u64,
+    pub(crate) evicted_pages: u64,
+    pub(crate) window: Option<serde_json::Value>,
 }
 
 /// A counter's value: absent or null is 0; anything but an unsigned integer is 0 too, and
@@ -70,6 +75,31 @@ fn count(v: &serde_json::Value, k: &str, place: &str, problems: &mut Vec<String>
             ));
             0
         }),
+    }
+}
+
+impl Session {
+    /// The line `stats` prints for a snapshot of a window: the window requested and held, what
+    /// aged out before it (not a loss), the trigger and the spans open at the cut.
+    pub(crate) fn window_line(&self) -> Option<String> {
+        let w = self.window.as_ref()?;
+        let secs = |k: &str| w.get(k).and_then(|x| x.as_u64()).map(|n| n as f64 / 1e9);
+        let requested = match secs("requested_ns") {
+            Some(r) => format!("{r:.1} s requested"),
+            None => "no duration (byte budget only)".into(),
+        };
+        let budget = w.get("budget_bytes").and_then(|x| x.as_u64()).unwrap_or(0);
+        let reduced = w.get("reduced_by_budget").and_then(|x| x.as_bool()) == Some(true);
+        let trigger = w.get("trigger").and_then(|x| x.as_str()).unwrap_or("");
+        Some(format!(
+            "window: {requested}, {:.3} s held{} (budget {budget} bytes); evicted before it: {} records in {} pages (not lost); trigger: {}; spans open at the cut: {}",
+            secs("held_ns").unwrap_or(0.0),
+            if reduced { " (the byte budget)" } else { "" },
+            self.evicted_records,
+            self.evicted_pages,
+            printable(trigger),
+            w.get("open_at_cut").and_then(|x| x.as_u64()).unwrap_or(0),
+        ))
     }
 }
 
@@ -134,6 +164,9 @@ impl Session {
         s.missing_pages = count(ses, "missing_pages", at, &mut p);
         s.damaged_chunks = count(ses, "damaged_chunks", at, &mut p);
         s.duplicate_chunks = count(ses, "duplicate_chunks", at, &mut p);
+        s.evicted_records = count(ses, "evicted_records", at, &mut p);
+        s.evicted_pages = count(ses, "evicted_pages", at, &mut p);
+        s.window = ses.get("window").filter(|w| w.is_object()).cloned();
         // The metadata as the recorder reads it back names the first field of a wrong type
         // (a clock anchor that is not an integer, say); the counters are named above.
         if p.is_empty() {

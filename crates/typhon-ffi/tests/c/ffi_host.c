@@ -165,6 +165,14 @@ int main(int argc, char **argv) {
     CHECK(typhon_longest_drain_gap(NULL), TYPHON_ERR_NULL);
     CHECK(typhon_longest_drain_gap(&gap), TYPHON_OK);
     if (gap == 0) failures++;
+    /* A file recording keeps no window: nothing is evicted. */
+    uint64_t evicted = 1;
+    CHECK(typhon_evicted_records(NULL), TYPHON_ERR_NULL);
+    CHECK(typhon_evicted_records(&evicted), TYPHON_OK);
+    if (evicted != 0) failures++;
+    evicted = 1;
+    CHECK(typhon_evicted_pages(&evicted), TYPHON_OK);
+    if (evicted != 0) failures++;
     CHECK(typhon_phase_end(1), TYPHON_OK);
     CHECK(typhon_tick_end(0, 1), TYPHON_OK);
     CHECK(typhon_finish(&st), TYPHON_OK);

@@ -275,6 +275,8 @@ static unsafe class FfiHost
         TyphonRecorder.CeLogData(false, 0x2002, ReadOnlySpan<byte>.Empty, 1, 0);
 
         Expect(TyphonRecorder.LongestDrainGap() > TimeSpan.Zero, "a drain gap after several cycles");
+        Expect(TyphonRecorder.EvictedRecords() == 0 && TyphonRecorder.EvictedPages() == 0,
+            "a file recording evicts nothing");
         TyphonStats st = TyphonRecorder.Finish();
         ExpectError(Native.ErrNotStarted, "typhon_finish", "no recorder is running", () => TyphonRecorder.Finish());
         ulong clamped = TyphonRecorder.Clamped(); // the final count of the finished recorder

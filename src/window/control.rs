@@ -1,0 +1,193 @@
+//! Snapshots asked for from outside the process (`typhon-rec snapshot DIR`): a Unix socket,
+//! `DIR/typhon.sock`, served by a `typhon-control` thread.
+//!
+//! The socket is mode 0600, and each peer's uid is checked (`SO_PEERCRED`): only this process's
+//! effective user or root is served (the .NET diagnostic port's rule). A request is one line,
+//! `snapshot`; the answer is one line, `ok PATH` or `error TEXT`. The requester names nothing:
+//! the file goes to the recorder's own snapshot directory under a generated name.
+
+use crate::session::Core;
+use std::io::{self, BufRead, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The socket's name in the snapshot directory.
+pub const SOCKET_NAME: &str = "typhon.sock";
+
+/// The serving thread, stopped and joined when the recorder finishes.
+pub(crate) struct Control {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    path: PathBuf,
+}
+
+impl Control {
+    /// Binds `dir/typhon.sock` (replacing a socket nobody listens on) and starts serving.
+    /// The thread holds only a weak reference to the recorder.
+    pub(crate) fn start(dir: &Path, core: Weak<Core>) -> io::Result<Self> {
+        let path = dir.join(SOCKET_NAME);
+        let listener = match UnixListener::bind(&path) {
+            Ok(l) => l,
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                if UnixStream::connect(&path).is_ok() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("{}: another recording serves it", path.display()),
+                    ));
+                }
+                // Only a socket is replaced: a file of that name that is not one is refused.
+                let meta = std::fs::symlink_metadata(&path)?;
+                if !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        format!("{}: exists and is not a socket", path.display()),
+                    ));
+                }
+                std::fs::remove_file(&path)?;
+                UnixListener::bind(&path)?
+            }
+            Err(e) => return Err(e),
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("typhon-control".into())
+            .spawn(move || serve(listener, core, s))?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+            path,
+        })
+    }
+
+    /// Stops serving, joins the thread and removes the socket.
+    pub(crate) fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(listener: UnixListener, core: Weak<Core>, stop: Arc<AtomicBool>) {
+    let fd = listener.as_raw_fd();
+    while !stop.load(Ordering::Relaxed) {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `p` is one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut p, 1, 100) };
+        if n <= 0 {
+            continue;
+        }
+        let Ok((conn, _)) = listener.accept() else {
+            continue;
+        };
+        let Some(core) = core.upgrade() else { return };
+        let _ = answer(conn, &core);
+    }
+}
+
+/// The uid of a connected peer.
+fn peer_uid(s: &UnixStream) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the fd is open.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+fn answer(conn: UnixStream, core: &Arc<Core>) -> io::Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(2)))?;
+    // One write per answer: a reader taking what one read returns gets the whole line.
+    let reply = |text: String| (&conn).write_all(format!("{text}\n").as_bytes());
+    let uid = peer_uid(&conn)?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if uid != me && uid != 0 {
+        return reply(format!("error refused: uid {uid} is neither {me} nor root"));
+    }
+    let mut line = String::new();
+    io::BufReader::new(&conn).take(256).read_line(&mut line)?;
+    if line.trim_end() != "snapshot" {
+        return reply("error unknown request (only `snapshot`)".into());
+    }
+    match super::snapshot_blocking(core, "typhon-rec snapshot") {
+        Ok(s) => reply(format!("ok {}", s.path.display())),
+        Err(e) => reply(format!("error {}", e.to_string().replace('\n', " "))),
+    }
+}
+
+/// Asks the recording whose snapshot directory is `dir` for a snapshot, through its socket;
+/// the path of the new file (`typhon-rec snapshot DIR`).
+///
+/// ```
+/// let e = typhon_recorder::window::request_remote(std::path::Path::new("/nonexistent")).unwrap_err();
+/// assert!(e.contains("/nonexistent/typhon.sock"));
+/// ```
+pub fn request_remote(dir: &Path) -> Result<PathBuf, String> {
+    let path = dir.join(SOCKET_NAME);
+    let conn = UnixStream::connect(&path).map_err(|e| {
+        format!(
+            "{}: {e} (is a recording with this snapshot directory running, as this user?)",
+            path.display()
+        )
+    })?;
+    let msg = |e: io::Error| format!("{}: {e}", path.display());
+    // A snapshot of a large window takes seconds.
+    conn.set_read_timeout(Some(Duration::from_secs(120)))
+        .map_err(msg)?;
+    (&conn).write_all(b"snapshot\n").map_err(msg)?;
+    let mut line = String::new();
+    io::BufReader::new(&conn)
+        .take(64 * 1024)
+        .read_line(&mut line)
+        .map_err(msg)?;
+    let line = line.trim_end();
+    match line.strip_prefix("ok ") {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => Err(format!(
+            "{}: {}",
+            path.display(),
+            line.strip_prefix("error ").unwrap_or(if line.is_empty() {
+                "the recording closed the connection"
+            } else {
+                line
+            })
+        )),
+    }
+}
+
+use std::io::Read as _;

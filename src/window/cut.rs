@@ -1,0 +1,193 @@
+//! The flusher's side of window mode: the store it fills, the cut it takes when a snapshot is
+//! due, and the `typhon-snapshot` thread that writes it.
+
+use super::snapshot::{self, Job, SlotCut};
+use super::store::{Store, StoredPage};
+use super::{Config, Owner, Pending, Rules, Shared};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// What the flusher knows of the session, for a cut.
+pub(crate) struct Session {
+    pub(crate) page_size: usize,
+    pub(crate) wall_anchor_ns: u64,
+    pub(crate) mono_anchor_ns: u64,
+    /// The definition records (SPEC §15) to restate, and how many were not kept.
+    pub(crate) definitions: (Vec<Box<[u8]>>, u64),
+}
+
+/// The window a flusher keeps.
+pub(crate) struct Window {
+    pub(crate) store: Store,
+    cfg: Config,
+    shared: Arc<Shared>,
+    /// Slot 0's session header (CEL_LOG_MARKER, SYNC_END), restated at the head of every
+    /// snapshot: the pages that first held them are evicted like any other.
+    pub(crate) pinned: Vec<Vec<u8>>,
+    pub(crate) rules: Rules,
+    /// Snapshots cut so far (the `n` of their names).
+    n: u64,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl Window {
+    pub(crate) fn new(cfg: Config, shared: Arc<Shared>) -> Self {
+        Self {
+            store: Store::new(cfg.window_ns, cfg.budget),
+            rules: Rules::new(cfg.rules.clone()),
+            cfg,
+            shared,
+            pinned: Vec::new(),
+            n: 0,
+            writer: None,
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Keeps a page the flusher finished.
+    pub(crate) fn store(&mut self, slot: u8, page: &[u8], last_ts: u64, records: u64, missed: u64) {
+        let first_ts = u64::from_le_bytes(page[..8].try_into().unwrap());
+        self.store.push(
+            slot,
+            StoredPage {
+                data: page.into(),
+                first_ts,
+                last_ts,
+                records,
+                missed,
+            },
+        );
+    }
+
+    pub(crate) fn note_owner(&mut self, slot: u8, owner: Owner) {
+        self.store.note_owner(slot, owner);
+    }
+
+    /// Takes the cut at `t1` (ns) for `req`: every page held (the open ones were emitted
+    /// just before), the owners at W, and `open` (per slot, the spans open at `t1`); starts the
+    /// thread that writes the file.
+    pub(crate) fn cut(
+        &mut self,
+        req: Pending,
+        t1: u64,
+        open: Vec<(u8, Vec<Vec<u8>>)>,
+        session: Session,
+    ) {
+        self.reap();
+        let s = &self.store;
+        let from = t1.saturating_sub(s.window_ns).max(s.watermark);
+        let mut slots = Vec::new();
+        let mut open = open.into_iter().peekable();
+        for (i, q) in s.slots.iter().enumerate() {
+            let slot = i as u8;
+            let spans = match open.peek() {
+                Some((o, _)) if *o == slot => open.next().map(|x| x.1).unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            let pages: Vec<_> = q.iter().filter(|p| p.last_ts > from).cloned().collect();
+            if pages.is_empty() && spans.is_empty() && slot != 0 {
+                continue;
+            }
+            let mut head = Vec::new();
+            if slot == 0 {
+                head.extend(self.pinned.iter().cloned());
+                head.extend(session.definitions.0.iter().map(|d| d.to_vec()));
+            }
+            slots.push(SlotCut {
+                slot,
+                owner: s.owner_at(slot, from).cloned(),
+                head,
+                pages,
+                open: spans,
+            });
+        }
+        self.n += 1;
+        let requested = (s.window_ns != u64::MAX).then_some(s.window_ns);
+        let meta = serde_json::json!({
+            "window": {
+                "requested_ns": requested,
+                "budget_bytes": s.budget,
+                "held_bytes": s.bytes,
+                "start_ns": from,
+                "end_ns": t1,
+                "held_ns": t1 - from.min(t1),
+                "reduced_by_budget": requested.is_some_and(|r| s.watermark > t1.saturating_sub(r)),
+                "trigger": req.reason,
+                "trigger_ns": req.trigger_ns,
+            },
+            "evicted_records": s.evicted_records,
+            "evicted_pages": s.evicted_pages,
+            "evicted_missed": s.evicted_missed,
+            "definitions_not_kept": session.definitions.1,
+        });
+        let job = Job {
+            dir: self.cfg.dir.clone(),
+            program: self.cfg.program.clone(),
+            n: self.n,
+            compression: self.cfg.compression,
+            page_size: session.page_size,
+            from_ns: from,
+            to_ns: t1,
+            meta,
+            wall_anchor_ns: session.wall_anchor_ns,
+            mono_anchor_ns: session.mono_anchor_ns,
+            evicted_records: s.evicted_records,
+            reason: req.reason,
+            slots,
+        };
+        let shared = self.shared.clone();
+        let reply = req.reply;
+        let spawned = std::thread::Builder::new()
+            .name("typhon-snapshot".into())
+            .spawn(move || {
+                let r = snapshot::write(job);
+                if let Err(e) = &r {
+                    eprintln!("typhon-recorder: snapshot failed: {e}");
+                }
+                shared.done();
+                if let Some(tx) = reply {
+                    let _ = tx.send(r.map_err(|e| e.to_string()));
+                }
+            });
+        match spawned {
+            Ok(h) => self.writer = Some(h),
+            Err(e) => {
+                // The job (and its reply) went with the closure that did not run.
+                eprintln!("typhon-recorder: no thread for a snapshot: {e}");
+                self.shared.done();
+            }
+        }
+    }
+
+    /// Joins a snapshot thread that has ended.
+    fn reap(&mut self) {
+        if self.writer.as_ref().is_some_and(|h| h.is_finished()) {
+            let _ = self.writer.take().map(JoinHandle::join);
+        }
+    }
+
+    /// At the end of the session: the snapshot being written is waited for; a request not
+    /// yet cut is answered with an error.
+    pub(crate) fn finish(&mut self) {
+        if let Some(h) = self.writer.take() {
+            let _ = h.join();
+        }
+        if let Some(p) = self.shared.take_any() {
+            self.shared.done();
+            if let Some(tx) = p.reply {
+                let _ = tx.send(Err(
+                    "the recorder finished before the snapshot was cut".into()
+                ));
+            }
+        }
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

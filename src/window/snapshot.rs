@@ -1,0 +1,386 @@
+//! Writing a snapshot: the cut's pages of every slot, trimmed to `(W, T1]`, after a
+//! restatement of the slot's owner (and for slot 0 the session header and the definitions),
+//! into `<program>-<UTC time>-<n>.dat`, written as `.<name>.tmp` and linked to its name only
+//! when complete.
+
+use super::store::StoredPage;
+use super::Owner;
+use crate::codec::{self, records};
+use crate::flush::page::{PageRecords, PageWriter};
+use crate::tracedat::{
+    write_tracedat, write_tracedat_v7, Compression, FileMeta, SlotMeta, SlotPages,
+};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A snapshot written by [`Recorder::snapshot`](crate::Recorder::snapshot) or on a request.
+///
+/// Every slot in the file covers the same interval `(from_ns, to_ns]` (CLOCK_MONOTONIC ns, page
+/// times: a span's is its end).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The complete file.
+    pub path: PathBuf,
+    /// The interval's start W (exclusive): the later of `to_ns − window` and the end of the
+    /// newest page evicted.
+    pub from_ns: u64,
+    /// The cut T1 (inclusive).
+    pub to_ns: u64,
+    /// Records in the file, all slots, restatements and open spans included.
+    pub records: u64,
+    /// Drops inside the interval, as the file's missed counts carry them.
+    pub missed: u64,
+    /// Spans open at the cut, written ending at it.
+    pub open_spans: u64,
+    /// Records the flusher-made restatements add (a ThreadInfo per slot, slot 0's session
+    /// header, the definitions).
+    pub restated: u64,
+    /// Records evicted from the window before the cut (the recording's total so far).
+    pub evicted_records: u64,
+    /// Why it was taken (the reason given, or the trigger).
+    pub reason: String,
+}
+
+/// One slot's part of a cut.
+pub(crate) struct SlotCut {
+    pub(crate) slot: u8,
+    pub(crate) owner: Option<Owner>,
+    /// Records restated after the ThreadInfo at W (slot 0: the session header, definitions).
+    pub(crate) head: Vec<Vec<u8>>,
+    pub(crate) pages: Vec<Arc<StoredPage>>,
+    /// Records of the spans open at T1, times converted, ending at T1.
+    pub(crate) open: Vec<Vec<u8>>,
+}
+
+/// Everything the snapshot thread needs, taken on the flusher thread at the cut.
+pub(crate) struct Job {
+    pub(crate) dir: PathBuf,
+    pub(crate) program: String,
+    pub(crate) n: u64,
+    pub(crate) compression: Compression,
+    pub(crate) page_size: usize,
+    pub(crate) from_ns: u64,
+    pub(crate) to_ns: u64,
+    pub(crate) meta: serde_json::Value,
+    pub(crate) wall_anchor_ns: u64,
+    pub(crate) mono_anchor_ns: u64,
+    pub(crate) evicted_records: u64,
+    pub(crate) reason: String,
+    pub(crate) slots: Vec<SlotCut>,
+}
+
+/// A part of a slot's data in the file: a page made for the snapshot, or a held page as is.
+enum Part {
+    Owned(Vec<u8>),
+    Held(Arc<StoredPage>),
+}
+
+impl Part {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Part::Owned(v) => v,
+            Part::Held(p) => &p.data,
+        }
+    }
+}
+
+/// Reads a slot's parts in order.
+struct Parts {
+    parts: Vec<Part>,
+    at: usize,
+    off: usize,
+}
+
+impl Read for Parts {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(p) = self.parts.get(self.at) {
+            let b = p.bytes();
+            if self.off < b.len() {
+                let n = (b.len() - self.off).min(buf.len());
+                buf[..n].copy_from_slice(&b[self.off..self.off + n]);
+                self.off += n;
+                return Ok(n);
+            }
+            // Released as soon as it is written: a held page evicted meanwhile is freed here.
+            self.parts[self.at] = Part::Owned(Vec::new());
+            self.at += 1;
+            self.off = 0;
+        }
+        Ok(0)
+    }
+}
+
+/// A slot's pages for the file, and what they hold.
+struct Built {
+    parts: Parts,
+    len: u64,
+    written: u64,
+    missed: u64,
+    restated: u64,
+    open: u64,
+}
+
+/// Appends records to a slot's new pages, starting a page when one is full.
+struct Pages {
+    w: PageWriter,
+    parts: Vec<Part>,
+    written: u64,
+}
+
+impl Pages {
+    fn push(&mut self, ts: u64, rec: &[u8]) -> io::Result<()> {
+        if self.w.try_push(ts, rec).is_err() {
+            self.close();
+            self.w
+                .try_push(ts, rec)
+                .map_err(|e| io::Error::other(format!("a record does not fit a page: {e:?}")))?;
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        if !self.w.is_empty() {
+            self.parts.push(Part::Owned(self.w.finish().to_vec()));
+        }
+    }
+}
+
+fn build(c: SlotCut, page_size: usize, w: u64, t1: u64) -> io::Result<Built> {
+    let mut p = Pages {
+        w: PageWriter::new(page_size).map_err(|e| io::Error::other(e.to_string()))?,
+        parts: Vec::new(),
+        written: 0,
+    };
+    let mut missed = 0;
+    let mut buf = Vec::new();
+    if let Some(o) = &c.owner {
+        let name = records::clamp_thread_name(&o.name);
+        buf.resize(records::thread_info_len(name), 0);
+        records::write_thread_info(&mut buf, c.slot, w as i64, o.tid, name, o.kind)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        p.push(w, &buf)?;
+    }
+    for mut r in c.head {
+        r[TS..TS + 8].copy_from_slice(&(w as i64).to_le_bytes());
+        p.push(w, &r)?;
+    }
+    let restated = p.written;
+    for page in c.pages {
+        if page.first_ts > w && page.last_ts <= t1 {
+            p.close();
+            p.written += page.records;
+            missed += page.missed;
+            p.parts.push(Part::Held(page));
+            continue;
+        }
+        // A page across W or T1: only its records inside the interval. A missed count on a
+        // page that starts before W counts drops before W, which the window evicted.
+        let recs = PageRecords::new(&page.data).map_err(|e| io::Error::other(e.to_string()))?;
+        let mut kept = Vec::new();
+        for r in recs {
+            let (ts, data) = r.map_err(|e| io::Error::other(e.to_string()))?;
+            if ts > w && ts <= t1 {
+                kept.push((ts, data));
+            }
+        }
+        if kept.is_empty() {
+            continue;
+        }
+        if page.first_ts > w && page.missed > 0 {
+            p.close();
+            p.w.set_missed(page.missed)
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            missed += page.missed;
+        }
+        for (ts, data) in &kept {
+            p.push(*ts, data)?;
+        }
+    }
+    let open = c.open.len() as u64;
+    for r in &c.open {
+        p.push(t1, r)?;
+    }
+    p.close();
+    let len = p.parts.iter().map(|x| x.bytes().len() as u64).sum();
+    Ok(Built {
+        parts: Parts {
+            parts: p.parts,
+            at: 0,
+            off: 0,
+        },
+        len,
+        written: p.written,
+        missed,
+        restated,
+        open,
+    })
+}
+
+/// Writes the snapshot of `job`; the path of the complete file.
+pub(crate) fn write(job: Job) -> io::Result<Snapshot> {
+    let (w, t1) = (job.from_ns, job.to_ns);
+    let mut meta = FileMeta::new(job.page_size as u32);
+    meta.wall_anchor_ns = job.wall_anchor_ns as i64;
+    meta.mono_anchor_ns = job.mono_anchor_ns as i64;
+    let mut built = Vec::new();
+    let (mut records, mut missed, mut open, mut restated) = (0, 0, 0, 0);
+    let mut per_slot = Vec::new();
+    for c in job.slots {
+        let (slot, owner) = (c.slot, c.owner.clone());
+        let b = build(c, job.page_size, w, t1)?;
+        if b.written == 0 && b.missed == 0 {
+            continue;
+        }
+        meta.slots.push(SlotMeta {
+            slot,
+            name: owner.as_ref().map(|o| o.name.clone()).unwrap_or_default(),
+            thread_id: owner.as_ref().map(|o| i64::from(o.tid)),
+            attempted: b.written + b.missed,
+            written: b.written,
+            missed: b.missed,
+        });
+        per_slot.push(serde_json::json!({
+            "slot": slot, "open_at_cut": b.open, "restated": b.restated,
+            "thread_ids": owner.as_ref().map(|o| vec![o.tid]).unwrap_or_default(),
+            "threads": u64::from(owner.is_some()),
+        }));
+        records += b.written;
+        missed += b.missed;
+        open += b.open;
+        restated += b.restated;
+        built.push((slot, b));
+    }
+    let mut session = job.meta;
+    session["end_ns"] = t1.into();
+    session["slots"] = per_slot.into();
+    session["window"]["open_at_cut"] = open.into();
+    meta.session = session;
+    let mut slot_pages: Vec<SlotPages<'_>> = built
+        .iter_mut()
+        .map(|(slot, b)| {
+            let parts = std::mem::replace(
+                &mut b.parts,
+                Parts {
+                    parts: Vec::new(),
+                    at: 0,
+                    off: 0,
+                },
+            );
+            SlotPages::new(*slot, b.len, parts)
+        })
+        .collect();
+    let stamp = utc_stamp(std::time::SystemTime::now());
+    let base = format!("{}-{}-{}", job.program, stamp, job.n);
+    let tmp = job.dir.join(format!(".{base}.dat.tmp"));
+    let file = create_new(&tmp)?;
+    let written = (|| {
+        let mut out = io::BufWriter::with_capacity(1 << 20, &file);
+        if job.compression.is_compressed() {
+            write_tracedat_v7(&mut out, &meta, job.compression, 0, &mut slot_pages)?;
+        } else {
+            write_tracedat(&mut out, &meta, &mut slot_pages)?;
+        }
+        out.flush()?;
+        drop(out);
+        file.sync_all()
+    })();
+    drop(slot_pages);
+    let path = written.and_then(|()| publish(&tmp, &job.dir, &base));
+    if path.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    let path = path.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", tmp.display())))?;
+    Ok(Snapshot {
+        path,
+        from_ns: w,
+        to_ns: t1,
+        records,
+        missed,
+        open_spans: open,
+        restated,
+        evicted_records: job.evicted_records,
+        reason: job.reason,
+    })
+}
+
+/// A new file, mode 0600 (names and fields may be secrets), never through a symlink.
+fn create_new(path: &Path) -> io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    }
+    o.open(path)
+}
+
+/// Gives the complete temporary file its name: a hard link (which never replaces a file of
+/// that name: a name taken, by another recording in the same millisecond, gets a suffix), then
+/// the temporary name goes; the directory is synced so the name survives a crash.
+fn publish(tmp: &Path, dir: &Path, base: &str) -> io::Result<PathBuf> {
+    for k in 0..100u32 {
+        let name = if k == 0 {
+            format!("{base}.dat")
+        } else {
+            format!("{base}.{k}.dat")
+        };
+        let path = dir.join(name);
+        match std::fs::hard_link(tmp, &path) {
+            Ok(()) => {
+                std::fs::remove_file(tmp)?;
+                if let Ok(d) = std::fs::File::open(dir) {
+                    let _ = d.sync_all();
+                }
+                return Ok(path);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("no free name for {base} in {}", dir.display()),
+    ))
+}
+
+/// `YYYYMMDDTHHMMSS.mmmZ` for a time (UTC).
+pub(crate) fn utc_stamp(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's days-to-civil.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+const TS: usize = codec::CommonHeader::TIMESTAMP_OFFSET;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps_are_civil_time() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_764_635_700_123);
+        assert_eq!(utc_stamp(t), "20251202T003500.123Z");
+        assert_eq!(utc_stamp(std::time::UNIX_EPOCH), "19700101T000000.000Z");
+    }
+}
