@@ -740,3 +740,47 @@ fn a_full_window_holds_at_most_its_budget_and_a_tenth() {
     assert!(ratio > 0.5, "the window was filled: {ratio}");
     assert!(ratio <= 1.10, "memory {ratio} × the budget");
 }
+
+/// A slot's static names (SPEC §15) are restated at the head of its data: the thread defined
+/// "static-step" long before W (that page aged out of the window), and the snapshot's spans of
+/// it still read by name, none as an unresolved `name#N`.
+#[test]
+fn static_names_defined_before_w_resolve_in_the_snapshot() {
+    let _g = typhon_recorder::doc_lock();
+    let d = dir("static-names");
+    let rec = RecorderBuilder::new()
+        .window(Duration::from_millis(100))
+        .snapshot_dir(&d)
+        .start()
+        .unwrap();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        drop(typhon_recorder::span_static("static-step")); // its definition goes out now
+        go_rx.recv().unwrap();
+        for _ in 0..10 {
+            drop(typhon_recorder::span_static("static-step"));
+        }
+        done_tx.send(()).unwrap();
+    });
+    rec.drain();
+    std::thread::sleep(Duration::from_millis(300)); // the definition's page ages out
+    go_tx.send(()).unwrap();
+    done_rx.recv().unwrap();
+    h.join().unwrap();
+    rec.drain();
+    let snap = rec.snapshot().unwrap();
+    let stats = rec.finish().unwrap();
+    assert!(stats.evicted_records > 0, "the first page aged out");
+    let f = TraceFile::open_streaming(&snap.path).unwrap();
+    let mut named = 0;
+    for r in f.stream_records() {
+        let r = r.unwrap();
+        if let Ok((_, Record::NamedSpan { name, .. })) = decode(&r.data) {
+            assert_eq!(name, "static-step", "resolved, not an id");
+            named += 1;
+        }
+    }
+    assert_eq!(named, 10, "the 10 spans inside the window");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -481,6 +481,18 @@ impl Flusher {
             let t = ts.max(self.slots[slot as usize].last_ts);
             self.push(slot, &r, t, Some((t, None)));
         }
+        // Each live slot's static names (SPEC §15): its later records carry ids its thread
+        // defined in an earlier segment.
+        for (i, l) in live.iter().enumerate().take(hw) {
+            if !*l {
+                continue;
+            }
+            let slot = i as u8;
+            let t = ts.max(self.slots[i].last_ts);
+            for d in self.core.registry.name_definitions(slot, t as i64).0 {
+                self.push(slot, &d, t, Some((t, None)));
+            }
+        }
         // On disk now: a kill must not keep a segment's records while losing the restatements
         // they need (a definition on a page still open, its users on pages already written).
         for (i, l) in live.iter().enumerate().take(hw) {
@@ -562,6 +574,9 @@ impl Flusher {
             wall_anchor_ns: self.core.clock.wall_anchor_ns(),
             mono_anchor_ns: self.core.clock.monotonic_anchor_ns(),
             definitions: self.core.definition_records(),
+            slot_names: (0..hw)
+                .map(|i| self.core.registry.name_definitions(i as u8, 0).0)
+                .collect(),
         };
         if let Some(w) = self.window.as_mut() {
             w.cut(req, t1, open, session);

@@ -14,6 +14,9 @@ pub(crate) struct Session {
     pub(crate) mono_anchor_ns: u64,
     /// The definition records (SPEC §15) to restate, and how many were not kept.
     pub(crate) definitions: (Vec<Box<[u8]>>, u64),
+    /// Each slot's static-name definitions (SPEC §15), by slot: a slot's records in the
+    /// snapshot use ids its thread may have defined long before W.
+    pub(crate) slot_names: Vec<Vec<Box<[u8]>>>,
 }
 
 /// The window a flusher keeps.
@@ -95,6 +98,9 @@ impl Window {
             if slot == 0 {
                 head.extend(self.pinned.iter().cloned());
                 head.extend(session.definitions.0.iter().map(|d| d.to_vec()));
+            }
+            if let Some(names) = session.slot_names.get(i) {
+                head.extend(names.iter().map(|d| d.to_vec()));
             }
             slots.push(SlotCut {
                 slot,
