@@ -24,9 +24,10 @@ fn perfetto_export_reads_back_with_perfettos_own_schema() {
     let dat = dir.join("known.dat");
     let base = record(&dat);
     let (_, stats) = export_to(&dat, Format::Perfetto);
-    // 19 records: 3 ThreadInfos, slot 0's two CeLog markers, 5 on "net" and 9 on "game" (its
-    // TickStart and PhaseStart become slice starts, TickEnd, PhaseEnd and the 3 spans slices).
-    assert_eq!(stats.records, 19);
+    // 20 records: 3 ThreadInfos, slot 0's two CeLog markers and its ClockSync (no event), 5 on
+    // "net" and 9 on "game" (its TickStart and PhaseStart become slice starts, TickEnd, PhaseEnd
+    // and the 3 spans slices).
+    assert_eq!(stats.records, 20);
     assert_eq!(stats.slices, 5, "{stats:?}");
     assert_eq!(stats.instants, 2 + 5 + 2, "{stats:?}");
     assert_eq!((stats.threads, stats.tracks), (3, 4), "{stats:?}");

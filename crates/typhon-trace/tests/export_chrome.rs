@@ -152,7 +152,7 @@ fn chrome_export_is_json_with_nested_complete_slices_per_thread() {
     let file = TraceFile::open(&dat).unwrap();
     let mut out = Vec::new();
     let stats = export::export(&file, Format::Chrome, &mut out).unwrap();
-    assert_eq!((stats.slices, stats.records), (5, 19));
+    assert_eq!((stats.slices, stats.records), (5, 20));
     let v: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
     let events = v["traceEvents"].as_array().unwrap();

@@ -46,27 +46,35 @@ impl Sink for Collect<'_, '_> {
     }
 
     fn item(&mut self, it: &Item<'_>) -> io::Result<()> {
-        let rec = match it.rec {
+        // The file's own bytes where they are the record as read; a record the reader resolved
+        // (SPEC §15: names and callsites by id) is kept as resolved.
+        let (rec, resolved) = match it.rec {
             Some((d, at)) => match self.file.bytes_at(at, d.len()) {
-                Some(r) => Some(r),
+                Some(r) if r == d => (Some(r), 0),
+                Some(_) => {
+                    self.t.resolved.push(d.into());
+                    (None, self.t.resolved.len() as u32)
+                }
                 None => {
                     self.missing = true;
                     return Ok(());
                 }
             },
-            None => None,
+            None => (None, 0),
         };
         let ev = |ts, phase, rec| Event {
             ts,
             track: it.track,
             phase,
             rec,
+            resolved: 0,
             flow: it.flow,
             fields: 0,
         };
         match it.kind {
             Kind::Slice => {
                 let mut begin = ev(it.ts, Phase::Begin, rec);
+                begin.resolved = resolved;
                 if let Some(f) = it.fields {
                     self.t.span_fields.push(f.to_string());
                     begin.fields = self.t.span_fields.len() as u32;
@@ -77,7 +85,10 @@ impl Sink for Collect<'_, '_> {
                     ..ev(it.end, Phase::End, None)
                 });
             }
-            Kind::Instant => self.t.events.push(ev(it.ts, Phase::Instant, rec)),
+            Kind::Instant => self.t.events.push(Event {
+                resolved,
+                ..ev(it.ts, Phase::Instant, rec)
+            }),
             Kind::Lost(n) => self.t.events.push(ev(it.ts, Phase::Lost(n), None)),
             Kind::Damaged(n) => self.t.events.push(ev(it.ts, Phase::Damaged(n), None)),
             // Pushed with its slice's Begin.
@@ -180,7 +191,7 @@ impl<'a> Timeline<'a> {
                 end: if kind == Kind::Slice { ends[i] } else { e.ts },
                 track: e.track,
                 kind,
-                rec: e.rec.map(|r| (r, 0)),
+                rec: self.record(e).map(|r| (r, 0)),
                 flow: e.flow,
                 fields: (e.fields as usize)
                     .checked_sub(1)

@@ -426,7 +426,9 @@ impl Engine<'_> {
                     .min(MAX_TIME);
                 self.slice(sink, th, ts, end, rec)?;
             }
-            Some((_, Body::ThreadInfo { .. })) => {}
+            // A thread's name names its track; a clock-sync re-anchors wall-clock times (SPEC
+            // §16): neither is an event.
+            Some((_, Body::ThreadInfo { .. } | Body::ClockSync { .. })) => {}
             // A `tracing` span's description is its slices' arguments, not an event of its own.
             Some((_, Body::TracingSpanInfo { key, fields, .. })) => {
                 self.stats.descriptions += 1;

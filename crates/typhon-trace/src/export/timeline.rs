@@ -61,9 +61,16 @@ pub struct Event<'a> {
     pub track: u32,
     /// What it does.
     pub phase: Phase,
-    /// The record that names the event and gives its arguments (`None` for End and Lost).
-    /// For a tick or phase slice, its end record (TickEnd carries the tick's values).
+    /// The record that names the event and gives its arguments (`None` for End and Lost),
+    /// borrowed from the file where the file holds it as it reads; for a tick or phase slice,
+    /// its end record (TickEnd carries the tick's values). A record the reader resolved (a
+    /// static name or a `tracing` callsite by id, SPEC §15) is not in the file as it reads:
+    /// it is in [`Timeline::resolved`] (see `resolved` below); [`Timeline::record`] gives
+    /// either.
     pub rec: Option<&'a [u8]>,
+    /// 1 + the index in [`Timeline::resolved`] of the event's record when the reader resolved
+    /// it; 0 for none.
+    pub resolved: u32,
     /// A flow through correlated events (0: none): the events of one flow, in time order, are
     /// linked one to the next.
     pub flow: u64,
@@ -132,6 +139,8 @@ pub struct Timeline<'a> {
     pub events: Vec<Event<'a>>,
     /// The fields `tracing` spans' slices show ([`Event::fields`]).
     pub span_fields: Vec<String>,
+    /// Records as the reader resolved them ([`Event::resolved`]).
+    pub resolved: Vec<Box<[u8]>>,
     /// Records read.
     pub records: u64,
     /// Records whose own time was before zero, placed at their page time instead.
@@ -142,6 +151,23 @@ pub struct Timeline<'a> {
 }
 
 impl<'a> Timeline<'a> {
+    /// The record of `e`: the file's bytes ([`Event::rec`]) or, for a record the reader
+    /// resolved, its resolved form ([`Event::resolved`]).
+    ///
+    /// ```
+    /// let t = typhon_trace::export::Timeline::default();
+    /// assert!(t.events.iter().all(|e| t.record(e).is_some() || e.rec.is_none()));
+    /// ```
+    pub fn record<'s>(&'s self, e: &Event<'a>) -> Option<&'s [u8]> {
+        match e.rec {
+            Some(r) => Some(r),
+            None => (e.resolved as usize)
+                .checked_sub(1)
+                .and_then(|i| self.resolved.get(i))
+                .map(|r| &r[..]),
+        }
+    }
+
     /// Counts of what the timeline holds.
     ///
     /// ```
