@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use typhon_recorder::codec::records::write_instant;
 use typhon_recorder::codec::TraceEventKind as K;
 use typhon_recorder::page::PageWriter;
-use typhon_recorder::sink::{parts_dir, FileSink, SessionSummary, Sink};
+use typhon_recorder::sink::{
+    parts_dir, segment_path, FileSink, RotatingSink, SessionSummary, Sink,
+};
 use typhon_recorder::tracedat::Compression;
 use typhon_trace::follow::{FollowBatch, Follower, RecordingState};
 
@@ -438,6 +440,196 @@ fn compressed_pending_pages_are_shown_once() {
     let b = poll(&mut f, &mut seen);
     assert_eq!(b.state, RecordingState::Killed);
     seen.assert_whole(&[(1, 800)].into());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A rotating recording to `out` (never rotating by itself: the tests call `rotate`).
+fn rotating(out: &Path, zstd: Option<usize>, keep: usize) -> RotatingSink {
+    let (c, chunk) = match zstd {
+        None => (
+            Compression::None,
+            typhon_recorder::tracedat::DEFAULT_CHUNK_PAGES,
+        ),
+        Some(n) => (Compression::Zstd { level: 1 }, n),
+    };
+    let mut s = RotatingSink::create(out, PAGE, c, chunk, u64::MAX, keep).unwrap();
+    s.begin(&summary()).unwrap();
+    s
+}
+
+/// A rotating recording written while the follower polls: 3 slots, 6 segments of 8 pages a
+/// slot (a segment switch every 8 pages), every segment kept. Every record once, in order per
+/// slot, across the switches; live, then finished once the last segment is.
+fn race_segments(zstd: Option<usize>, tag: &str) {
+    let dir = common::scratch_dir(tag);
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, zstd, 100);
+    let mut f = Follower::open(&out).unwrap();
+    assert_eq!(f.segment(), Some(segment_path(&out, 1).as_path()));
+    assert_eq!(f.out(), out.as_path());
+    let (segments, per_segment) = (6u64, 8u64);
+    let slots = [1u8, 2, 3];
+    let writer = std::thread::spawn(move || {
+        for n in 0..segments * per_segment {
+            if n > 0 && n % per_segment == 0 {
+                s.rotate(&summary()).unwrap();
+            }
+            for &slot in &slots {
+                s.write_page(slot, &page(slot, n)).unwrap();
+            }
+            if n % 2 == 0 {
+                s.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        s.flush().unwrap();
+        s.finish(&summary()).unwrap();
+    });
+    let mut seen = Seen::default();
+    // The segments the follower was in at a poll that showed records while live.
+    let mut live_in = std::collections::BTreeSet::new();
+    while !writer.is_finished() {
+        let b = poll(&mut f, &mut seen);
+        if b.state == RecordingState::Live && !b.records.is_empty() {
+            live_in.insert(f.segment().unwrap().to_path_buf());
+        }
+        assert_eq!((b.skipped_segments, b.message), (0, None));
+    }
+    writer.join().unwrap();
+    let last = until_finished(&mut f, &mut seen);
+    let want: BTreeMap<u32, u64> = slots
+        .iter()
+        .map(|&s| (u32::from(s), segments * per_segment * PER_PAGE))
+        .collect();
+    seen.assert_whole(&want);
+    // Live through every rotation (a segment finishing while the next is written is not the
+    // recording finishing); finishing only in the last segment's finish.
+    use RecordingState::{Finished, Finishing, Live};
+    assert!(
+        seen.states == [Live, Finished] || seen.states == [Live, Finishing, Finished],
+        "live until the last segment is finished: {:?}",
+        seen.states
+    );
+    assert_eq!(f.segment(), Some(segment_path(&out, segments).as_path()));
+    assert!(
+        live_in.len() >= 4,
+        "records were shown live from at least 4 segments (3 switches): {live_in:?}"
+    );
+    assert_eq!(last.losses["damaged_pages"], 0);
+    assert_eq!(last.losses["missed"], 0);
+    assert_eq!(
+        (
+            last.skipped_pages,
+            last.skipped_records,
+            last.skipped_segments
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(last.message, None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rotating_recording_is_followed_across_its_segments() {
+    race_segments(None, "follow-seg");
+}
+
+#[test]
+fn a_rotating_compressed_recording_is_followed_across_its_segments() {
+    race_segments(Some(4), "follow-seg-z");
+}
+
+/// `keep` 2: segment 1 is deleted before the follower opens the recording, and segment 4 while
+/// the follower reads it (what it had not read of it is gone). Both are counted skipped and
+/// said; every other record is shown once, in order.
+#[test]
+fn segments_deleted_before_the_follower_reads_them_are_counted() {
+    let dir = common::scratch_dir("follow-seg-keep");
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, None, 2);
+    let per_segment = 4u64;
+    let slots = [1u8, 2];
+    // Segment `seg`'s pages (numbered from 1), the first `pages` of them, flushed.
+    let write = |s: &mut RotatingSink, seg: u64, pages: std::ops::Range<u64>| {
+        for n in pages {
+            for &slot in &slots {
+                s.write_page(slot, &page(slot, (seg - 1) * per_segment + n))
+                    .unwrap();
+            }
+        }
+        s.flush().unwrap();
+    };
+    // Segments 1, 2, 3 complete, 4 written: segment 1 deleted.
+    for seg in 1..=3 {
+        write(&mut s, seg, 0..per_segment);
+        s.rotate(&summary()).unwrap();
+    }
+    write(&mut s, 4, 0..2);
+    wait_for(|| !segment_path(&out, 1).exists() && segment_path(&out, 3).exists());
+    let mut f = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 1));
+    assert_eq!(f.segment(), Some(segment_path(&out, 4).as_path()));
+    let msg = b.message.unwrap();
+    assert!(
+        msg.contains("1 segment(s)") && msg.contains("`keep`"),
+        "{msg}"
+    );
+    // Segments 2 and 3, and segment 4's first 2 pages.
+    let mut want: Vec<u64> = (per_segment * PER_PAGE..(3 * per_segment + 2) * PER_PAGE).collect();
+    for slot in slots {
+        let got = &seen.seqs[&u32::from(slot)];
+        assert!(
+            *got == want,
+            "slot {slot}: {} records from {:?}, want {} from {:?}",
+            got.len(),
+            got.first(),
+            want.len(),
+            want.first()
+        );
+    }
+    // The rest of 4, then 5 and 6 complete, 7 written, while the follower does not look:
+    // segment 4 (and 3) deleted.
+    write(&mut s, 4, 2..per_segment);
+    s.rotate(&summary()).unwrap();
+    for seg in 5..=6 {
+        write(&mut s, seg, 0..per_segment);
+        s.rotate(&summary()).unwrap();
+    }
+    write(&mut s, 7, 0..per_segment);
+    wait_for(|| !segment_path(&out, 4).exists() && segment_path(&out, 6).exists());
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 2));
+    assert_eq!(f.segment(), Some(segment_path(&out, 7).as_path()));
+    assert!(b.message.unwrap().contains("2 segment(s)"));
+    s.finish(&summary()).unwrap();
+    let last = until_finished(&mut f, &mut seen);
+    assert_eq!(
+        (
+            last.skipped_segments,
+            last.skipped_pages,
+            last.skipped_records
+        ),
+        (2, 0, 0)
+    );
+    assert!(last.message.unwrap().contains("2 segment(s)"));
+    want.extend(4 * per_segment * PER_PAGE..7 * per_segment * PER_PAGE);
+    for slot in slots {
+        let got = &seen.seqs[&u32::from(slot)];
+        assert!(
+            *got == want,
+            "slot {slot}: {} records from {:?}, want {} from {:?}",
+            got.len(),
+            got.first(),
+            want.len(),
+            want.first()
+        );
+    }
+    assert_eq!(
+        seen.states,
+        [RecordingState::Live, RecordingState::Finished]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
