@@ -469,9 +469,25 @@ fn race_segments(zstd: Option<usize>, tag: &str) {
     assert_eq!(f.out(), out.as_path());
     let (segments, per_segment) = (6u64, 8u64);
     let slots = [1u8, 2, 3];
+    // Records the follower has shown: before each rotation the writer waits (a while, at most)
+    // until the follower has shown one of the segment's, so that every segment is followed
+    // live, not only read once finished.
+    let shown = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let shown_w = shown.clone();
     let writer = std::thread::spawn(move || {
+        // Until the follower has shown a record of the segment that ends at page `n`.
+        let wait = |n: u64| {
+            let first = (n - per_segment) * PER_PAGE * slots.len() as u64;
+            let until = Instant::now() + Duration::from_secs(10);
+            while shown_w.load(std::sync::atomic::Ordering::Relaxed) <= first
+                && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
         for n in 0..segments * per_segment {
             if n > 0 && n % per_segment == 0 {
+                wait(n);
                 s.rotate(&summary()).unwrap();
             }
             for &slot in &slots {
@@ -479,21 +495,35 @@ fn race_segments(zstd: Option<usize>, tag: &str) {
             }
             if n % 2 == 0 {
                 s.flush().unwrap();
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(5));
             }
         }
         s.flush().unwrap();
+        wait(segments * per_segment);
         s.finish(&summary()).unwrap();
     });
     let mut seen = Seen::default();
-    // The segments the follower was in at a poll that showed records while live.
+    // The segments the follower was in at a poll that showed records while live, and those it
+    // was in when it said "finishing".
     let mut live_in = std::collections::BTreeSet::new();
+    let mut finishing_in = std::collections::BTreeSet::new();
+    let mut track = |b: &FollowBatch, f: &Follower, seen: &Seen| {
+        shown.store(seen.records() as u64, std::sync::atomic::Ordering::Relaxed);
+        let seg = f.segment().unwrap().to_path_buf();
+        match b.state {
+            RecordingState::Live if !b.records.is_empty() => {
+                live_in.insert(seg);
+            }
+            RecordingState::Finishing => {
+                finishing_in.insert(seg);
+            }
+            _ => {}
+        }
+        assert_eq!((b.skipped_segments, &b.message), (0, &None));
+    };
     while !writer.is_finished() {
         let b = poll(&mut f, &mut seen);
-        if b.state == RecordingState::Live && !b.records.is_empty() {
-            live_in.insert(f.segment().unwrap().to_path_buf());
-        }
-        assert_eq!((b.skipped_segments, b.message), (0, None));
+        track(&b, &f, &seen);
     }
     writer.join().unwrap();
     let last = until_finished(&mut f, &mut seen);
@@ -503,17 +533,24 @@ fn race_segments(zstd: Option<usize>, tag: &str) {
         .collect();
     seen.assert_whole(&want);
     // Live through every rotation (a segment finishing while the next is written is not the
-    // recording finishing); finishing only in the last segment's finish.
-    use RecordingState::{Finished, Finishing, Live};
+    // recording finishing), finished at the end; "finishing" only in the last segment's finish.
+    let lastseg = segment_path(&out, segments);
+    assert_eq!(f.segment(), Some(lastseg.as_path()));
+    assert_eq!(seen.states.first(), Some(&RecordingState::Live));
+    assert_eq!(seen.states.last(), Some(&RecordingState::Finished));
     assert!(
-        seen.states == [Live, Finished] || seen.states == [Live, Finishing, Finished],
-        "live until the last segment is finished: {:?}",
+        !seen.states.contains(&RecordingState::Killed),
+        "{:?}",
         seen.states
     );
-    assert_eq!(f.segment(), Some(segment_path(&out, segments).as_path()));
     assert!(
-        live_in.len() >= 4,
-        "records were shown live from at least 4 segments (3 switches): {live_in:?}"
+        finishing_in.iter().all(|s| *s == lastseg),
+        "finishing said in a segment before the last: {finishing_in:?}"
+    );
+    assert_eq!(
+        live_in.len() as u64,
+        segments,
+        "records were shown live from every segment (5 switches): {live_in:?}"
     );
     assert_eq!(last.losses["damaged_pages"], 0);
     assert_eq!(last.losses["missed"], 0);
@@ -630,6 +667,77 @@ fn segments_deleted_before_the_follower_reads_them_are_counted() {
         seen.states,
         [RecordingState::Live, RecordingState::Finished]
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A rotating recording whose recorder dies (the sink dropped: its lock released, no finish)
+/// while the follower reads its last segment: killed, with the `recover OUT` hint; after
+/// `typhon-rec recover OUT` (which rebuilds the segments) finished, no record shown twice.
+#[test]
+fn a_killed_rotating_recording_says_to_recover() {
+    let dir = common::scratch_dir("follow-seg-kill");
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, None, 10);
+    for n in 0..6 {
+        if n == 3 {
+            s.rotate(&summary()).unwrap();
+        }
+        s.write_page(1, &page(1, n)).unwrap();
+    }
+    s.flush().unwrap();
+    wait_for(|| segment_path(&out, 1).exists());
+    let mut f = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    assert_eq!(poll(&mut f, &mut seen).state, RecordingState::Live);
+    // Live while segment 1's background finish holds its lock, then killed.
+    drop(s);
+    let until = Instant::now() + Duration::from_secs(20);
+    let b = loop {
+        let b = poll(&mut f, &mut seen);
+        if b.state != RecordingState::Live {
+            break b;
+        }
+        assert!(Instant::now() < until, "never killed");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Killed, 0));
+    assert_eq!(f.segment(), Some(segment_path(&out, 2).as_path()));
+    let msg = b.message.unwrap();
+    assert!(
+        msg.contains(&format!("run `typhon-rec recover {}`", out.display()))
+            && msg.contains(&parts_dir(&segment_path(&out, 2)).display().to_string()),
+        "{msg}"
+    );
+    seen.assert_whole(&[(1, 600)].into());
+    let r = typhon_recorder::sink::recover_segments(&out).unwrap();
+    assert_eq!(r.len(), 1, "{r:?}");
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.message), (RecordingState::Finished, None));
+    seen.assert_whole(&[(1, 600)].into());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A segment opened while its finish cleans up (its file made, its parts directory not yet
+/// removed, unlocked, its journal gone): the file is the segment's (a rotating recording never
+/// starts beside an earlier one's segments), so it is read, not taken for a kill.
+#[test]
+fn a_segment_met_in_its_finish_clean_up_is_read_from_its_file() {
+    let dir = common::scratch_dir("follow-seg-cleanup");
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, None, 10);
+    s.write_page(1, &page(1, 0)).unwrap();
+    s.rotate(&summary()).unwrap();
+    s.write_page(1, &page(1, 1)).unwrap();
+    s.flush().unwrap();
+    let seg1 = segment_path(&out, 1);
+    wait_for(|| seg1.exists() && !parts_dir(&seg1).exists());
+    std::fs::create_dir(parts_dir(&seg1)).unwrap();
+    let mut f = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 0));
+    seen.assert_whole(&[(1, 200)].into());
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

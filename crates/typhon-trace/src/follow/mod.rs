@@ -156,13 +156,15 @@ struct Single {
 }
 
 impl Single {
-    /// The recording OUT (its parts dir `dir`, or its file).
-    fn open(path: &Path, out: &Path, is_dir: bool) -> Result<Single, FollowError> {
+    /// The recording OUT (its parts dir, or its file). A `segment` of a rotating recording:
+    /// a file OUT can only be the one its finish made (a rotating recording does not start
+    /// where segments of an earlier one are).
+    fn open(path: &Path, out: &Path, is_dir: bool, segment: bool) -> Result<Single, FollowError> {
         let dir = typhon_recorder::sink::parts_dir(out);
         // OUT's identity now, to tell the finished recording's OUT from an older file of that
         // name; none if OUT is already the finished one (a finish stopped in its clean-up).
         let out_before =
-            identity(out).filter(|_| !typhon_recorder::sink::parts_complete(&dir, out));
+            identity(out).filter(|_| !segment && !typhon_recorder::sink::parts_complete(&dir, out));
         let mode = match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => Mode::Parts(parts::Parts::open(&dir)?),
             Ok(_) => {
@@ -294,11 +296,11 @@ impl Follower {
             || std::fs::symlink_metadata(typhon_recorder::sink::parts_dir(&out)).is_ok()
             || std::fs::symlink_metadata(&out).is_ok();
         let (one, segments) = match plain {
-            true => (Single::open(&path, &out, is_dir)?, None),
+            true => (Single::open(&path, &out, is_dir, false)?, None),
             false => match segments::Segments::open(&out)? {
                 Some((seg, one)) => (one, Some(seg)),
                 // Not rotating either: the error names OUT and its parts.
-                None => (Single::open(&path, &out, is_dir)?, None),
+                None => (Single::open(&path, &out, is_dir, false)?, None),
             },
         };
         let state = match one.mode {

@@ -89,7 +89,7 @@ impl Segments {
             if !there {
                 return Ok(None);
             }
-            match Single::open(&out, &out, false) {
+            match Single::open(&out, &out, false, true) {
                 Ok(one) => return Ok(Some(one)),
                 // Its parts removed by its finish, or its file deleted, in between: look again.
                 Err(_) if tries + 1 < OPEN_TRIES => tries += 1,
