@@ -12,6 +12,12 @@
 //!   lock free, parts there, OUT not new ▶ killed     (message: run `typhon-rec recover OUT`)
 //! ```
 //!
+//! A rotating recording (SPEC §16: `OUT.000001`, `OUT.000002`, … no OUT nor `OUT.parts`) is
+//! followed segment by segment, the oldest kept first, each as a recording of its own: live
+//! while any segment is written, finished with the last one, killed when a segment's parts
+//! remain unlocked; segments its `keep` deleted before the follower read them are counted in
+//! [`FollowBatch::skipped_segments`].
+//!
 //! The follower never takes the recording's lock for writing and never writes into the parts
 //! directory: it cannot make the recording lose a record. A follower that falls behind skips
 //! forward and counts what it skipped ([`FollowBatch::skipped_pages`],
@@ -69,7 +75,8 @@ pub struct FollowBatch {
     /// [`crate::tracedat::TraceFile::stream_records`] does, as [`OwnedRecord`]s. Their `at` is
     /// the file offset in OUT; from the parts, the offset in the slot's pages (page index ×
     /// page size + the offset in the page), which for an uncompressed part file is its offset
-    /// there.
+    /// there. A rotating recording's: in the segment [`Follower::segment`] names (or one before
+    /// it, read in the same poll).
     pub records: Vec<OwnedRecord>,
     /// The recording's own losses so far (counter name -> value, non-zero and zero), read from
     /// the parts directory or the file's metadata.
