@@ -10,8 +10,8 @@ pub mod tracedat;
 
 pub use file::{
     output_path, page_fault, parts_complete, parts_dir, parts_locked, parts_losses, parts_name,
-    recover, recover_segments, segment_files, segment_path, FileSink, PartsName, Recovered,
-    RotatingSink, Rotation, PENDING_HEADER_LEN, PENDING_MAGIC,
+    recover, recover_segments, segment_files, segment_path, segments_on_disk, FileSink, PartsName,
+    Recovered, RotatingSink, Rotation, PENDING_HEADER_LEN, PENDING_MAGIC,
 };
 
 use std::io;

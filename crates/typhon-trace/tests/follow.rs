@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use typhon_recorder::codec::records::write_instant;
 use typhon_recorder::codec::TraceEventKind as K;
 use typhon_recorder::page::PageWriter;
-use typhon_recorder::sink::{parts_dir, FileSink, SessionSummary, Sink};
+use typhon_recorder::sink::{
+    parts_dir, segment_path, FileSink, RotatingSink, SessionSummary, Sink,
+};
 use typhon_recorder::tracedat::Compression;
 use typhon_trace::follow::{FollowBatch, Follower, RecordingState};
 
@@ -438,6 +440,304 @@ fn compressed_pending_pages_are_shown_once() {
     let b = poll(&mut f, &mut seen);
     assert_eq!(b.state, RecordingState::Killed);
     seen.assert_whole(&[(1, 800)].into());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A rotating recording to `out` (never rotating by itself: the tests call `rotate`).
+fn rotating(out: &Path, zstd: Option<usize>, keep: usize) -> RotatingSink {
+    let (c, chunk) = match zstd {
+        None => (
+            Compression::None,
+            typhon_recorder::tracedat::DEFAULT_CHUNK_PAGES,
+        ),
+        Some(n) => (Compression::Zstd { level: 1 }, n),
+    };
+    let mut s = RotatingSink::create(out, PAGE, c, chunk, u64::MAX, keep).unwrap();
+    s.begin(&summary()).unwrap();
+    s
+}
+
+/// A rotating recording written while the follower polls: 3 slots, 6 segments of 8 pages a
+/// slot (a segment switch every 8 pages), every segment kept. Every record once, in order per
+/// slot, across the switches; live, then finished once the last segment is.
+fn race_segments(zstd: Option<usize>, tag: &str) {
+    let dir = common::scratch_dir(tag);
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, zstd, 100);
+    let mut f = Follower::open(&out).unwrap();
+    assert_eq!(f.segment(), Some(segment_path(&out, 1).as_path()));
+    assert_eq!(f.out(), out.as_path());
+    let (segments, per_segment) = (6u64, 8u64);
+    let slots = [1u8, 2, 3];
+    // Records the follower has shown: before each rotation the writer waits (a while, at most)
+    // until the follower has shown one of the segment's, so that every segment is followed
+    // live, not only read once finished.
+    let shown = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let shown_w = shown.clone();
+    let writer = std::thread::spawn(move || {
+        // Until the follower has shown a record of the segment that ends at page `n`.
+        let wait = |n: u64| {
+            let first = (n - per_segment) * PER_PAGE * slots.len() as u64;
+            let until = Instant::now() + Duration::from_secs(10);
+            while shown_w.load(std::sync::atomic::Ordering::Relaxed) <= first
+                && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for n in 0..segments * per_segment {
+            if n > 0 && n % per_segment == 0 {
+                wait(n);
+                s.rotate(&summary()).unwrap();
+            }
+            for &slot in &slots {
+                s.write_page(slot, &page(slot, n)).unwrap();
+            }
+            if n % 2 == 0 {
+                s.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        s.flush().unwrap();
+        wait(segments * per_segment);
+        s.finish(&summary()).unwrap();
+    });
+    let mut seen = Seen::default();
+    // The segments the follower was in at a poll that showed records while live, and those it
+    // was in when it said "finishing".
+    let mut live_in = std::collections::BTreeSet::new();
+    let mut finishing_in = std::collections::BTreeSet::new();
+    let mut track = |b: &FollowBatch, f: &Follower, seen: &Seen| {
+        shown.store(seen.records() as u64, std::sync::atomic::Ordering::Relaxed);
+        let seg = f.segment().unwrap().to_path_buf();
+        match b.state {
+            RecordingState::Live if !b.records.is_empty() => {
+                live_in.insert(seg);
+            }
+            RecordingState::Finishing => {
+                finishing_in.insert(seg);
+            }
+            _ => {}
+        }
+        assert_eq!((b.skipped_segments, &b.message), (0, &None));
+    };
+    while !writer.is_finished() {
+        let b = poll(&mut f, &mut seen);
+        track(&b, &f, &seen);
+    }
+    writer.join().unwrap();
+    let last = until_finished(&mut f, &mut seen);
+    let want: BTreeMap<u32, u64> = slots
+        .iter()
+        .map(|&s| (u32::from(s), segments * per_segment * PER_PAGE))
+        .collect();
+    seen.assert_whole(&want);
+    // Live through every rotation (a segment finishing while the next is written is not the
+    // recording finishing), finished at the end; "finishing" only in the last segment's finish.
+    let lastseg = segment_path(&out, segments);
+    assert_eq!(f.segment(), Some(lastseg.as_path()));
+    assert_eq!(seen.states.first(), Some(&RecordingState::Live));
+    assert_eq!(seen.states.last(), Some(&RecordingState::Finished));
+    assert!(
+        !seen.states.contains(&RecordingState::Killed),
+        "{:?}",
+        seen.states
+    );
+    assert!(
+        finishing_in.iter().all(|s| *s == lastseg),
+        "finishing said in a segment before the last: {finishing_in:?}"
+    );
+    assert_eq!(
+        live_in.len() as u64,
+        segments,
+        "records were shown live from every segment (5 switches): {live_in:?}"
+    );
+    assert_eq!(last.losses["damaged_pages"], 0);
+    assert_eq!(last.losses["missed"], 0);
+    assert_eq!(
+        (
+            last.skipped_pages,
+            last.skipped_records,
+            last.skipped_segments
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(last.message, None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rotating_recording_is_followed_across_its_segments() {
+    race_segments(None, "follow-seg");
+}
+
+#[test]
+fn a_rotating_compressed_recording_is_followed_across_its_segments() {
+    race_segments(Some(4), "follow-seg-z");
+}
+
+/// `keep` 2: segment 1 is deleted before the follower opens the recording, and segment 4 while
+/// the follower reads it (what it had not read of it is gone). Both are counted skipped and
+/// said; every other record is shown once, in order.
+#[test]
+fn segments_deleted_before_the_follower_reads_them_are_counted() {
+    let dir = common::scratch_dir("follow-seg-keep");
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, None, 2);
+    let per_segment = 4u64;
+    let slots = [1u8, 2];
+    // Segment `seg`'s pages (numbered from 1), the first `pages` of them, flushed.
+    let write = |s: &mut RotatingSink, seg: u64, pages: std::ops::Range<u64>| {
+        for n in pages {
+            for &slot in &slots {
+                s.write_page(slot, &page(slot, (seg - 1) * per_segment + n))
+                    .unwrap();
+            }
+        }
+        s.flush().unwrap();
+    };
+    // Segments 1, 2, 3 complete, 4 written: segment 1 deleted.
+    for seg in 1..=3 {
+        write(&mut s, seg, 0..per_segment);
+        s.rotate(&summary()).unwrap();
+    }
+    write(&mut s, 4, 0..2);
+    wait_for(|| !segment_path(&out, 1).exists() && segment_path(&out, 3).exists());
+    let mut f = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 1));
+    assert_eq!(f.segment(), Some(segment_path(&out, 4).as_path()));
+    let msg = b.message.unwrap();
+    assert!(
+        msg.contains("1 segment(s)") && msg.contains("`keep`"),
+        "{msg}"
+    );
+    // Segments 2 and 3, and segment 4's first 2 pages.
+    let mut want: Vec<u64> = (per_segment * PER_PAGE..(3 * per_segment + 2) * PER_PAGE).collect();
+    for slot in slots {
+        let got = &seen.seqs[&u32::from(slot)];
+        assert!(
+            *got == want,
+            "slot {slot}: {} records from {:?}, want {} from {:?}",
+            got.len(),
+            got.first(),
+            want.len(),
+            want.first()
+        );
+    }
+    // The rest of 4, then 5 and 6 complete, 7 written, while the follower does not look:
+    // segment 4 (and 3) deleted.
+    write(&mut s, 4, 2..per_segment);
+    s.rotate(&summary()).unwrap();
+    for seg in 5..=6 {
+        write(&mut s, seg, 0..per_segment);
+        s.rotate(&summary()).unwrap();
+    }
+    write(&mut s, 7, 0..per_segment);
+    wait_for(|| !segment_path(&out, 4).exists() && segment_path(&out, 6).exists());
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 2));
+    assert_eq!(f.segment(), Some(segment_path(&out, 7).as_path()));
+    assert!(b.message.unwrap().contains("2 segment(s)"));
+    s.finish(&summary()).unwrap();
+    let last = until_finished(&mut f, &mut seen);
+    assert_eq!(
+        (
+            last.skipped_segments,
+            last.skipped_pages,
+            last.skipped_records
+        ),
+        (2, 0, 0)
+    );
+    assert!(last.message.unwrap().contains("2 segment(s)"));
+    want.extend(4 * per_segment * PER_PAGE..7 * per_segment * PER_PAGE);
+    for slot in slots {
+        let got = &seen.seqs[&u32::from(slot)];
+        assert!(
+            *got == want,
+            "slot {slot}: {} records from {:?}, want {} from {:?}",
+            got.len(),
+            got.first(),
+            want.len(),
+            want.first()
+        );
+    }
+    assert_eq!(
+        seen.states,
+        [RecordingState::Live, RecordingState::Finished]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A rotating recording whose recorder dies (the sink dropped: its lock released, no finish)
+/// while the follower reads its last segment: killed, with the `recover OUT` hint; after
+/// `typhon-rec recover OUT` (which rebuilds the segments) finished, no record shown twice.
+#[test]
+fn a_killed_rotating_recording_says_to_recover() {
+    let dir = common::scratch_dir("follow-seg-kill");
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, None, 10);
+    for n in 0..6 {
+        if n == 3 {
+            s.rotate(&summary()).unwrap();
+        }
+        s.write_page(1, &page(1, n)).unwrap();
+    }
+    s.flush().unwrap();
+    wait_for(|| segment_path(&out, 1).exists());
+    let mut f = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    assert_eq!(poll(&mut f, &mut seen).state, RecordingState::Live);
+    // Live while segment 1's background finish holds its lock, then killed.
+    drop(s);
+    let until = Instant::now() + Duration::from_secs(20);
+    let b = loop {
+        let b = poll(&mut f, &mut seen);
+        if b.state != RecordingState::Live {
+            break b;
+        }
+        assert!(Instant::now() < until, "never killed");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Killed, 0));
+    assert_eq!(f.segment(), Some(segment_path(&out, 2).as_path()));
+    let msg = b.message.unwrap();
+    assert!(
+        msg.contains(&format!("run `typhon-rec recover {}`", out.display()))
+            && msg.contains(&parts_dir(&segment_path(&out, 2)).display().to_string()),
+        "{msg}"
+    );
+    seen.assert_whole(&[(1, 600)].into());
+    let r = typhon_recorder::sink::recover_segments(&out).unwrap();
+    assert_eq!(r.len(), 1, "{r:?}");
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.message), (RecordingState::Finished, None));
+    seen.assert_whole(&[(1, 600)].into());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A segment opened while its finish cleans up (its file made, its parts directory not yet
+/// removed, unlocked, its journal gone): the file is the segment's (a rotating recording never
+/// starts beside an earlier one's segments), so it is read, not taken for a kill.
+#[test]
+fn a_segment_met_in_its_finish_clean_up_is_read_from_its_file() {
+    let dir = common::scratch_dir("follow-seg-cleanup");
+    let out = dir.join("run.dat");
+    let mut s = rotating(&out, None, 10);
+    s.write_page(1, &page(1, 0)).unwrap();
+    s.rotate(&summary()).unwrap();
+    s.write_page(1, &page(1, 1)).unwrap();
+    s.flush().unwrap();
+    let seg1 = segment_path(&out, 1);
+    wait_for(|| seg1.exists() && !parts_dir(&seg1).exists());
+    std::fs::create_dir(parts_dir(&seg1)).unwrap();
+    let mut f = Follower::open(&out).unwrap();
+    let mut seen = Seen::default();
+    let b = poll(&mut f, &mut seen);
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 0));
+    seen.assert_whole(&[(1, 200)].into());
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -61,7 +61,9 @@ pub use live::{
 };
 pub use paths::{output_path, parts_dir};
 pub use recover::{page_fault, recover, Recovered};
-pub use rotate::{recover_segments, segment_files, segment_path, RotatingSink, Rotation};
+pub use rotate::{
+    recover_segments, segment_files, segment_path, segments_on_disk, RotatingSink, Rotation,
+};
 
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{

@@ -50,8 +50,19 @@ fn segment_number(base: &str, name: &str) -> Option<(u64, bool)> {
         .flatten()
 }
 
-/// The segments of `out` on disk: (number, path, whether it is a parts directory), in order.
-fn segments_on_disk(out: &Path) -> io::Result<Vec<(u64, PathBuf, bool)>> {
+/// Every segment of the rotating recording `out` on disk, complete or not: (number, path,
+/// whether it is a parts directory `OUT.NNNNNN.parts`), in order. A segment whose finish is
+/// cleaning up shows as both. A reader following the run (SPEC §17) goes from one to the next.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("sd-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(dir.join("x.dat.000003.parts")).unwrap();
+/// std::fs::write(dir.join("x.dat.000002"), b"").unwrap();
+/// let s = typhon_recorder::sink::segments_on_disk(&dir.join("x.dat")).unwrap();
+/// assert_eq!(s, vec![(2, dir.join("x.dat.000002"), false), (3, dir.join("x.dat.000003.parts"), true)]);
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn segments_on_disk(out: &Path) -> io::Result<Vec<(u64, PathBuf, bool)>> {
     let dir = match out.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -33,6 +33,8 @@ pub(super) struct Gather {
     pub(super) missed: u64,
     /// The recording's own counters, as its parts or its file's metadata give them.
     pub(super) recording: BTreeMap<String, u64>,
+    /// The losses of the segments read before the current one (a rotating recording).
+    earlier: BTreeMap<String, u64>,
 }
 
 impl Gather {
@@ -134,6 +136,27 @@ impl Gather {
         }
     }
 
+    /// The current segment of a rotating recording is read: the next one is read as its own
+    /// recording (its pages from the first, its definitions and counters its own). The records
+    /// kept for this poll are resolved now, with this segment's definitions; its losses are
+    /// added to the earlier segments'.
+    pub(super) fn end_segment(&mut self) {
+        for q in self.pages.values_mut() {
+            for r in q.iter_mut().flat_map(|p| p.recs.iter_mut()) {
+                resolve(&mut self.defs, r);
+            }
+        }
+        let mine = self.segment_losses();
+        for (k, v) in mine {
+            *self.earlier.entry(k).or_default() += v;
+        }
+        self.positions.clear();
+        self.defs = Definitions::default();
+        self.damaged_pages = 0;
+        self.missed = 0;
+        self.recording.clear();
+    }
+
     /// The poll's records: each slot's in order, merged by time; definitions resolved as
     /// [`crate::tracedat::TraceFile::stream_records`] resolves them.
     pub(super) fn take(&mut self) -> Vec<OwnedRecord> {
@@ -152,23 +175,39 @@ impl Gather {
             let Some(mut r) = per[i].pop_front() else {
                 break;
             };
-            let kind = r.data.get(2).copied();
-            if kind == Some(K::TRACING_SPAN_VALUES.0) || kind == Some(K::TRACING_EVENT_VALUES.0) {
-                if let Some(d) = self.defs.resolve(&r.data) {
-                    r.data = d;
-                }
-            }
+            resolve(&mut self.defs, &mut r);
             out.push(r);
         }
         out
     }
 
-    /// The recording's losses and those the follower found in its pages.
-    pub(super) fn losses(&self) -> BTreeMap<String, u64> {
+    /// The current recording's (segment's) losses and those the follower found in its pages.
+    fn segment_losses(&self) -> BTreeMap<String, u64> {
         let mut m = self.recording.clone();
         m.entry("missed".into()).or_insert(self.missed);
         let d = m.entry("damaged_pages".into()).or_insert(0);
         *d = (*d).max(self.damaged_pages);
         m
+    }
+
+    /// The recording's losses and those the follower found in its pages (a rotating
+    /// recording's: those of every segment read so far).
+    pub(super) fn losses(&self) -> BTreeMap<String, u64> {
+        let mut m = self.segment_losses();
+        for (k, v) in &self.earlier {
+            *m.entry(k.clone()).or_default() += v;
+        }
+        m
+    }
+}
+
+/// A record that uses a callsite, handed out as the record it stands for (once: the resolved
+/// record is of another kind).
+fn resolve(defs: &mut Definitions, r: &mut OwnedRecord) {
+    let kind = r.data.get(2).copied();
+    if kind == Some(K::TRACING_SPAN_VALUES.0) || kind == Some(K::TRACING_EVENT_VALUES.0) {
+        if let Some(d) = defs.resolve(&r.data) {
+            r.data = d;
+        }
     }
 }

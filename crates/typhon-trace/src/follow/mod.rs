@@ -12,6 +12,12 @@
 //!   lock free, parts there, OUT not new ▶ killed     (message: run `typhon-rec recover OUT`)
 //! ```
 //!
+//! A rotating recording (SPEC §16: `OUT.000001`, `OUT.000002`, … no OUT nor `OUT.parts`) is
+//! followed segment by segment, the oldest kept first, each as a recording of its own: live
+//! while any segment is written, finished with the last one, killed when a segment's parts
+//! remain unlocked; segments its `keep` deleted before the follower read them are counted in
+//! [`FollowBatch::skipped_segments`].
+//!
 //! The follower never takes the recording's lock for writing and never writes into the parts
 //! directory: it cannot make the recording lose a record. A follower that falls behind skips
 //! forward and counts what it skipped ([`FollowBatch::skipped_pages`],
@@ -20,6 +26,7 @@
 mod file;
 mod gather;
 mod parts;
+mod segments;
 
 use crate::tracedat::OwnedRecord;
 use gather::Gather;
@@ -68,7 +75,8 @@ pub struct FollowBatch {
     /// [`crate::tracedat::TraceFile::stream_records`] does, as [`OwnedRecord`]s. Their `at` is
     /// the file offset in OUT; from the parts, the offset in the slot's pages (page index ×
     /// page size + the offset in the page), which for an uncompressed part file is its offset
-    /// there.
+    /// there. A rotating recording's: in the segment [`Follower::segment`] names (or one before
+    /// it, read in the same poll).
     pub records: Vec<OwnedRecord>,
     /// The recording's own losses so far (counter name -> value, non-zero and zero), read from
     /// the parts directory or the file's metadata.
@@ -81,6 +89,11 @@ pub struct FollowBatch {
     /// Records this follower skipped because it fell behind (not losses of the recording), in
     /// all polls so far.
     pub skipped_records: u64,
+    /// Segments of a rotating recording that its `keep` deleted before this follower read
+    /// them (or read them whole: the rest of such a segment is not known, so not counted in
+    /// `skipped_records`), in all polls so far; `message` says so too. Zero for a recording
+    /// that does not rotate.
+    pub skipped_segments: u64,
     /// A hint for the user, e.g. "killed: run `typhon-rec recover OUT`".
     pub message: Option<String>,
 }
@@ -132,17 +145,121 @@ enum Mode {
     File(Box<file::FileReader>),
 }
 
-/// Follows one recording (see the [module docs](self)).
-///
-/// Each slot's pages are read in order; a slot's position (its pages read, damaged or skipped)
-/// carries over from `OUT.parts/` to the finished OUT, so a recording followed across its
-/// finish shows every record once.
-pub struct Follower {
-    path: PathBuf,
+/// What one recording (or one segment of a rotating one) showed at a poll.
+enum Step {
+    /// Its state, and a hint for the user.
+    At(RecordingState, Option<String>),
+    /// Its parts directory is gone and OUT is not a new file: the recording was removed (a
+    /// segment: deleted by the recording's `keep`).
+    Removed(PathBuf),
+}
+
+/// One recording: `OUT.parts/` while it runs, then OUT.
+struct Single {
     out: PathBuf,
     /// OUT's (device, inode) when the follower opened it: a finish makes a new file.
     out_before: Option<(u64, u64)>,
     mode: Mode,
+}
+
+impl Single {
+    /// The recording OUT (its parts dir, or its file). A `segment` of a rotating recording:
+    /// a file OUT can only be the one its finish made (a rotating recording does not start
+    /// where segments of an earlier one are).
+    fn open(path: &Path, out: &Path, is_dir: bool, segment: bool) -> Result<Single, FollowError> {
+        let dir = typhon_recorder::sink::parts_dir(out);
+        // OUT's identity now, to tell the finished recording's OUT from an older file of that
+        // name; none if OUT is already the finished one (a finish stopped in its clean-up).
+        let out_before =
+            identity(out).filter(|_| !segment && !typhon_recorder::sink::parts_complete(&dir, out));
+        let mode = match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => Mode::Parts(parts::Parts::open(&dir)?),
+            Ok(_) => {
+                return Err(FollowError::new(
+                    &dir,
+                    "is not a directory: not a recording's parts",
+                ))
+            }
+            Err(_) if is_dir => {
+                return Err(FollowError::new(
+                    path,
+                    "is a directory, not a recording (give OUT or OUT.parts)",
+                ))
+            }
+            Err(_) => match std::fs::symlink_metadata(out) {
+                Ok(m) if m.file_type().is_file() => {
+                    Mode::File(Box::new(file::FileReader::open(out, &BTreeMap::new())?))
+                }
+                Ok(_) => return Err(FollowError::new(out, "is not a regular file")),
+                Err(e) => {
+                    return Err(FollowError::new(
+                        out,
+                        format!(
+                            "no recording here: neither it nor {} can be read ({e})",
+                            dir.display()
+                        ),
+                    ))
+                }
+            },
+        };
+        Ok(Single {
+            out: out.to_path_buf(),
+            out_before,
+            mode,
+        })
+    }
+
+    fn poll(&mut self, g: &mut Gather) -> Result<Step, FollowError> {
+        let mut step = Step::At(RecordingState::Finished, None);
+        if let Mode::Parts(p) = &mut self.mode {
+            let seen = p.poll(g)?;
+            match seen {
+                parts::Seen::Live => return Ok(Step::At(RecordingState::Live, None)),
+                parts::Seen::Finishing => return Ok(Step::At(RecordingState::Finishing, None)),
+                parts::Seen::Unlocked | parts::Seen::Gone => {
+                    let dir = p.dir().to_path_buf();
+                    let new_out = identity(&self.out).is_some()
+                        && (identity(&self.out) != self.out_before
+                            || typhon_recorder::sink::parts_complete(&dir, &self.out));
+                    if new_out {
+                        // The finish (or a `recover`) made OUT: go on there, after what the
+                        // parts gave.
+                        let pos = g.positions().clone();
+                        self.mode = Mode::File(Box::new(file::FileReader::open(&self.out, &pos)?));
+                    } else if matches!(seen, parts::Seen::Gone) {
+                        return Ok(Step::Removed(dir));
+                    } else {
+                        step = Step::At(
+                            RecordingState::Killed,
+                            Some(format!(
+                                "killed: the recorder is gone and its parts remain in {}; run `typhon-rec recover {}`",
+                                dir.display(),
+                                self.out.display()
+                            )),
+                        );
+                    }
+                }
+            }
+        }
+        if let Mode::File(f) = &mut self.mode {
+            f.poll(g)?;
+        }
+        Ok(step)
+    }
+}
+
+/// Follows one recording (see the [module docs](self)).
+///
+/// Each slot's pages are read in order; a slot's position (its pages read, damaged or skipped)
+/// carries over from `OUT.parts/` to the finished OUT, so a recording followed across its
+/// finish shows every record once. A rotating recording is followed segment by segment
+/// (see [`FollowBatch::skipped_segments`]).
+pub struct Follower {
+    path: PathBuf,
+    out: PathBuf,
+    one: Single,
+    /// A rotating recording: which segment is read and what was passed.
+    segments: Option<segments::Segments>,
     gather: Gather,
     state: RecordingState,
     message: Option<String>,
@@ -166,7 +283,10 @@ fn identity(p: &Path) -> Option<(u64, u64)> {
 
 impl Follower {
     /// OUT (a recording in progress: reads `OUT.parts/`, then OUT once finished) or a
-    /// finished/recovered FILE. `OUT.parts` itself names the same recording as OUT.
+    /// finished/recovered FILE. `OUT.parts` itself names the same recording as OUT. A rotating
+    /// recording's OUT (its segments `OUT.000001`, … on disk, no OUT nor `OUT.parts`) is
+    /// followed through its segments, the oldest kept first; `OUT.000003` follows that segment
+    /// alone.
     ///
     /// ```
     /// let e = typhon_trace::follow::Follower::open("/nonexistent/run.dat").unwrap_err();
@@ -179,50 +299,26 @@ impl Follower {
             Some(o) if is_dir => PathBuf::from(o),
             _ => path.clone(),
         };
-        let dir = typhon_recorder::sink::parts_dir(&out);
-        // OUT's identity now, to tell the finished recording's OUT from an older file of that
-        // name; none if OUT is already the finished one (a finish stopped in its clean-up).
-        let out_before =
-            identity(&out).filter(|_| !typhon_recorder::sink::parts_complete(&dir, &out));
-        let mode = match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => Mode::Parts(parts::Parts::open(&dir)?),
-            Ok(_) => {
-                return Err(FollowError::new(
-                    &dir,
-                    "is not a directory: not a recording's parts",
-                ))
-            }
-            Err(_) if is_dir => {
-                return Err(FollowError::new(
-                    &path,
-                    "is a directory, not a recording (give OUT or OUT.parts)",
-                ))
-            }
-            Err(_) => match std::fs::symlink_metadata(&out) {
-                Ok(m) if m.file_type().is_file() => {
-                    Mode::File(Box::new(file::FileReader::open(&out, &BTreeMap::new())?))
-                }
-                Ok(_) => return Err(FollowError::new(&out, "is not a regular file")),
-                Err(e) => {
-                    return Err(FollowError::new(
-                        &out,
-                        format!(
-                            "no recording here: neither it nor {} can be read ({e})",
-                            dir.display()
-                        ),
-                    ))
-                }
+        let plain = is_dir
+            || std::fs::symlink_metadata(typhon_recorder::sink::parts_dir(&out)).is_ok()
+            || std::fs::symlink_metadata(&out).is_ok();
+        let (one, segments) = match plain {
+            true => (Single::open(&path, &out, is_dir, false)?, None),
+            false => match segments::Segments::open(&out)? {
+                Some((seg, one)) => (one, Some(seg)),
+                // Not rotating either: the error names OUT and its parts.
+                None => (Single::open(&path, &out, is_dir, false)?, None),
             },
         };
-        let state = match mode {
+        let state = match one.mode {
             Mode::File(_) => RecordingState::Finished,
             Mode::Parts(_) => RecordingState::Live,
         };
         Ok(Follower {
             path,
             out,
-            out_before,
-            mode,
+            one,
+            segments,
             gather: Gather::default(),
             state,
             message: None,
@@ -237,46 +333,23 @@ impl Follower {
     /// time, across slots) are skipped whole, and counted, so the batch holds the newest ones.
     pub fn poll(&mut self, max_records: usize) -> Result<FollowBatch, FollowError> {
         self.gather.begin(max_records);
-        if let Mode::Parts(p) = &mut self.mode {
-            let seen = p.poll(&mut self.gather)?;
-            self.message = None;
-            match seen {
-                parts::Seen::Live => self.state = RecordingState::Live,
-                parts::Seen::Finishing => self.state = RecordingState::Finishing,
-                parts::Seen::Unlocked | parts::Seen::Gone => {
-                    let dir = p.dir().to_path_buf();
-                    let new_out = identity(&self.out).is_some()
-                        && (identity(&self.out) != self.out_before
-                            || typhon_recorder::sink::parts_complete(&dir, &self.out));
-                    if new_out {
-                        // The finish (or a `recover`) made OUT: go on there, after what the
-                        // parts gave.
-                        let pos = self.gather.positions().clone();
-                        self.mode = Mode::File(Box::new(file::FileReader::open(&self.out, &pos)?));
-                    } else if matches!(seen, parts::Seen::Gone) {
-                        return Err(FollowError::new(
-                            &dir,
-                            format!(
-                                "the parts directory is gone and {} is not a new file: the recording was removed, not finished",
-                                self.out.display()
-                            ),
-                        ));
-                    } else {
-                        self.state = RecordingState::Killed;
-                        self.message = Some(format!(
-                            "killed: the recorder is gone and its parts remain in {}; run `typhon-rec recover {}`",
-                            dir.display(),
+        let (state, message) = match &mut self.segments {
+            None => match self.one.poll(&mut self.gather)? {
+                Step::At(state, message) => (state, message),
+                Step::Removed(dir) => {
+                    return Err(FollowError::new(
+                        &dir,
+                        format!(
+                            "the parts directory is gone and {} is not a new file: the recording was removed, not finished",
                             self.out.display()
-                        ));
-                    }
+                        ),
+                    ))
                 }
-            }
-        }
-        if let Mode::File(f) = &mut self.mode {
-            f.poll(&mut self.gather)?;
-            self.state = RecordingState::Finished;
-            self.message = None;
-        }
+            },
+            Some(seg) => seg.poll(&mut self.one, &mut self.gather)?,
+        };
+        self.state = state;
+        self.message = message;
         let records = self.gather.take();
         Ok(FollowBatch {
             state: self.state,
@@ -285,8 +358,15 @@ impl Follower {
             threads: self.gather.threads.clone(),
             skipped_pages: self.gather.skipped_pages,
             skipped_records: self.gather.skipped_records,
+            skipped_segments: self.segments.as_ref().map_or(0, |s| s.skipped()),
             message: self.message.clone(),
         })
+    }
+
+    /// The segment of a rotating recording read now (`OUT.000003`); none for a recording that
+    /// does not rotate (or a segment opened alone).
+    pub fn segment(&self) -> Option<&Path> {
+        self.segments.as_ref().map(|_| self.one.out.as_path())
     }
 
     /// The path given to [`Follower::open`].
