@@ -103,6 +103,7 @@ pub mod codec;
 mod error;
 mod flush;
 mod macros;
+mod platform;
 pub mod printable;
 mod recorder;
 mod session;
@@ -134,6 +135,7 @@ pub use write::api::{
 };
 pub use write::celog::CeLog;
 pub use write::clock::Clock;
+pub use write::locks::{TracedMutex, TracedMutexGuard};
 pub use write::named::{
     named_instant, named_instant_at, named_instant_static, named_phase_end, named_phase_end_at,
     named_phase_end_static, named_phase_start, named_phase_start_at, named_phase_start_static,

@@ -8,7 +8,10 @@
 mod file;
 pub mod tracedat;
 
-pub use file::{output_path, parts_dir, recover, FileSink, Recovered};
+pub use file::{
+    output_path, page_fault, parts_complete, parts_dir, parts_locked, parts_losses, parts_name,
+    recover, FileSink, PartsName, Recovered, PENDING_HEADER_LEN, PENDING_MAGIC,
+};
 
 use std::io;
 use std::sync::Arc;

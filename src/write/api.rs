@@ -461,9 +461,7 @@ pub fn celog_data_at(
         count_filtered();
         return Ok(());
     }
-    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure, handled below.
-    let cpu = unsafe { libc::sched_getcpu() };
-    let cel_cpu = if cpu < 0 { 0 } else { cpu as u32 + 1 };
+    let cel_cpu = crate::platform::current_cpu().map_or(0, |cpu| cpu + 1);
     let size = if cel_cpu >= 15 { size + 4 } else { size };
     with_writer(|w| {
         if size > w.core.max_record {

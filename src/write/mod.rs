@@ -14,11 +14,13 @@
 //! - `api`, `span_api` and `spans`: the free functions, the span functions and the span
 //!   guards under them; `named`: the instants and
 //!   phases that carry their names; `names`: the slots' static names, written once per slot
-//!   (SPEC §15); `celog`: the CeLog event builder.
+//!   (SPEC §15); `celog`: the CeLog event builder; `locks`: the mutex whose contended waits
+//!   are spans.
 
 pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;
+pub(crate) mod locks;
 pub(crate) mod named;
 pub(crate) mod names;
 pub mod ring;

@@ -146,8 +146,7 @@ thread_local! {
 }
 
 pub(crate) fn os_tid() -> i32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() }
+    crate::platform::os_tid()
 }
 
 /// Room for [`default_thread_name`]: `thread-`, an optional sign and the ten digits of an `i32`.

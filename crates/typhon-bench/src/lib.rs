@@ -99,6 +99,7 @@ mod disabled;
 mod floors;
 mod latency;
 mod load;
+mod locks;
 mod own_threads;
 mod peers;
 pub mod plot;
@@ -170,6 +171,8 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     writes::recorder_ns(&mut r, &t);
     off.take(2);
     bridges::bridges(&mut r, &t);
+    off.take(2);
+    locks::mutexes(&mut r, &t);
     off.take(2);
     let samples = if opts.quick { 1_000_000 } else { 10_000_000 };
     latency::latency(&mut r, samples, npt, no_spare);

@@ -251,6 +251,10 @@ pub struct BenchReport {
     pub tracing_records: u64,
     /// Records it dropped in that phase (should be 0).
     pub tracing_drops: u64,
+    /// Lock + unlock of a free `parking_lot::Mutex`.
+    pub mutex_plain: NsFigure,
+    /// Lock + unlock of a free `TracedMutex` (records nothing), timed beside `mutex_plain`.
+    pub mutex_traced: NsFigure,
     /// A write with no recorder installed, in straight-line code (eight per loop iteration).
     pub disabled: NsFigure,
     /// The same, one call per loop iteration (context).
@@ -361,6 +365,8 @@ impl BenchReport {
             ("tracing_event_ns", self.tracing_event.median),
             ("tracing_chrome_span_ns", self.tracing_chrome_span.median),
             ("tracing_tracy_span_ns", self.tracing_tracy_span.median),
+            ("parking_lot_mutex_ns", self.mutex_plain.median),
+            ("traced_mutex_ns", self.mutex_traced.median),
             (
                 "flusher_cpu_ns_per_record",
                 self.recorder_threads.flusher_cpu_ns_per_record,
@@ -439,6 +445,8 @@ impl BenchReport {
         v["figures"]["tracing_event"] = fig(&self.tracing_event);
         v["figures"]["tracing_chrome_span"] = fig(&self.tracing_chrome_span);
         v["figures"]["tracing_tracy_span"] = fig(&self.tracing_tracy_span);
+        v["figures"]["parking_lot_mutex"] = fig(&self.mutex_plain);
+        v["figures"]["traced_mutex"] = fig(&self.mutex_traced);
         v["targets"] = json!(self
             .targets
             .iter()
@@ -500,6 +508,8 @@ mod tests {
             "tracy_bytes_per_zone",
             "tracy_faults_per_kzone",
             "page_fault_ns",
+            "parking_lot_mutex_ns",
+            "traced_mutex_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }

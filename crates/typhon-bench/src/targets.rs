@@ -190,6 +190,12 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             ratio(r.tracing_chrome_span.median, r.tracing_span.median),
             20.0,
         ),
+        le(
+            "traced_mutex_vs_parking_lot",
+            "TracedMutex lock+unlock, free, <= parking_lot::Mutex + 2 ns (ns over it)",
+            over(r.mutex_traced.median, r.mutex_plain.median),
+            2.0,
+        ),
     ]
 }
 

@@ -100,6 +100,9 @@ impl fmt::Display for BenchReport {
             &self.tracing_chrome_span,
         )?;
         row(f, "  tracing-tracy", &self.tracing_tracy_span)?;
+        writeln!(f, "lock + unlock of a free mutex:")?;
+        row(f, "  parking_lot::Mutex", &self.mutex_plain)?;
+        row(f, "  TracedMutex (records only waits)", &self.mutex_traced)?;
         row(
             f,
             "disabled (no recorder), 8 calls per loop iteration",

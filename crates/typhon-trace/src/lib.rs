@@ -20,6 +20,7 @@
 
 pub mod defs;
 pub mod export;
+pub mod follow;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod kbuffer;

@@ -43,16 +43,22 @@
 //!
 //! Modules, each using only those before it: `paths` (names, checks, exclusive creates, the
 //! lock), `counters` (the counters file), `chunks` (compressed part files), `assemble`
-//! (finishing and clean-up), `recover`; the sink itself is here.
+//! (finishing and clean-up), `recover`, `live` (what a reader following a recording in
+//! progress may read without the lock); the sink itself is here.
 
 mod assemble;
 mod chunks;
 mod counters;
+mod live;
 mod paths;
 mod recover;
 
+pub use live::{
+    parts_complete, parts_locked, parts_losses, parts_name, PartsName, PENDING_HEADER_LEN,
+    PENDING_MAGIC,
+};
 pub use paths::{output_path, parts_dir};
-pub use recover::{recover, Recovered};
+pub use recover::{page_fault, recover, Recovered};
 
 use crate::flush::page::PageRecords;
 use crate::sink::tracedat::{

@@ -421,7 +421,7 @@ pub(super) struct DirLock {
 }
 
 /// Opens `dir` itself (never through a symlink) for `flock`.
-fn open_dir(dir: &Path) -> io::Result<File> {
+pub(super) fn open_dir(dir: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -430,7 +430,7 @@ fn open_dir(dir: &Path) -> io::Result<File> {
 }
 
 /// `flock(op | LOCK_NB)` on `f`: false if another process holds a conflicting lock.
-fn try_flock(f: &File, op: libc::c_int) -> io::Result<bool> {
+pub(super) fn try_flock(f: &File, op: libc::c_int) -> io::Result<bool> {
     // SAFETY: flock(2) on a descriptor this `File` owns and keeps open for the call.
     if unsafe { libc::flock(f.as_raw_fd(), op | libc::LOCK_NB) } == 0 {
         return Ok(true);

@@ -104,8 +104,20 @@ impl Recovered {
 /// Why `page` is not a page the recorder's writer made (SPEC §6, §8), if it is not: the
 /// commit's data fits, no unknown commit bit is set, a page holds at least one record, and
 /// every byte after the data (and after a stored missed count) is zero. An all-zero page (a
-/// sparse or zeroed file) is not one either.
-fn page_fault(page: &[u8]) -> Option<&'static str> {
+/// sparse or zeroed file) is not one either. `recover` checks every page of a parts directory
+/// with it, and so does a reader following a recording in progress (`typhon_trace::follow`).
+///
+/// ```
+/// use typhon_recorder::sink::page_fault;
+/// let mut page = vec![0u8; 4096];
+/// assert_eq!(page_fault(&page), Some("all zero"));
+/// page[8..16].copy_from_slice(&8u64.to_le_bytes()); // 8 bytes of data after the header
+/// page[16..24].copy_from_slice(&[1; 8]);
+/// assert_eq!(page_fault(&page), None);
+/// page[100] = 1;
+/// assert_eq!(page_fault(&page), Some("bytes after the data"));
+/// ```
+pub fn page_fault(page: &[u8]) -> Option<&'static str> {
     use crate::flush::page::{COMMIT_MASK, PAGE_HEADER_SIZE, RB_MISSED_EVENTS, RB_MISSED_STORED};
     if page.iter().all(|&b| b == 0) {
         return Some("all zero");

@@ -71,7 +71,7 @@ pub struct CpuRecords<'a> {
 impl<'a> CpuRecords<'a> {
     /// A CPU's records from its page data `bytes`, found at file offset `base`, in pages of
     /// `page_size` bytes whose commit word is `long` wide.
-    pub(super) fn new(
+    pub(crate) fn new(
         cpu: u32,
         bytes: &'a [u8],
         page_size: usize,
