@@ -212,6 +212,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
     // Streamed: memory is a page per slot plus the duration series, whatever the file's size.
     let f = TraceFile::open_streaming(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let mut durations = crate::durations::Durations::new(tick_budget);
+    let mut counter_series = crate::counters::Counters::default();
     let mut slots: BTreeMap<u32, Acc> = BTreeMap::new();
     let mut kinds: BTreeMap<u8, Acc> = BTreeMap::new();
     let mut all = Acc::default();
@@ -229,6 +230,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             Err(e) => return Err(format!("{}: {e}", file.display())),
         };
         durations.add(r.cpu, &r.data);
+        counter_series.add(r.ts, &r.data);
         if all.count % 65536 == 0 {
             pb.set_position(all.count);
         }
@@ -303,6 +305,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
             })).collect::<Vec<_>>(),
         });
         v["durations"] = durations.json(&tb);
+        v["counters"] = counter_series.json();
         // (Beside the object above: one macro call that large exceeds the recursion limit.)
         v["missing_chunks"] = session.missing_chunks.into();
         v["missing_pages"] = session.missing_pages.into();
@@ -433,6 +436,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64) -> Res {
         );
     }
     print!("{}", durations.table(&tb));
+    print!("{}", counter_series.table());
     reading_end(file, all.damaged, "the counting", bad_counters)
 }
 

@@ -67,7 +67,7 @@ impl CounterValue {
     /// assert_eq!(CounterValue::from_f64(0.5).as_i64(), None);
     /// ```
     #[inline]
-    pub const fn from_f64(v: f64) -> Self {
+    pub fn from_f64(v: f64) -> Self {
         CounterValue {
             raw: v.to_bits() as i64,
             flags: COUNTER_F64,

@@ -72,6 +72,7 @@ impl Sink for Collect<'_, '_> {
                 });
             }
             Kind::Instant => self.t.events.push(ev(it.ts, Phase::Instant, rec)),
+            Kind::Counter => self.t.events.push(ev(it.ts, Phase::Counter, rec)),
             Kind::Lost(n) => self.t.events.push(ev(it.ts, Phase::Lost(n), None)),
             Kind::Damaged(n) => self.t.events.push(ev(it.ts, Phase::Damaged(n), None)),
             // Pushed with its slice's Begin.
@@ -158,7 +159,7 @@ impl<'a> Timeline<'a> {
                         ends[b] = e.ts;
                     }
                 }
-                Phase::Instant | Phase::Lost(_) | Phase::Damaged(_) => {}
+                Phase::Instant | Phase::Counter | Phase::Lost(_) | Phase::Damaged(_) => {}
             }
         }
         for (i, e) in self.events.iter().enumerate() {
@@ -166,6 +167,7 @@ impl<'a> Timeline<'a> {
                 Phase::End => Kind::End,
                 Phase::Begin => Kind::Slice,
                 Phase::Instant => Kind::Instant,
+                Phase::Counter => Kind::Counter,
                 Phase::Lost(n) => Kind::Lost(n),
                 Phase::Damaged(n) => Kind::Damaged(n),
             };
