@@ -139,7 +139,7 @@ pub use write::clock::Clock;
 pub use write::counters::{__counter_named, __counter_static};
 pub use write::counters::{
     counter, counter_at, counter_f64, counter_f64_at, counter_named, counter_named_f64,
-    tick_end_with_gauges, CounterArg,
+    tick_end_with_gauges, try_counter, CounterArg,
 };
 pub use write::locks::{TracedMutex, TracedMutexGuard};
 pub use write::named::{

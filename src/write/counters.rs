@@ -121,6 +121,27 @@ pub fn counter_named_f64(name: &str, value: f64) {
     let _ = put_counter_inline(name, CounterValue::from_f64(value), None);
 }
 
+/// [`counter_named`] (now, or at `at` in raw ticks) of any [`CounterValue`] that says why it
+/// was refused (what the C ABI's `typhon_counter` calls).
+///
+/// # Errors
+/// As [`try_named_instant`](crate::try_named_instant): [`WriteError::Invalid`](crate::WriteError)
+/// for a name with a NUL byte, `TooLarge` for one too long; each counted as refused while a
+/// recorder runs.
+///
+/// ```
+/// use typhon_recorder::{codec::records::CounterValue, try_counter};
+/// try_counter("depth", CounterValue::from_i64(3), None).unwrap();
+/// assert!(try_counter("a\0b", CounterValue::from_f64(1.0), None).is_err());
+/// ```
+pub fn try_counter(
+    name: &str,
+    value: CounterValue,
+    at: Option<u64>,
+) -> Result<(), crate::WriteError> {
+    put_counter_inline(name, value, at)
+}
+
 /// A value [`counter!`](crate::counter!) accepts: integers are recorded as i64 (a `u64` or
 /// `usize` over `i64::MAX` as `i64::MAX`), `f32` and `f64` as f64. An unsuffixed integer
 /// literal is an `i32`, a float literal an `f64`.
