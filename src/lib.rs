@@ -137,6 +137,12 @@ pub use write::api::{
 };
 pub use write::celog::CeLog;
 pub use write::clock::Clock;
+#[doc(hidden)]
+pub use write::counters::{__counter_named, __counter_static};
+pub use write::counters::{
+    counter, counter_at, counter_f64, counter_f64_at, counter_named, counter_named_f64,
+    tick_end_with_gauges, try_counter, CounterArg,
+};
 pub use write::locks::{TracedMutex, TracedMutexGuard};
 pub use write::named::{
     named_instant, named_instant_at, named_instant_static, named_phase_end, named_phase_end_at,

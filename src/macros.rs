@@ -86,3 +86,25 @@ macro_rules! instant {
         $crate::named_instant($name, $payload)
     };
 }
+
+/// Records a counter's value: `counter!("queue depth", v)`. A literal name is written once per
+/// slot ([`counter`](fn@crate::counter)'s path); any other name expression (a `&str` made at run
+/// time) is written inline in each record ([`counter_named`](crate::counter_named)). The value
+/// is any [`CounterArg`](crate::CounterArg): integers as i64, floats as f64.
+///
+/// ```
+/// let depth: usize = 3;
+/// typhon_recorder::counter!("queue depth", depth);
+/// typhon_recorder::counter!("load", 0.75);
+/// let name = format!("shard {} depth", 2);
+/// typhon_recorder::counter!(&name, 5);
+/// ```
+#[macro_export]
+macro_rules! counter {
+    ($name:literal, $value:expr) => {
+        $crate::__counter_static($name, $value)
+    };
+    ($name:expr, $value:expr) => {
+        $crate::__counter_named($name, $value)
+    };
+}

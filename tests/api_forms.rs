@@ -119,3 +119,56 @@ fn short_forms_write_what_the_long_ones_do() {
     );
     typhon_recorder::celog_set_zones(u32::MAX, u32::MAX, u32::MAX);
 }
+
+/// Counters: `counter!` of a literal and of a run-time name, every value type, the `*_at`
+/// forms and `tick_end_with_gauges`, whose gauges and TickEnd share one time, read back
+/// resolved (the static names' CounterIds as Counters) with their exact values.
+#[test]
+fn counters_and_tick_gauges_read_back_exactly() {
+    use records::CounterValue as V;
+    let _g = doc_lock();
+    let sink = MemorySink::new();
+    let rec = RecorderBuilder::new().sink(sink.clone()).start().unwrap();
+    typhon_recorder::counter!("depth", 3u8);
+    typhon_recorder::counter!("depth", -7i64);
+    typhon_recorder::counter!("load", 0.25f32);
+    typhon_recorder::counter!(&format!("shard {}", 2), usize::MAX);
+    typhon_recorder::counter_at(100, "depth", 9);
+    typhon_recorder::counter_f64_at(101, "load", f64::MIN_POSITIVE);
+    typhon_recorder::counter_named_f64("run-time", -0.5);
+    typhon_recorder::tick_end_with_gauges(2, 3, &[("entities", 1000), ("bytes", 5 << 20)]);
+    rec.finish().unwrap();
+    let pages = sink.pages();
+    let pages = pages.lock();
+    let mut names = Names::default();
+    let mut got = Vec::new();
+    for p in read_stream(&pages.slots[1]) {
+        for (_, r) in &p.records {
+            let Some(r) = names.read(r) else { continue };
+            let (h, rec) = records::decode(&r).unwrap();
+            match rec {
+                Record::Counter { value, name } => got.push((h.timestamp, name.to_string(), value)),
+                Record::TickEnd { .. } => got.push((h.timestamp, "TickEnd".into(), V::default())),
+                _ => {}
+            }
+        }
+    }
+    let values: Vec<(&str, V)> = got.iter().map(|(_, n, v)| (n.as_str(), *v)).collect();
+    assert_eq!(
+        values,
+        [
+            ("depth", V::from_i64(3)),
+            ("depth", V::from_i64(-7)),
+            ("load", V::from_f64(0.25)),
+            ("shard 2", V::from_i64(i64::MAX)),
+            ("depth", V::from_i64(9)),
+            ("load", V::from_f64(f64::MIN_POSITIVE)),
+            ("run-time", V::from_f64(-0.5)),
+            ("entities", V::from_i64(1000)),
+            ("bytes", V::from_i64(5 << 20)),
+            ("TickEnd", V::default()),
+        ]
+    );
+    let tick: Vec<i64> = got[7..].iter().map(|g| g.0).collect();
+    assert!(tick.iter().all(|&t| t == tick[0]), "one time: {tick:?}");
+}

@@ -661,7 +661,8 @@ fn spans_deeper_or_longer_than_the_stack_allocate_nothing() {
 }
 
 /// Static names (SPEC §15) allocate nothing after the thread's first event either: defining a
-/// name, finding it again, and writing one inline because the slot's table is full.
+/// name, finding it again, and writing one inline because the slot's table is full; for spans,
+/// instants, phases and counters (per-tick gauges included).
 #[test]
 fn static_names_defined_found_or_past_the_table_allocate_nothing() {
     let _g = doc_lock();
@@ -679,6 +680,11 @@ fn static_names_defined_found_or_past_the_table_allocate_nothing() {
                 let _p = typhon_recorder::phase(2, n);
                 drop(typhon_recorder::span_static(n));
                 typhon_recorder::named_instant_static(n, 1);
+                typhon_recorder::counter(n, 5);
+                typhon_recorder::counter_f64(n, 0.5);
+                typhon_recorder::counter_named(n, 2);
+                typhon_recorder::counter!("literal counter", 3u64);
+                typhon_recorder::tick_end_with_gauges(0, 1, &[(n, 1), ("bytes", 5 << 20)]);
             }
         }
         TRACK.with(|t| t.set(false));

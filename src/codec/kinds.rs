@@ -222,7 +222,7 @@ pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 30);
+/// assert_eq!(KINDS.len(), 32);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -343,6 +343,28 @@ pub const KINDS: &[KindDef] = &[
         shape: Shape::Instant,
         fields: &[f("phase", U8, 12), f("name_id", U32, 13)],
         min_size: 17,
+        fixed: true,
+    },
+    // Counters (issue 37): a value over time, i64 or f64 (`flags` bit 0: `value` holds the f64's
+    // bits). The id form is the inline kind with `name_id` in the name's place (SPEC §15).
+    KindDef {
+        kind: K::COUNTER,
+        name: "Counter",
+        shape: Shape::Instant,
+        fields: &[f("value", I64, 12), f("flags", U8, 20), f("name", CStr, 21)],
+        min_size: 22,
+        fixed: false,
+    },
+    KindDef {
+        kind: K::COUNTER_ID,
+        name: "CounterId",
+        shape: Shape::Instant,
+        fields: &[
+            f("value", I64, 12),
+            f("flags", U8, 20),
+            f("name_id", U32, 21),
+        ],
+        min_size: 25,
         fixed: true,
     },
     KindDef {

@@ -226,6 +226,22 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::NAMED_PHASE_END_ID.0, 232);
     /// ```
     pub const NAMED_PHASE_END_ID: Self = Self(232);
+    /// Kind 234: a counter's value with its name inline: i64 value, u8 flags (bit 0: the value
+    /// is an f64's bits, [`records::COUNTER_F64`]), then the NUL-terminated UTF-8 name.
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::COUNTER.0, 234);
+    /// ```
+    pub const COUNTER: Self = Self(234);
+    /// Kind 235: a Counter whose name is the slot's definition `name_id`: i64 value, u8 flags,
+    /// u32 name_id (25 bytes).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::COUNTER_ID.0, 235);
+    /// ```
+    pub const COUNTER_ID: Self = Self(235);
     /// An instant named by its own string: i32 payload, then the NUL-terminated UTF-8 name
     /// (kind 241, unused by SPEC §2; `instant(name_id, payload)` is the numbered form).
     ///

@@ -12,7 +12,7 @@ use crate::write::WriteError;
 /// `name` or a size over 65534, whether or not a recorder runs; then [`put_variable`] (the
 /// gate, the page limit, the ring).
 #[inline]
-fn put_named(
+pub(crate) fn put_named(
     kind: K,
     size: usize,
     name: &str,
@@ -40,7 +40,7 @@ fn put_named(
 /// `by_id(record, slot, time, id)`) when the slot has an id for the name, else `inline()` (the
 /// inline kind's path, which also counts what is filtered or refused).
 #[inline(always)]
-fn put_static(
+pub(crate) fn put_static(
     kind: K,
     name: &'static str,
     at: Option<u64>,

@@ -271,6 +271,7 @@ impl Writer {
             K::NAMED_INSTANT_ID,
             K::NAMED_PHASE_START_ID,
             K::NAMED_PHASE_END_ID,
+            K::COUNTER_ID,
         ];
         if kinds.iter().any(|&k| kind_state(k) != KIND_ON)
             || size > self.max_record

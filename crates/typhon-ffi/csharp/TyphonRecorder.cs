@@ -133,6 +133,8 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_instant_at(ulong ts, int nameId, int payload);
         [DllImport(Lib)] public static extern int typhon_named_instant(byte* name, UIntPtr nameLen, int payload);
         [DllImport(Lib)] public static extern int typhon_named_instant_at(ulong ts, byte* name, UIntPtr nameLen, int payload);
+        [DllImport(Lib)] public static extern int typhon_counter(byte* name, UIntPtr nameLen, long value);
+        [DllImport(Lib)] public static extern int typhon_counter_f64(byte* name, UIntPtr nameLen, double value);
         [DllImport(Lib)] public static extern int typhon_named_phase_start(byte phase, byte* name, UIntPtr nameLen);
         [DllImport(Lib)] public static extern int typhon_named_phase_end(byte phase, byte* name, UIntPtr nameLen);
         [DllImport(Lib)] public static extern int typhon_named_phase_start_at(ulong ts, byte phase, byte* name, UIntPtr nameLen);
@@ -482,6 +484,32 @@ namespace Typhon.Recorder
 
         /// <summary>A NamedInstant called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
         public static void NamedInstant(string name, int payload) => NamedInstant(CachedUtf8(name), payload);
+
+        /// <summary>A counter's value: <paramref name="utf8Name"/> (UTF-8, no NUL) is <paramref name="value"/> now.</summary>
+        public static void Counter(ReadOnlySpan<byte> utf8Name, long value)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_counter(p != null ? p : &none, (UIntPtr)utf8Name.Length, value));
+            }
+        }
+
+        /// <summary>A counter's value, a double (recorded exactly).</summary>
+        public static void Counter(ReadOnlySpan<byte> utf8Name, double value)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_counter_f64(p != null ? p : &none, (UIntPtr)utf8Name.Length, value));
+            }
+        }
+
+        /// <summary>A counter's value under <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static void Counter(string name, long value) => Counter(CachedUtf8(name), value);
+
+        /// <summary>A double counter's value under <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static void Counter(string name, double value) => Counter(CachedUtf8(name), value);
 
         /// <summary>A NamedPhaseStart called <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
         public static void NamedPhaseStart(byte phase, string name) => NamedPhaseStart(phase, CachedUtf8(name));

@@ -424,6 +424,21 @@ int32_t typhon_instant_at(uint64_t ts, int32_t name_id, int32_t payload);
 // `name` must point to `name_len` readable bytes.
 int32_t typhon_named_instant(const char *name, size_t name_len, int32_t payload);
 
+// Records the value of the counter `name` (`name_len` bytes of UTF-8, no NUL inside): `stats`
+// gives each counter's count, min, max, mean and last, the exports draw a counter track. The
+// name is written in each record (a C caller's string has no static lifetime to key a
+// definition by).
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_counter(const char *name, size_t name_len, int64_t value);
+
+// `typhon_counter` with a double value (recorded exactly).
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_counter_f64(const char *name, size_t name_len, double value);
+
 // `typhon_named_instant` at `ts` (raw ticks).
 //
 // # Safety

@@ -11,6 +11,7 @@
 use crate::error::*;
 use crate::guard::{self, guarded, refused_args, store, try_code, write};
 use std::ffi::c_char;
+use typhon_recorder::codec::records::CounterValue;
 
 /// Computes a command's causal id (CorrelationInstantCodec.CommandCausalId) into `*hi`, `*lo`,
 /// the trace context of the span that processes the command.
@@ -359,6 +360,53 @@ pub unsafe extern "C" fn typhon_named_instant(
     unsafe {
         named("typhon_named_instant", name, name_len, |n| {
             typhon_recorder::try_named_instant(n, payload, None)
+        })
+    }
+}
+
+/// Records the value of the counter `name` (`name_len` bytes of UTF-8, no NUL inside): `stats`
+/// gives each counter's count, min, max, mean and last, the exports draw a counter track. The
+/// name is written in each record (a C caller's string has no static lifetime to key a
+/// definition by).
+///
+/// # Safety
+/// As [`typhon_named_instant`].
+///
+/// ```
+/// use typhon_ffi::*;
+/// assert_eq!(unsafe { typhon_counter(b"queue depth".as_ptr().cast(), 11, 3) }, TYPHON_OK);
+/// assert_eq!(unsafe { typhon_counter(b"a\0b".as_ptr().cast(), 3, 1) }, TYPHON_ERR_INVALID);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_counter(name: *const c_char, name_len: usize, value: i64) -> i32 {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        named("typhon_counter", name, name_len, |n| {
+            typhon_recorder::try_counter(n, CounterValue::from_i64(value), None)
+        })
+    }
+}
+
+/// `typhon_counter` with a double value (recorded exactly).
+///
+/// # Safety
+/// As [`typhon_named_instant`].
+///
+/// ```
+/// use typhon_ffi::*;
+/// assert_eq!(unsafe { typhon_counter_f64(b"load".as_ptr().cast(), 4, 0.75) }, TYPHON_OK);
+/// assert_eq!(unsafe { typhon_counter_f64(std::ptr::null(), 1, 0.5) }, TYPHON_ERR_NULL);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_counter_f64(
+    name: *const c_char,
+    name_len: usize,
+    value: f64,
+) -> i32 {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        named("typhon_counter_f64", name, name_len, |n| {
+            typhon_recorder::try_counter(n, CounterValue::from_f64(value), None)
         })
     }
 }

@@ -90,6 +90,7 @@ fn c_decl(decl: &str, usage: Use) -> Result<(String, String), String> {
         "int64_t" => "long",
         "uint64_t" => "ulong",
         "size_t" => "UIntPtr",
+        "double" => "double",
         "void" => "void",
         "char" if stars == 1 && usage != Use::Param => return Ok(("IntPtr".into(), name)),
         "char" => "byte",

@@ -60,6 +60,8 @@ fn c_host_records_from_pthreads() {
         c.threads["c-main"].named,
         [
             (241, 3, "c-named".to_string()),
+            (234, -4, "c-depth".to_string()),
+            (234, 1.5f64.to_bits() as i64, "c-load".to_string()),
             (242, 2, "io".to_string()),
             (243, 2, "io".to_string())
         ]

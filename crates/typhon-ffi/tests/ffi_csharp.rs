@@ -197,7 +197,11 @@ fn csharp_host_records_from_managed_threads() {
     assert_eq!(k(255), 2, "two CeLog events recorded, one filtered");
     assert_eq!(main.instants, vec![(-1, -1)]);
     // The named instant, and the named phase of every tick, by name.
-    let mut named = vec![(241u8, 5i64, "cs-named".to_string())];
+    let mut named = vec![
+        (241u8, 5i64, "cs-named".to_string()),
+        (234, -4, "cs-depth".to_string()),
+        (234, 1.5f64.to_bits() as i64, "cs-load".to_string()),
+    ];
     // The 300 string names through the binding's cache, twice each.
     for i in 0..600 {
         named.push((241, i, format!("n{}", i % 300)));

@@ -267,8 +267,18 @@ fn tick_loop(stop: Arc<AtomicBool>) -> u64 {
                 _ => drop(guard),
             }
         }
-        typhon_recorder::tick_end(tick.is_multiple_of(5) as u8, 1);
-        records += 1 + 3 * 4 + 1;
+        // The tick's gauges (static names: CounterIds) at its end, and one counter named at
+        // run time (inline: a Counter).
+        typhon_recorder::counter_named_f64("frame budget used", f64::from(tick % 10) / 10.0);
+        typhon_recorder::tick_end_with_gauges(
+            tick.is_multiple_of(5) as u8,
+            1,
+            &[
+                ("entities", 1000 + i64::from(tick % 64)),
+                ("records", records as i64),
+            ],
+        );
+        records += 1 + 3 * 4 + 1 + 3;
         tick += 1;
         next += period;
         let now = Instant::now();

@@ -195,6 +195,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
     let picked = Picked::new(sel, &f, &tb, &file.display().to_string())?;
     let mut owners = Owners::new(&f);
     let mut durations = crate::durations::Durations::new(tick_budget);
+    let mut counter_series = crate::counters::Counters::default();
     let mut slots: BTreeMap<u32, SlotAcc> = BTreeMap::new();
     // Every slot's losses, selected or not: the losses line is the whole file's.
     let mut page_missed: BTreeMap<u32, u64> = BTreeMap::new();
@@ -229,6 +230,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
             continue;
         }
         durations.add(r.cpu, &r.data);
+        counter_series.add(r.ts, &r.data);
         let s = slots.entry(r.cpu).or_default();
         s.add(r.ts, owners.current(r.cpu), owners.name(r.cpu));
         all.add(r.ts);
@@ -291,6 +293,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
             })).collect::<Vec<_>>(),
         });
         v["durations"] = durations.json(&tb);
+        v["counters"] = counter_series.json();
         // (Beside the object above: one macro call that large exceeds the recursion limit.)
         v["missing_chunks"] = session.missing_chunks.into();
         v["missing_pages"] = session.missing_pages.into();
@@ -455,6 +458,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
         );
     }
     print!("{}", durations.table(&tb));
+    print!("{}", counter_series.table());
     reading_end(file, all.damaged, "the counting", bad_counters)
 }
 

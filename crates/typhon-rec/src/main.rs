@@ -2,6 +2,7 @@
 //! files.
 
 mod convert;
+mod counters;
 mod demo;
 mod durations;
 mod inspect;

@@ -118,7 +118,8 @@ impl Definitions {
                 Record::NamedSpanId { name_id, .. }
                 | Record::NamedInstantId { name_id, .. }
                 | Record::NamedPhaseStartId { name_id, .. }
-                | Record::NamedPhaseEndId { name_id, .. },
+                | Record::NamedPhaseEndId { name_id, .. }
+                | Record::CounterId { name_id, .. },
             )) => !self.names.contains_key(&(h.slot, name_id)),
             Ok((
                 _,
@@ -263,7 +264,8 @@ impl Definitions {
             Record::NamedSpanId { name_id, .. }
             | Record::NamedInstantId { name_id, .. }
             | Record::NamedPhaseStartId { name_id, .. }
-            | Record::NamedPhaseEndId { name_id, .. } => name_id,
+            | Record::NamedPhaseEndId { name_id, .. }
+            | Record::CounterId { name_id, .. } => name_id,
             _ => return None,
         };
         let unknown;
@@ -280,10 +282,12 @@ impl Definitions {
             Record::NamedInstantId { payload, .. } => Record::NamedInstant { payload, name },
             Record::NamedPhaseStartId { phase, .. } => Record::NamedPhaseStart { phase, name },
             Record::NamedPhaseEndId { phase, .. } => Record::NamedPhaseEnd { phase, name },
+            Record::CounterId { value, .. } => Record::Counter { value, name },
             _ => return None,
         };
         // A definition's name fits its own record, so its inline record fits too (the span's
-        // 21 bytes more are within the 65534 only up to its last 21 bytes: cut it there).
+        // 21 bytes more and the counter's 5 are within the 65534 only up to their last bytes:
+        // cut the name there).
         let mut out = vec![0u8; inline.encoded_len().next_multiple_of(4)];
         Some(match inline.write(&mut out, slot, ts) {
             Ok(n) => {
@@ -291,6 +295,16 @@ impl Definitions {
                 Some(out)
             }
             Err(_) => {
+                if let Record::Counter { value, .. } = inline {
+                    let room = CommonHeader::MAX_RECORD - records::counter_len("");
+                    let name = fit(name.to_owned(), room);
+                    let mut out = vec![0u8; records::counter_len(&name).next_multiple_of(4)];
+                    let n = records::write_counter(&mut out, slot, ts, value, &name).ok();
+                    return Some(n.map(|n| {
+                        out.truncate(n.next_multiple_of(4));
+                        out
+                    }));
+                }
                 let room = CommonHeader::MAX_RECORD - records::named_span_len("");
                 let name = fit(name.to_owned(), room);
                 let Record::NamedSpan { span, .. } = inline else {
@@ -423,6 +437,7 @@ fn uses_definition(kind: u8) -> bool {
         K::NAMED_INSTANT_ID,
         K::NAMED_PHASE_START_ID,
         K::NAMED_PHASE_END_ID,
+        K::COUNTER_ID,
     ]
     .iter()
     .any(|k| k.0 == kind)

@@ -168,7 +168,7 @@ pub fn export(data: Vec<u8>) -> Option<usize> {
         if let Err(e) = serde_json::from_slice::<serde_json::Value>(&json) {
             panic!("the Chrome export is not JSON: {e}");
         }
-        return Some((s.slices * 2 + s.instants) as usize);
+        return Some((s.slices * 2 + s.instants + s.counters) as usize);
     }
     let t = Timeline::build(&tf).ok()?;
     let mut open = vec![0usize; t.tracks.len()];
@@ -177,7 +177,7 @@ pub fn export(data: Vec<u8>) -> Option<usize> {
         match e.phase {
             Phase::Begin => *o += 1,
             Phase::End => *o = o.checked_sub(1).expect("an End closes an open slice"),
-            Phase::Instant | Phase::Lost(_) | Phase::Damaged(_) => {}
+            Phase::Instant | Phase::Counter | Phase::Lost(_) | Phase::Damaged(_) => {}
         }
     }
     assert!(open.iter().all(|&o| o == 0), "every slice ends");

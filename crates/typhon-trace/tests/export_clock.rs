@@ -109,6 +109,7 @@ fn perfetto_times_resolve_to_the_readers_and_to_wall_clock() {
         Phase::Begin => "TYPE_SLICE_BEGIN",
         Phase::End => "TYPE_SLICE_END",
         Phase::Instant | Phase::Lost(_) | Phase::Damaged(_) => "TYPE_INSTANT",
+        Phase::Counter => "TYPE_COUNTER",
     };
     let mut want: Vec<(u64, String)> = t
         .events

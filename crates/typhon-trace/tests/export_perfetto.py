@@ -98,6 +98,8 @@ def main():
             elif d.HasField("thread"):
                 t.update(kind="thread", pid=d.thread.pid, tid=d.thread.tid,
                          name=d.thread.thread_name)
+            elif d.HasField("counter"):
+                t["kind"] = "counter"
             else:
                 t["kind"] = "child"
             tracks[d.uuid] = t
@@ -134,6 +136,11 @@ def main():
                 "flows": list(e.flow_ids),
                 "ends": list(e.terminating_flow_ids),
             })
+            # A counter's value: int64 or double, whichever the event carries.
+            for f in ("counter_value", "double_counter_value"):
+                if e.HasField(f):
+                    events[-1]["value"] = getattr(e, f)
+                    events[-1]["value_field"] = f
     first_flags = packets[0].sequence_flags if packets else 0
     json.dump({"tracks": {str(k): v for k, v in tracks.items()}, "events": events,
                "first_flags": first_flags, "snapshots": snapshots}, sys.stdout)

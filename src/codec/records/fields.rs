@@ -449,6 +449,17 @@ pub fn write_fields(rec: &DecodedRecord<'_>, out: &mut impl fmt::Write) -> fmt::
                 write!(out, "fields={}", crate::printable::printable_escaped(s))?
             }
             FieldValue::Unsigned(u) => write!(out, "{}={}", fd.name, u)?,
+            // A counter's f64 value is shown as the number, not its bits.
+            FieldValue::Signed(s)
+                if matches!(def.kind, K::COUNTER | K::COUNTER_ID) && fd.name == "value" =>
+            {
+                let flags = match rec.get("flags") {
+                    Some(FieldValue::Unsigned(u)) => u as u8,
+                    _ => 0,
+                };
+                let v = super::CounterValue { raw: s, flags };
+                write!(out, "{}={v}", fd.name)?
+            }
             FieldValue::Signed(s) => write!(out, "{}={}", fd.name, s)?,
             // Text from the file: escaped, so it cannot drive the terminal it is printed on.
             FieldValue::Str(s) => write!(out, "{}={}", fd.name, crate::printable::printable(s))?,

@@ -23,12 +23,14 @@
 //! );
 //! ```
 
+mod counter;
 mod fields;
 mod named;
 mod tracing;
 mod typed;
 mod values;
 
+pub use counter::*;
 pub use fields::*;
 pub use named::*;
 pub use tracing::*;

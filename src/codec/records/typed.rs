@@ -175,6 +175,20 @@ pub enum Record<'a> {
         /// Its name's id in the slot's definitions.
         name_id: u32,
     },
+    /// Kind 234: a counter's value with its name.
+    Counter {
+        /// The value.
+        value: CounterValue,
+        /// Name.
+        name: &'a str,
+    },
+    /// Kind 235: a Counter by name id.
+    CounterId {
+        /// The value.
+        value: CounterValue,
+        /// Its name's id in the slot's definitions.
+        name_id: u32,
+    },
     /// Kind 251: a `tracing` callsite's definition.
     TracingCallsite(Callsite<'a>),
     /// Kind 252: a `tracing` span's description against its callsite.
@@ -238,6 +252,8 @@ impl Record<'_> {
             Record::NamedInstantId { .. } => K::NAMED_INSTANT_ID,
             Record::NamedPhaseStartId { .. } => K::NAMED_PHASE_START_ID,
             Record::NamedPhaseEndId { .. } => K::NAMED_PHASE_END_ID,
+            Record::Counter { .. } => K::COUNTER,
+            Record::CounterId { .. } => K::COUNTER_ID,
             Record::TracingCallsite(_) => K::TRACING_CALLSITE,
             Record::TracingSpanValues { .. } => K::TRACING_SPAN_VALUES,
             Record::TracingEventValues { .. } => K::TRACING_EVENT_VALUES,
@@ -286,6 +302,8 @@ impl Record<'_> {
             Record::NamedPhaseStartId { .. } | Record::NamedPhaseEndId { .. } => {
                 NAMED_PHASE_ID_SIZE
             }
+            Record::Counter { name, .. } => counter_len(name),
+            Record::CounterId { .. } => COUNTER_ID_SIZE,
             Record::TracingCallsite(c) => tracing_callsite_len(c),
             Record::TracingSpanValues { values, .. } => tracing_span_values_len(values.len()),
             Record::TracingEventValues { values, .. } => tracing_event_values_len(values.len()),
@@ -383,6 +401,8 @@ impl Record<'_> {
             Record::NamedPhaseEndId { phase, name_id } => {
                 write_named_phase_id(d, slot, ts, false, phase, name_id)
             }
+            Record::Counter { value, name } => write_counter(d, slot, ts, value, name),
+            Record::CounterId { value, name_id } => write_counter_id(d, slot, ts, value, name_id),
             Record::TracingCallsite(c) => write_tracing_callsite(d, slot, ts, &c),
             Record::TracingSpanValues {
                 key,
@@ -429,6 +449,12 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
             duration_ns: r.signed("duration_ns")?,
             span_id: r.unsigned("span_id")?,
             parent_span_id: r.unsigned("parent_span_id")?,
+        })
+    };
+    let counter_value = |r: &DecodedRecord<'_>| -> Result<CounterValue, DecodeError> {
+        Ok(CounterValue {
+            raw: r.signed("value")?,
+            flags: r.unsigned("flags")? as u8,
         })
     };
     let body = match h.kind {
@@ -519,6 +545,14 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
         },
         K::NAMED_PHASE_END_ID => Record::NamedPhaseEndId {
             phase: r.unsigned("phase")? as u8,
+            name_id: r.unsigned("name_id")? as u32,
+        },
+        K::COUNTER => Record::Counter {
+            value: counter_value(&r)?,
+            name: r.string("name")?,
+        },
+        K::COUNTER_ID => Record::CounterId {
+            value: counter_value(&r)?,
             name_id: r.unsigned("name_id")? as u32,
         },
         K::TRACING_CALLSITE => Record::TracingCallsite(Callsite {

@@ -140,6 +140,8 @@ int main(int argc, char **argv) {
     CHECK(typhon_instant_at(typhon_ns_to_ticks(now_ns + 3600000000000ull), -1, -1), TYPHON_OK);
     CHECK(typhon_phase_start(1), TYPHON_OK);
     CHECK(typhon_named_instant("c-named", 7, 3), TYPHON_OK);
+    CHECK(typhon_counter("c-depth", 7, -4), TYPHON_OK);
+    CHECK(typhon_counter_f64("c-load", 6, 1.5), TYPHON_OK);
     CHECK(typhon_named_phase_start(2, "io", 2), TYPHON_OK);
     CHECK(typhon_named_phase_end_at(typhon_now(), 2, "io", 2), TYPHON_OK);
 

@@ -189,6 +189,8 @@ static unsafe class FfiHost
         // One time far ahead of the clock: clamped (counted), not pinning cs-main's later records.
         TyphonRecorder.InstantAt(TyphonRecorder.NsToTicks(1UL << 62), -1, -1);
         TyphonRecorder.NamedInstant(TyphonRecorder.Utf8("cs-named"), 5);
+        TyphonRecorder.Counter("cs-depth", -4L);
+        TyphonRecorder.Counter("cs-load", 1.5);
         // String names through the thread's cache: 300 distinct names (more than its 256
         // entries, so some share an entry and take the scratch path), each used twice. The
         // second round allocates nothing.

@@ -139,7 +139,8 @@ pub struct ThreadRecords {
     pub custom: Vec<Vec<u8>>,
     /// The kind its ThreadInfo gave (`Main`, `Worker`, `Pool`, `Other`).
     pub thread_kind: Option<String>,
-    /// NamedInstant, NamedPhaseStart and NamedPhaseEnd: (kind, phase or payload, name).
+    /// NamedInstant, NamedPhaseStart, NamedPhaseEnd and Counter: (kind, phase, payload or
+    /// value field, name).
     pub named: Vec<(u8, i64, String)>,
 }
 
@@ -205,6 +206,8 @@ pub fn check_file(path: &Path) -> Checked {
                 Record::NamedPhaseStart { phase, name } | Record::NamedPhaseEnd { phase, name } => {
                     t.named.push((kind, phase.into(), name.to_string()))
                 }
+                // The value field as stored (an f64's bits for a double).
+                Record::Counter { value, name } => t.named.push((kind, value.raw, name.into())),
                 Record::NamedSpan { span, name } => {
                     t.spans
                         .push((span.span_id, span.parent_span_id, name.into(), false))

@@ -89,6 +89,10 @@ impl Sink for Collect<'_, '_> {
                 resolved,
                 ..ev(it.ts, Phase::Instant, rec)
             }),
+            Kind::Counter => self.t.events.push(Event {
+                resolved,
+                ..ev(it.ts, Phase::Counter, rec)
+            }),
             Kind::Lost(n) => self.t.events.push(ev(it.ts, Phase::Lost(n), None)),
             Kind::Damaged(n) => self.t.events.push(ev(it.ts, Phase::Damaged(n), None)),
             // Pushed with its slice's Begin.
@@ -175,7 +179,7 @@ impl<'a> Timeline<'a> {
                         ends[b] = e.ts;
                     }
                 }
-                Phase::Instant | Phase::Lost(_) | Phase::Damaged(_) => {}
+                Phase::Instant | Phase::Counter | Phase::Lost(_) | Phase::Damaged(_) => {}
             }
         }
         for (i, e) in self.events.iter().enumerate() {
@@ -183,6 +187,7 @@ impl<'a> Timeline<'a> {
                 Phase::End => Kind::End,
                 Phase::Begin => Kind::Slice,
                 Phase::Instant => Kind::Instant,
+                Phase::Counter => Kind::Counter,
                 Phase::Lost(n) => Kind::Lost(n),
                 Phase::Damaged(n) => Kind::Damaged(n),
             };

@@ -6,6 +6,7 @@
 //!  {"ph":"M","name":"process_name"|"thread_name","pid","tid","args":{"name":…}}
 //!  {"ph":"X","name","pid","tid","ts","dur","args":{…}}   a slice (ts, dur: µs with 3 decimals)
 //!  {"ph":"i","s":"t","name","pid","tid","ts","args"}     an instant; "events lost" with a count
+//!  {"ph":"C","name","pid","tid","ts","args":{"value":…}}   a counter's value
 //!  {"ph":"s"|"f","id","name":"follows_from","cat","pid","tid","ts"}   a follows_from link
 //! ```
 //!
@@ -40,7 +41,7 @@ use super::engine::{Item, Kind, Sink};
 use super::timeline::{Thread, Timeline, Track};
 use std::borrow::Cow;
 use std::io::{self, Write};
-use typhon_recorder::codec::TraceEventKind as K;
+use typhon_recorder::codec::{records, TraceEventKind as K};
 
 /// The largest integer JavaScript's numbers hold exactly (2^53).
 const JS_EXACT: i64 = 1 << 53;
@@ -137,6 +138,24 @@ impl<W: Write> Sink for Writer<'_, W> {
                 )
             }
             (Kind::End, _) => Ok(()),
+            // A counter: "C" events of one name make a counter track of the process (the
+            // format keys counters by pid and name; the thread is not part of it).
+            (Kind::Counter, Some((r, _))) => match records::decode(r) {
+                Ok((_, records::Record::Counter { value, name })) => {
+                    let v = match value.as_i64() {
+                        Some(i) => i.to_string(),
+                        // JSON has no NaN or infinity: such values are written as null.
+                        None if value.as_f64().is_finite() => value.as_f64().to_string(),
+                        None => "null".to_string(),
+                    };
+                    write!(
+                        out,
+                        ",\n{{\"ph\":\"C\",\"name\":{},\"pid\":{pid},\"tid\":{tid},\"ts\":{ts},\"args\":{{\"value\":{v}}}}}",
+                        json_str(name)
+                    )
+                }
+                _ => Ok(()),
+            },
             (kind, rec) => {
                 let ph = if kind == Kind::Slice {
                     format!("\"X\",\"dur\":{}", micros(it.end.saturating_sub(it.ts)))

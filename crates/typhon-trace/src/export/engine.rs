@@ -25,6 +25,8 @@ pub(super) enum Kind {
     Slice,
     /// A point in time.
     Instant,
+    /// A counter's value (a Counter record, ids resolved) at a point in time.
+    Counter,
     /// A loss mark: `Some(n)` counted, `None` not.
     Lost(Option<u64>),
     /// An uncounted loss mark for a run of `n` damaged pages of the thread's slot: one mark
@@ -248,6 +250,7 @@ impl Engine<'_> {
                 });
             }
             Kind::Instant => self.stats.instants += 1,
+            Kind::Counter => self.stats.counters += 1,
             Kind::Lost(n) => {
                 self.stats.loss_marks += 1;
                 self.stats.lost_events += n.unwrap_or(0);
@@ -475,6 +478,7 @@ impl Engine<'_> {
                     None => self.point(th, ts, Kind::Instant, Some(rec)),
                 }
             }
+            Some((_, Body::Counter { .. })) => self.point(th, ts, Kind::Counter, Some(rec)),
             // Instants, correlation instants, CeLog events, and records this version cannot
             // decode (shown by kind, with their bytes).
             _ => self.point(th, ts, Kind::Instant, Some(rec)),

@@ -13,6 +13,11 @@
 //!    process   track_descriptor(60){ uuid(1)=1, process(3){ pid(1), process_name(6) } }
 //!    thread    track_descriptor{ uuid=2+track, thread(4){ pid(1), tid(2), thread_name(5) } }
 //!    overlap   track_descriptor{ uuid=2+track, parent_uuid(5)=the thread's, name(2) }
+//!    counter   track_descriptor{ uuid=COUNTER_UUIDS+n, parent_uuid=the thread's, name,
+//!                                counter(8){} }: one per counter name per thread, before its
+//!                                first value
+//!    value     TracePacket{ timestamp, track_event{ type = 4 counter; track_uuid;
+//!                                                   counter_value(30) | double_counter_value(44) } }
 //!    event     TracePacket{ timestamp(8) [, timestamp_clock_id(58) = 65],
 //!                           sequence_flags = NEEDS_INCREMENTAL_STATE,
 //!                           interned_data(12){ event_names(2){ iid(1), name(2) },
@@ -55,6 +60,7 @@ use super::engine::{Item, Kind, Sink};
 use super::fnv::FnvMap;
 use super::timeline::{Thread, Timeline, Track};
 use std::io::{self, Write};
+use typhon_recorder::codec::records;
 
 // Field numbers (perfetto_trace.proto).
 const TRACE_PACKET: u32 = 1;
@@ -105,6 +111,12 @@ const ANNOTATION_STRING: u32 = 6;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
+const TYPE_COUNTER: u64 = 4;
+const TRACK_COUNTER: u32 = 8;
+const EVENT_COUNTER_VALUE: u32 = 30;
+const EVENT_DOUBLE_COUNTER_VALUE: u32 = 44;
+/// Counter tracks' uuids start here, far above the `2 + track` of threads and lanes.
+const COUNTER_UUIDS: u64 = 1 << 62;
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 /// The one packet sequence this writer uses.
@@ -237,6 +249,8 @@ pub(super) struct Writer<'o, W: Write> {
     interned: Msg,
     packet: Msg,
     a: Msg,
+    /// Counter tracks described so far: (thread track, counter name) → uuid.
+    counters: FnvMap<(u32, String), u64>,
 }
 
 impl<'o, W: Write> Writer<'o, W> {
@@ -261,6 +275,7 @@ impl<'o, W: Write> Writer<'o, W> {
             interned: Msg::default(),
             packet: Msg::default(),
             a: Msg::default(),
+            counters: FnvMap::default(),
         };
         let mut snapshot = Msg::default();
         let mut clock = |id: u64, ts: u64, incremental: bool| {
@@ -427,6 +442,54 @@ impl<'o, W: Write> Writer<'o, W> {
     }
 }
 
+impl<W: Write> Writer<'_, W> {
+    /// A counter's value on its track (the thread's track for the counter's name, described
+    /// the first time): Perfetto draws one counter track per name per thread.
+    fn counter(&mut self, it: &Item<'_>) -> io::Result<()> {
+        let Some(Ok((_, records::Record::Counter { value, name }))) =
+            it.rec.map(|(r, _)| records::decode(r))
+        else {
+            return self.event(it, TYPE_INSTANT, it.ts, true);
+        };
+        let key = (it.track, name.to_string());
+        let uuid = match self.counters.get(&key) {
+            Some(&u) => u,
+            None => {
+                let u = COUNTER_UUIDS + self.counters.len() as u64;
+                self.counters.insert(key, u);
+                let mut desc = Msg::default();
+                desc.uint(TRACK_UUID, u);
+                desc.uint(TRACK_PARENT_UUID, track_uuid(it.track as usize));
+                desc.bytes(TRACK_NAME, name.as_bytes());
+                desc.msg(TRACK_COUNTER, &Msg::default());
+                let mut packet = Msg::default();
+                packet.msg(PACKET_TRACK_DESCRIPTOR, &desc);
+                self.emit(packet)?;
+                u
+            }
+        };
+        let mut ev = Msg::default();
+        ev.uint(EVENT_TYPE, TYPE_COUNTER);
+        ev.uint(EVENT_TRACK_UUID, uuid);
+        match value.as_i64() {
+            Some(v) => ev.int(EVENT_COUNTER_VALUE, v),
+            None => ev.fixed64(EVENT_DOUBLE_COUNTER_VALUE, value.as_f64().to_bits()),
+        }
+        let mut packet = std::mem::take(&mut self.packet);
+        packet.0.clear();
+        if it.ts >= self.last {
+            packet.uint(PACKET_TIMESTAMP, it.ts - self.last);
+            self.last = it.ts;
+        } else {
+            packet.uint(PACKET_TIMESTAMP, it.ts);
+            packet.uint(PACKET_TIMESTAMP_CLOCK_ID, CLOCK_ABSOLUTE);
+        }
+        packet.msg(PACKET_TRACK_EVENT, &ev);
+        self.packet = self.emit(packet)?;
+        Ok(())
+    }
+}
+
 impl<W: Write> Sink for Writer<'_, W> {
     fn track(
         &mut self,
@@ -460,6 +523,7 @@ impl<W: Write> Sink for Writer<'_, W> {
             Kind::Instant | Kind::Lost(_) | Kind::Damaged(_) => {
                 self.event(it, TYPE_INSTANT, it.ts, true)
             }
+            Kind::Counter => self.counter(it),
         }
     }
 }

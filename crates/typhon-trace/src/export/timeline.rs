@@ -45,6 +45,8 @@ pub enum Phase {
     End,
     /// A point in time.
     Instant,
+    /// A counter's value (its record: a Counter).
+    Counter,
     /// Events were lost before this point: `Some(n)` counted, `None` an uncounted loss.
     Lost(Option<u64>),
     /// Events were lost before this point, not counted: the records of this many damaged
@@ -88,6 +90,8 @@ pub struct TimelineStats {
     pub slices: u64,
     /// Instants.
     pub instants: u64,
+    /// Counter values.
+    pub counters: u64,
     /// Loss marks.
     pub loss_marks: u64,
     /// Events the loss marks count (uncounted losses add nothing).
@@ -190,6 +194,7 @@ impl<'a> Timeline<'a> {
                 Phase::Begin => s.slices += 1,
                 Phase::End => {}
                 Phase::Instant => s.instants += 1,
+                Phase::Counter => s.counters += 1,
                 Phase::Lost(n) => {
                     s.loss_marks += 1;
                     s.lost_events += n.unwrap_or(0);
