@@ -196,7 +196,9 @@ impl Model {
             threads: BTreeMap::new(),
             ticks_total: 0,
             ticks_over: 0,
-            ticks: VecDeque::new(),
+            // Its bound at once (2 MiB of address space, resident as ticks come): no doubling,
+            // which would hold the old summaries and a copy twice their size at once.
+            ticks: VecDeque::with_capacity(TICKS_KEPT),
             older: Older::default(),
             version: 0,
             undecodable: 0,
