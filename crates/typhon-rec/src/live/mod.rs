@@ -7,6 +7,7 @@
 //! recording's files, so a slow browser cannot make the recording lose a record: the follower
 //! skips forward when it falls behind and the page says how much it skipped.
 
+mod detail;
 mod export;
 mod file;
 mod http;

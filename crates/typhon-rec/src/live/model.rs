@@ -12,6 +12,7 @@
 //! - Names: the first [`NAMES_KEPT`] distinct span names are told apart, later ones are
 //!   counted as "(other names)".
 
+use super::detail::Detail;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use typhon_recorder::codec::records::{decode_fields, FieldValue};
 use typhon_recorder::codec::{Shape, TraceEventKind};
@@ -21,8 +22,13 @@ use typhon_trace::tracedat::OwnedRecord;
 pub const TICKS_KEPT: usize = 65_536;
 /// How far back the detail reaches (ns), at most.
 pub const DETAIL_NS: u64 = 10_000_000_000;
-/// Payload bytes the detail keeps, at most (a heavy recording keeps less than `DETAIL_NS`).
-pub const DETAIL_BYTES: usize = 24 << 20;
+/// Bytes the detail keeps, at most (its records' payloads and a 16-byte header each): a
+/// heavy recording keeps less than [`DETAIL_NS`]. The page needs the detail for the flame
+/// chart of a tick the user clicks among the last seconds and for the worst tick's spans,
+/// taken [`SETTLE_NS`] after its end: 16 MiB hold about 3 s of the heavy demo (2 workers at
+/// 50 000 records/s), and a viewer that keeps up fills them within seconds, so its memory
+/// reaches its long-run size early.
+pub const DETAIL_BYTES: usize = 16 << 20;
 /// The span table's and the command rates' window (s).
 pub const WINDOW_S: u64 = 5;
 /// Durations kept per name and second.
@@ -155,8 +161,7 @@ pub struct Model {
     /// Undecodable records (counted, not shown otherwise).
     pub undecodable: u64,
     open_ticks: HashMap<u32, u64>,
-    detail: VecDeque<OwnedRecord>,
-    detail_bytes: usize,
+    detail: Detail,
     /// Ticks of at least this id may have their records in the detail.
     detail_from_ts: u64,
     meta: VecDeque<OwnedRecord>,
@@ -191,13 +196,14 @@ impl Model {
             threads: BTreeMap::new(),
             ticks_total: 0,
             ticks_over: 0,
-            ticks: VecDeque::new(),
+            // Its bound at once (2 MiB of address space, resident as ticks come): no doubling,
+            // which would hold the old summaries and a copy twice their size at once.
+            ticks: VecDeque::with_capacity(TICKS_KEPT),
             older: Older::default(),
             version: 0,
             undecodable: 0,
             open_ticks: HashMap::new(),
-            detail: VecDeque::new(),
-            detail_bytes: 0,
+            detail: Detail::default(),
             detail_from_ts: 0,
             meta: VecDeque::new(),
             thread_info: BTreeMap::new(),
@@ -423,19 +429,17 @@ impl Model {
     }
 
     fn keep(&mut self, r: OwnedRecord) {
-        self.detail_bytes += r.data.len();
-        self.detail.push_back(r);
+        self.detail.push(r.cpu, r.ts, &r.data, r.missed_before);
     }
 
     /// Drops the detail past its bounds, the seconds past the window and commands that waited
     /// longer than the window.
     fn trim(&mut self) {
-        while let Some(f) = self.detail.front() {
-            if self.detail_bytes <= DETAIL_BYTES && f.ts + DETAIL_NS >= self.newest {
+        while let Some(ts) = self.detail.front_ts() {
+            if self.detail.bytes() <= DETAIL_BYTES && ts + DETAIL_NS >= self.newest {
                 break;
             }
-            self.detail_from_ts = self.detail_from_ts.max(f.ts + 1);
-            self.detail_bytes -= f.data.len();
+            self.detail_from_ts = self.detail_from_ts.max(ts + 1);
             self.detail.pop_front();
         }
         let newest = self.newest / 1_000_000_000;
@@ -541,8 +545,8 @@ impl Model {
     pub fn flame(&self, from: u64, to: u64) -> Vec<FlameSpan> {
         let mut spans = Vec::new();
         let mut parents = Vec::new();
-        for r in &self.detail {
-            let Ok(d) = decode_fields(&r.data) else {
+        for r in self.detail.iter() {
+            let Ok(d) = decode_fields(r.data) else {
                 continue;
             };
             if d.def.is_none_or(|k| k.shape != Shape::Span) {
@@ -590,14 +594,14 @@ impl Model {
             self.detail
                 .iter()
                 .filter(|r| r.ts >= from && r.ts <= to)
-                .cloned(),
+                .map(|r| r.to_owned()),
         );
         out
     }
 
     /// Bytes of record payload held (the detail and the descriptions).
     pub fn held_bytes(&self) -> usize {
-        self.detail_bytes + self.meta.iter().map(|r| r.data.len()).sum::<usize>()
+        self.detail.bytes() + self.meta.iter().map(|r| r.data.len()).sum::<usize>()
     }
 }
 
@@ -771,7 +775,8 @@ mod tests {
         assert_eq!(m.ticks_over, over);
         assert!(m.tick(0).is_none() && m.tick(100).is_some());
         // The detail is bounded by bytes here (its 10 s hold all 0.13 s of these records).
-        assert!(m.detail_bytes <= DETAIL_BYTES && m.detail_bytes > DETAIL_BYTES - 1024);
+        let held = m.detail.bytes();
+        assert!(held <= DETAIL_BYTES && held > DETAIL_BYTES - 1024, "{held}");
         assert!(!m.has_detail(0) && m.has_detail(m.newest));
         // The first tick left the detail before its spans could settle (2 s): only its summary.
         assert_eq!(m.tick_spans(&m.older.worst.unwrap()), None);

@@ -160,19 +160,21 @@ impl Gather {
     /// The poll's records: each slot's in order, merged by time; definitions resolved as
     /// [`crate::tracedat::TraceFile::stream_records`] resolves them.
     pub(super) fn take(&mut self) -> Vec<OwnedRecord> {
-        let mut per: Vec<VecDeque<OwnedRecord>> = std::mem::take(&mut self.pages)
-            .into_values()
-            .map(|q| q.into_iter().flat_map(|p| p.recs).collect())
-            .collect();
+        let n = self.kept;
         self.kept = 0;
-        let n = per.iter().map(VecDeque::len).sum();
+        // Each slot's records are moved out of its pages as the merge takes them: no second
+        // copy of the batch.
+        let mut per: Vec<_> = std::mem::take(&mut self.pages)
+            .into_values()
+            .map(|q| q.into_iter().flat_map(|p| p.recs).peekable())
+            .collect();
         let mut out = Vec::with_capacity(n);
         while let Some(i) = (0..per.len())
-            .filter_map(|i| per[i].front().map(|r| (r.ts, i)))
+            .filter_map(|i| per[i].peek().map(|r| (r.ts, i)))
             .min()
             .map(|x| x.1)
         {
-            let Some(mut r) = per[i].pop_front() else {
+            let Some(mut r) = per[i].next() else {
                 break;
             };
             resolve(&mut self.defs, &mut r);
