@@ -408,23 +408,37 @@ impl Resolved<'_> {
         self.written_kind = kind.unwrap_or(0);
         if kind == Some(K::TRACING_CALLSITE.0) || kind == Some(K::NAME_DEFINITION.0) {
             self.defs.learn(&r.data);
-        } else if kind.is_some_and(uses_definition) {
-            if !self.scanned && self.defs.misses(&r.data) {
-                self.scanned = true;
-                self.defs.scan(self.file);
-            }
-            if let Some((key, name)) = self.defs.span_name(&r.data) {
-                self.names.learn(key, &name);
-            }
-            if let Some(d) = self.defs.resolve(&r.data) {
-                r.data = d;
-            }
-        } else if kind == Some(K::TRACING_SPAN.0) {
-            if let Some(d) = self.names.resolve(&r.data) {
-                r.data = d;
-            }
+        } else if kind.is_some_and(uses_definition) && !self.scanned && self.defs.misses(&r.data) {
+            // A use before its definition (a definition's page read later): learn them all.
+            self.scanned = true;
+            self.defs.scan(self.file);
+        }
+        if let Some(d) = resolve_use(&mut self.defs, &mut self.names, &r.data) {
+            r.data = d;
         }
         Some(Ok(r))
+    }
+}
+
+/// `data` (a record that is not a definition) as a reader shows it, with the definitions and
+/// span names learnt so far: a record naming a definition by id resolved, a span's
+/// description teaching `names` its name, a nameless `tracing` entry named; `None` when it
+/// reads as it is. What [`Resolved`] and the follower ([`crate::follow`]) both hand out.
+pub(crate) fn resolve_use(
+    defs: &mut Definitions,
+    names: &mut SpanNames,
+    data: &[u8],
+) -> Option<Vec<u8>> {
+    let kind = data.get(2).copied()?;
+    if uses_definition(kind) {
+        if let Some((key, name)) = defs.span_name(data) {
+            names.learn(key, &name);
+        }
+        defs.resolve(data)
+    } else if kind == K::TRACING_SPAN.0 {
+        names.resolve(data)
+    } else {
+        None
     }
 }
 

@@ -927,3 +927,44 @@ fn listing(dir: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
     v.sort();
     v
 }
+
+/// The follower shows records as `stream_records` does (SPEC §15): a slot's static names and
+/// a nameless `tracing` entry's name resolved while the recording is live, never `name#N` or
+/// an empty name.
+#[test]
+fn static_names_resolve_while_live() {
+    let _g = typhon_recorder::doc_lock();
+    let dir = common::scratch_dir("follow-static-names");
+    let out = dir.join("live.dat");
+    let rec = typhon_recorder::RecorderBuilder::new()
+        .output(&out)
+        .start()
+        .unwrap();
+    for _ in 0..5 {
+        drop(typhon_recorder::span_static("static-step"));
+        typhon_recorder::named_instant_static("static-mark", 1);
+    }
+    rec.drain();
+    std::thread::sleep(Duration::from_millis(1200)); // past the default max page age
+    let mut f = Follower::open(&out).unwrap();
+    let mut names = Vec::new();
+    let t0 = Instant::now();
+    while names.len() < 10 && t0.elapsed() < Duration::from_secs(20) {
+        let b = f.poll(100_000).unwrap();
+        assert_eq!(b.state, RecordingState::Live);
+        for r in &b.records {
+            match typhon_recorder::codec::records::decode(&r.data) {
+                Ok((_, typhon_recorder::codec::records::Record::NamedSpan { name, .. }))
+                | Ok((_, typhon_recorder::codec::records::Record::NamedInstant { name, .. })) => {
+                    names.push(name.to_owned())
+                }
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rec.finish().unwrap();
+    names.sort();
+    names.dedup();
+    assert_eq!(names, ["static-mark", "static-step"]);
+}

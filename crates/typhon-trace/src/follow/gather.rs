@@ -24,6 +24,7 @@ pub(super) struct Gather {
     seq: u64,
     positions: BTreeMap<u8, u64>,
     defs: Definitions,
+    names: crate::span_names::SpanNames,
     pub(super) threads: BTreeMap<u32, String>,
     pub(super) skipped_pages: u64,
     pub(super) skipped_records: u64,
@@ -91,7 +92,10 @@ impl Gather {
                         if let Ok((_, Record::ThreadInfo { name, .. })) = records::decode(r.data) {
                             self.threads.insert(u32::from(slot), name.to_owned());
                         }
-                    } else if kind == Some(K::TRACING_CALLSITE.0) {
+                    } else if kind == Some(K::TRACING_CALLSITE.0)
+                        || kind == Some(K::NAME_DEFINITION.0)
+                    {
+                        // Callsites and a slot's static names (SPEC §15), learnt as read.
                         self.defs.learn(r.data);
                     }
                     recs.push(OwnedRecord {
@@ -143,7 +147,7 @@ impl Gather {
     pub(super) fn end_segment(&mut self) {
         for q in self.pages.values_mut() {
             for r in q.iter_mut().flat_map(|p| p.recs.iter_mut()) {
-                resolve(&mut self.defs, r);
+                resolve(&mut self.defs, &mut self.names, r);
             }
         }
         let mine = self.segment_losses();
@@ -152,6 +156,7 @@ impl Gather {
         }
         self.positions.clear();
         self.defs = Definitions::default();
+        self.names = Default::default();
         self.damaged_pages = 0;
         self.missed = 0;
         self.recording.clear();
@@ -177,7 +182,7 @@ impl Gather {
             let Some(mut r) = per[i].next() else {
                 break;
             };
-            resolve(&mut self.defs, &mut r);
+            resolve(&mut self.defs, &mut self.names, &mut r);
             out.push(r);
         }
         out
@@ -203,13 +208,11 @@ impl Gather {
     }
 }
 
-/// A record that uses a callsite, handed out as the record it stands for (once: the resolved
-/// record is of another kind).
-fn resolve(defs: &mut Definitions, r: &mut OwnedRecord) {
-    let kind = r.data.get(2).copied();
-    if kind == Some(K::TRACING_SPAN_VALUES.0) || kind == Some(K::TRACING_EVENT_VALUES.0) {
-        if let Some(d) = defs.resolve(&r.data) {
-            r.data = d;
-        }
+/// A record as the reader shows it ([`crate::defs::resolve_use`]): static names and callsites
+/// by id resolved, nameless `tracing` entries named (once: the resolved record is of another
+/// kind or has its name).
+fn resolve(defs: &mut Definitions, names: &mut crate::span_names::SpanNames, r: &mut OwnedRecord) {
+    if let Some(d) = crate::defs::resolve_use(defs, names, &r.data) {
+        r.data = d;
     }
 }
