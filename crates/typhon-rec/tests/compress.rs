@@ -265,7 +265,8 @@ fn a_torn_last_chunk_costs_only_that_chunk_and_is_counted() {
     }
     let dir = tmp("z-torn");
     let out = dir.join("t.dat");
-    killed_demo(&out, std::time::Duration::from_millis(1500));
+    // Long enough for slot 1 to have written chunks even on a loaded machine (1.5 s was not, once).
+    killed_demo(&out, std::time::Duration::from_millis(4000));
     // Copy the parts aside to know what a whole recovery holds, then tear slot 1's last chunk.
     let parts = typhon_recorder::sink::parts_dir(&out);
     let whole = dir.join("w.dat");

@@ -49,7 +49,7 @@ fn the_page_follows_a_demo_to_its_end() {
     let mut demo = Command::new(BIN)
         .args(["demo", "-o"])
         .arg(&out)
-        .args(["--duration", "20", "--max-page-age", "200ms", "--json"])
+        .args(["--duration", "40", "--max-page-age", "200ms", "--json"])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
