@@ -2,7 +2,7 @@
 //! and a byte budget, and snapshots of that window written as complete trace.dat files.
 //!
 //! The writers and the flusher's drain are those of a file recording; only where a finished
-//! page goes differs: into a [`Store`] the flusher owns, instead of a sink. The store evicts the
+//! page goes differs: into a `store::Store` the flusher owns, instead of a sink. The store evicts the
 //! page whose last record is oldest, across all slots (a min-heap over the slots' first pages),
 //! so that every slot reaches back to the same time: the largest page time ever evicted, the
 //! *watermark*. A snapshot covers `(W, T1]`, W being the later of `T1 − window` and the
@@ -11,7 +11,7 @@
 //!
 //! The cut is taken on the flusher thread (pointer copies of the held pages and the slots'
 //! owners); a `typhon-snapshot` thread then trims the pages that cross W or T1, writes the file
-//! under a temporary name and renames it when complete ([`snapshot`]).
+//! under a temporary name and renames it when complete (`snapshot`).
 
 #[cfg(unix)]
 mod control;
