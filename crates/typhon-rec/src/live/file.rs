@@ -4,34 +4,8 @@
 //! it, which is what a viewer of a running recording needs, not one of a whole file.)
 
 use super::{Shared, BATCH};
-use std::collections::BTreeMap;
 use std::path::Path;
 use typhon_trace::tracedat::{TraceDatError, TraceFile};
-
-/// The file's loss counters from its metadata, by the names the parts give them.
-fn meta_losses(f: &TraceFile) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
-    if let Some(Ok(meta)) = f.typhon_meta() {
-        let s = &meta.session;
-        for k in ["pages_lost", "sink_errors", "no_slot"] {
-            m.insert(k.to_owned(), s[k].as_u64().unwrap_or(0));
-        }
-        let mut filtered = s["filtered_no_slot"].as_u64().unwrap_or(0);
-        let (mut refused, mut sink_lost, mut clamped) = (0, 0, 0);
-        for sl in s["slots"].as_array().into_iter().flatten() {
-            let n = |k: &str| sl[k].as_u64().unwrap_or(0);
-            filtered += n("filtered");
-            refused += n("refused");
-            sink_lost += n("sink_lost");
-            clamped += n("clamped");
-        }
-        m.insert("filtered".into(), filtered);
-        m.insert("refused".into(), refused);
-        m.insert("sink_lost".into(), sink_lost);
-        m.insert("clamped".into(), clamped);
-    }
-    m
-}
 
 /// Reads the finished file at `path` to its end into the model; the state becomes finished.
 pub(super) fn read(path: &Path, shared: &Shared) {
@@ -44,7 +18,7 @@ pub(super) fn read(path: &Path, shared: &Shared) {
             return;
         }
     };
-    let mut losses = meta_losses(&f);
+    let mut losses = typhon_trace::follow::meta_losses(&f);
     if let Some(Ok(meta)) = f.typhon_meta() {
         let mut m = shared.model();
         for sm in &meta.slots {

@@ -15,6 +15,41 @@ pub(super) struct FileReader {
     done: bool,
 }
 
+/// The losses a finished (or recovered) file's metadata counts, by the names the parts give
+/// them: the session's counters, the slots' filtered, refused, sink_lost and clamped summed,
+/// and `missed`. What a follower of a finished file reports, and `typhon-rec live FILE` too.
+///
+/// ```no_run
+/// let f = typhon_trace::tracedat::TraceFile::open_streaming("run.dat")?;
+/// let losses = typhon_trace::follow::meta_losses(&f);
+/// println!("{} missed", losses.get("missed").copied().unwrap_or(0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn meta_losses(file: &TraceFile) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = BTreeMap::new();
+    if let Some(Ok(meta)) = file.typhon_meta() {
+        let s = &meta.session;
+        for k in SESSION_KEYS {
+            m.insert((*k).into(), s[*k].as_u64().unwrap_or(0));
+        }
+        let mut filtered = s["filtered_no_slot"].as_u64().unwrap_or(0);
+        let (mut refused, mut sink_lost, mut clamped) = (0, 0, 0);
+        for sl in s["slots"].as_array().into_iter().flatten() {
+            let n = |k: &str| sl[k].as_u64().unwrap_or(0);
+            filtered += n("filtered");
+            refused += n("refused");
+            sink_lost += n("sink_lost");
+            clamped += n("clamped");
+        }
+        m.insert("filtered".into(), filtered);
+        m.insert("refused".into(), refused);
+        m.insert("sink_lost".into(), sink_lost);
+        m.insert("clamped".into(), clamped);
+        m.insert("missed".into(), meta.slots.iter().map(|s| s.missed).sum());
+    }
+    m
+}
+
 /// Counters of the file's metadata that are losses, by the names the parts give them.
 const SESSION_KEYS: &[&str] = &[
     "pages_lost",
@@ -43,26 +78,8 @@ impl FileReader {
 
     /// The file's metadata: thread names and losses.
     fn meta(&self, g: &mut Gather) {
-        let mut m: BTreeMap<String, u64> = BTreeMap::new();
+        let m = meta_losses(&self.file);
         if let Some(Ok(meta)) = self.file.typhon_meta() {
-            let s = &meta.session;
-            for k in SESSION_KEYS {
-                m.insert((*k).into(), s[*k].as_u64().unwrap_or(0));
-            }
-            let mut filtered = s["filtered_no_slot"].as_u64().unwrap_or(0);
-            let (mut refused, mut sink_lost, mut clamped) = (0, 0, 0);
-            for sl in s["slots"].as_array().into_iter().flatten() {
-                let n = |k: &str| sl[k].as_u64().unwrap_or(0);
-                filtered += n("filtered");
-                refused += n("refused");
-                sink_lost += n("sink_lost");
-                clamped += n("clamped");
-            }
-            m.insert("filtered".into(), filtered);
-            m.insert("refused".into(), refused);
-            m.insert("sink_lost".into(), sink_lost);
-            m.insert("clamped".into(), clamped);
-            m.insert("missed".into(), meta.slots.iter().map(|s| s.missed).sum());
             for sm in &meta.slots {
                 if !sm.name.is_empty() {
                     g.threads.insert(u32::from(sm.slot), sm.name.clone());

@@ -24,6 +24,7 @@
 //! [`FollowBatch::skipped_records`]), apart from the recording's own losses.
 
 mod file;
+pub use file::meta_losses;
 mod gather;
 mod parts;
 mod segments;
