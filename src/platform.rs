@@ -28,6 +28,32 @@ pub(crate) fn current_cpu() -> Option<u32> {
     u32::try_from(cpu).ok()
 }
 
+/// The uid of the process at the other end of a connected Unix socket (`SO_PEERCRED`).
+#[cfg(target_os = "linux")]
+pub(crate) fn peer_uid(fd: std::os::fd::RawFd) -> std::io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given, and `len` says the size
+    // of `cred`; a bad fd makes the call fail with EBADF, which is returned, not undefined.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
 // Never built (the compile_error! above stops the build first); these keep the rest of the crate
 // from adding its own errors after it.
 #[cfg(not(target_os = "linux"))]
@@ -38,4 +64,9 @@ pub(crate) fn os_tid() -> i32 {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn current_cpu() -> Option<u32> {
     None
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn peer_uid(_fd: std::os::fd::RawFd) -> std::io::Result<u32> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }

@@ -104,36 +104,12 @@ fn serve(listener: UnixListener, core: Weak<Core>, stop: Arc<AtomicBool>) {
     }
 }
 
-/// The uid of a connected peer.
-fn peer_uid(s: &UnixStream) -> io::Result<u32> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the fd is open.
-    let r = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred.uid)
-}
-
 fn answer(conn: UnixStream, core: &Arc<Core>) -> io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(2)))?;
     conn.set_write_timeout(Some(Duration::from_secs(2)))?;
     // One write per answer: a reader taking what one read returns gets the whole line.
     let reply = |text: String| (&conn).write_all(format!("{text}\n").as_bytes());
-    let uid = peer_uid(&conn)?;
+    let uid = crate::platform::peer_uid(conn.as_raw_fd())?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if uid != me && uid != 0 {
