@@ -7,9 +7,22 @@
  * Lifecycle. typhon_start() starts one recorder for the whole process and installs it; from
  * then on any thread records with the typhon_* write functions; typhon_finish() writes out
  * everything written before it, assembles the trace.dat (trace-cmd v6) and returns the final
- * counters. Writes while no recorder runs record nothing and return TYPHON_OK; malformed
- * input (a NUL in a span name, a reserved CeLog id, a payload its kind's decoder rejects, a
- * record over 65534 bytes) returns its error code either way.
+ * counters. typhon_start_ex() starts it from a TyphonConfigEx, which also sets window mode
+ * (the newest records kept in memory, written out by typhon_snapshot(),
+ * typhon_request_snapshot() or a trigger), rotating segments and the page age.
+ *
+ * Versioned structs. TyphonConfig and TyphonStats are fixed: they never change. TyphonConfigEx
+ * and TyphonSnapshot carry their size in their first field, `size`, which the caller sets to
+ * sizeof(the struct) as its header declares it. Fields are only added at the end, and 0/NULL
+ * is always a field's default: a host built against an older header passes a smaller size
+ * and the fields it does not reach take their defaults; a host built against a newer header
+ * works with an older library as long as the fields that library does not know are 0, and
+ * gets TYPHON_ERR_STRUCT_SIZE otherwise (also for a size under the struct's *_MIN_SIZE, over
+ * 4096, or ending inside a field).
+ *
+ * Writes while no recorder runs record nothing and return TYPHON_OK; malformed input (a NUL
+ * in a span name, a reserved CeLog id, a payload its kind's decoder rejects, a record over
+ * 65534 bytes) returns its error code either way.
  *
  * Errors. Every function returning int32_t returns TYPHON_OK (0) or a negative TYPHON_ERR_*
  * code; typhon_error_name() names it. No function unwinds or aborts on bad input: NULL
@@ -17,9 +30,10 @@
  * (a bug) is caught and returned as TYPHON_ERR_PANIC.
  *
  * Pointers. A (ptr, len) pair must point to len readable bytes for the duration of the call;
- * strings are UTF-8, not NUL-terminated (len excludes any NUL), except TyphonConfig.output_path
- * which is NUL-terminated. Nothing is retained after a call returns. Out-pointers must be
- * writable and aligned. The functions are thread-safe. A thread's first write claims its slot
+ * strings are UTF-8, not NUL-terminated (len excludes any NUL), except the configs' paths and
+ * names and typhon_request_snapshot's reason, which are NUL-terminated. Nothing is retained
+ * after a call returns. Out-pointers must be writable and aligned. The functions are
+ * thread-safe. A thread's first write claims its slot
  * (an allocation, a gettid call). After that, write functions never wait for the flusher or
  * for another thread, and allocate nothing and make no system call, with two exceptions: the
  * write that takes a ring past half full wakes the flusher (a brief lock and a futex wake, once
@@ -110,6 +124,31 @@
 // as no-slot.
 #define TYPHON_ERR_NO_SLOT -12
 
+// A size-prefixed struct (`TyphonConfigEx`, `TyphonSnapshot`) has a `size` this library
+// refuses: smaller than the struct's first version, not at a field boundary, over 4096, or
+// larger than this library's struct with a non-zero byte past its end (a field of a newer
+// header this library does not know, so cannot honour). The message gives both sizes.
+#define TYPHON_ERR_STRUCT_SIZE -13
+
+// `typhon_snapshot`, `typhon_request_snapshot`: the running recorder keeps no window (start
+// it with `typhon_start_ex` and `window_ns` or `window_bytes`).
+#define TYPHON_ERR_NOT_WINDOWED -14
+
+// `typhon_snapshot`: the snapshot was written, but its path (and the NUL) does not fit in
+// `path_cap` bytes; `info->path_len` has its length and the error message the path.
+#define TYPHON_ERR_BUFFER -15
+
+// `typhon_request_snapshot`: a snapshot is already pending or being written (at most one is
+// in flight); this request was not placed.
+#define TYPHON_ERR_BUSY -16
+
+// The smallest `TyphonConfigEx.size` accepted: the `size` field and the settings
+// `TyphonConfig` has (through `reserved`). Every later field is optional by size.
+#define TYPHON_CONFIG_EX_MIN_SIZE 48
+
+// The smallest `TyphonSnapshot.size` accepted: `size`, `from_ns` and `to_ns`.
+#define TYPHON_SNAPSHOT_MIN_SIZE 24
+
 // Thread kind for `typhon_set_thread_info`: the main (game loop) thread.
 #define TYPHON_THREAD_MAIN 0
 
@@ -173,6 +212,94 @@ typedef struct TyphonStats {
   // Slots that recorded anything (slot 0 included).
   uint64_t slots;
 } TyphonStats;
+
+// Configuration for `typhon_start_ex`: everything `TyphonConfig` has, window mode, rotation,
+// snapshot triggers and the page age, in a struct that can grow without breaking the ABI.
+//
+// Versioning rule: set `size` to `sizeof(TyphonConfigEx)` as your header declares it (zero
+// the struct first, e.g. `TyphonConfigEx c = {.size = sizeof c, ...}`). Fields are only ever
+// added at the end, never removed, reordered or retyped, and 0 (or NULL) is always the
+// default. The library reads the fields that lie wholly within `size` and gives the others
+// their defaults, so a host built against an older header keeps working. A `size` larger than
+// the library's struct (a newer header) works when every byte past the library's struct is 0,
+// and is refused with `TYPHON_ERR_STRUCT_SIZE` otherwise; so is a `size` under
+// `TYPHON_CONFIG_EX_MIN_SIZE`, over 4096, or ending inside a field.
+//
+// With `window_ns` or `window_bytes` set the recorder keeps only the newest records, in
+// memory (SPEC §16), `output_path` must be NULL, and `typhon_snapshot`,
+// `typhon_request_snapshot` and the triggers write them to `snapshot_dir`.
+typedef struct TyphonConfigEx {
+  // `sizeof(TyphonConfigEx)` as the caller's header declares it (see the versioning rule).
+  size_t size;
+  // The trace.dat to write (NUL-terminated UTF-8), as `TyphonConfig.output_path`; required
+  // without a window, NULL with one. With rotation, the segments' base name.
+  const char *output_path;
+  // As `TyphonConfig.page_size` (0 = 4096).
+  size_t page_size;
+  // As `TyphonConfig.ring_bytes` (0 = 2 MiB).
+  size_t ring_bytes;
+  // As `TyphonConfig.flush_interval_us` (0 = 10 000).
+  uint64_t flush_interval_us;
+  // As `TyphonConfig.zstd_level` (0 = uncompressed v6; 1..=19 = zstd v7, snapshots too).
+  uint32_t zstd_level;
+  // 0 (room for flags; anything else is `TYPHON_ERR_CONFIG`).
+  uint32_t reserved;
+  // How old a partly filled page may get before it is flushed, in microseconds (0 = what
+  // `typhon_set_max_page_age_us` set, else 1 s).
+  uint64_t max_page_age_us;
+  // Window mode: keep the newest `window_ns` nanoseconds of records in memory (0 = no limit
+  // by time; with `window_bytes` 0 too, no window).
+  uint64_t window_ns;
+  // Window mode: hold at most this many bytes of pages; it wins over `window_ns` (0 = no
+  // byte budget of its own: 64 MiB when `window_ns` is set).
+  uint64_t window_bytes;
+  // Window mode: the directory snapshots go to (NUL-terminated UTF-8; NULL = the working
+  // directory at start). Files are `<program>-<UTC time>-<n>.dat`.
+  const char *snapshot_dir;
+  // Rotating segments: cut `output_path` into `OUT.000001`, `OUT.000002`, … of this many
+  // bytes of pages each (0 = one file).
+  uint64_t rotate_segment_bytes;
+  // Rotating segments: how many complete segments to keep (at least 1 with rotation).
+  uint64_t rotate_keep;
+  // Trigger: a snapshot when a tick (`typhon_tick_start` to `typhon_tick_end` on one
+  // thread) lasts longer than this many ns (0 = no tick trigger).
+  uint64_t tick_over_ns;
+  // Trigger: a snapshot when a span of this name (NUL-terminated UTF-8) lasts longer than
+  // `span_over_ns` (NULL = no span trigger).
+  const char *span_over_name;
+  // The span trigger's duration bound, ns.
+  uint64_t span_over_ns;
+  // Both triggers: keep recording this many ns after the trigger before the snapshot is cut.
+  uint64_t trigger_keep_after_ns;
+  // Both triggers: at most one snapshot per trigger in this many ns (0 = no spacing).
+  uint64_t trigger_at_most_every_ns;
+} TyphonConfigEx;
+
+// What `typhon_snapshot` reports about the file it wrote; size-prefixed like
+// `TyphonConfigEx`: set `size` to `sizeof(TyphonSnapshot)`, and the library fills the fields
+// that lie wholly within it (at least `TYPHON_SNAPSHOT_MIN_SIZE`; over 4096 or ending inside
+// a field is `TYPHON_ERR_STRUCT_SIZE`), leaving the bytes past its own struct alone.
+typedef struct TyphonSnapshot {
+  // `sizeof(TyphonSnapshot)` as the caller's header declares it; not written.
+  size_t size;
+  // The interval's start (exclusive), CLOCK_MONOTONIC ns: every slot in the file covers
+  // `(from_ns, to_ns]`.
+  uint64_t from_ns;
+  // The cut (inclusive), CLOCK_MONOTONIC ns.
+  uint64_t to_ns;
+  // Records in the file, all slots, restatements and open spans included.
+  uint64_t records;
+  // Records dropped (rings full) inside the interval.
+  uint64_t missed;
+  // Spans open at the cut, written ending at it.
+  uint64_t open_spans;
+  // Records the snapshot restates (a ThreadInfo per slot, the session header, definitions).
+  uint64_t restated;
+  // Records evicted from the window before the cut (the recording's total so far).
+  uint64_t evicted_records;
+  // The length of the file's path in bytes, without the NUL.
+  uint64_t path_len;
+} TyphonSnapshot;
 
 #ifdef __cplusplus
 extern "C" {
@@ -302,6 +429,52 @@ int32_t typhon_clamped(uint64_t *out);
 // `typhon_stats` counts those records. Returns `TYPHON_ERR_NOT_STARTED` without a recorder.
 // Other calls on other threads are not held up while it waits (`typhon_finish` waits for it).
 int32_t typhon_drain(void);
+
+// Starts the process-wide recorder, as `typhon_start`, from a size-prefixed
+// `TyphonConfigEx`: a plain recording, rotating segments, or window mode with its snapshot
+// directory and triggers.
+//
+// Returns `TYPHON_ERR_NULL` (config NULL, or `output_path` NULL without a window),
+// `TYPHON_ERR_STRUCT_SIZE` (see the versioning rule), `TYPHON_ERR_UTF8`,
+// `TYPHON_ERR_CONFIG` (a value out of range, `output_path` with a window, a trigger setting
+// without a trigger), `TYPHON_ERR_ALREADY_STARTED` or `TYPHON_ERR_IO`.
+//
+// # Safety
+// `config` must be NULL or point to `config->size` readable bytes whose string fields are
+// NULL or NUL-terminated strings readable for the duration of the call.
+int32_t typhon_start_ex(const struct TyphonConfigEx *config);
+
+// Writes a snapshot of the window (SPEC §16) and returns once the file is complete (waiting
+// first for a snapshot already in flight): its path, NUL-terminated, into `path_out`
+// (`path_cap` bytes), and what it holds into `*info`. Either may be NULL (`path_out` only with
+// `path_cap` 0). It takes about the time of writing the window out (SPEC §16); the writers are
+// not held up meanwhile.
+//
+// Returns `TYPHON_ERR_NOT_STARTED`, `TYPHON_ERR_NOT_WINDOWED` (a recorder without a
+// window), `TYPHON_ERR_STRUCT_SIZE` (`info->size`; checked before anything is written),
+// `TYPHON_ERR_NULL`, `TYPHON_ERR_IO` (the file could not be written; the window goes on)
+// or `TYPHON_ERR_BUFFER`: the snapshot was written but its path does not fit, and then
+// `*info` is filled, `path_out` holds an empty string and the error message the path.
+//
+// # Safety
+// `path_out` must be NULL or point to `path_cap` writable bytes; `info` must be NULL or point
+// to `info->size` writable bytes, aligned for a `TyphonSnapshot`.
+int32_t typhon_snapshot(char *path_out,
+                        size_t path_cap,
+                        struct TyphonSnapshot *info);
+
+// Asks the running recorder for a snapshot of its window and returns at once, from any
+// thread; the flusher writes it to the snapshot directory, with `reason` (NUL-terminated
+// UTF-8, cut to 256 characters; NULL = `"typhon_request_snapshot"`) in its metadata. At most
+// one snapshot is in flight.
+//
+// Returns `TYPHON_OK` (placed), `TYPHON_ERR_BUSY` (one is already pending or being
+// written: this one was not placed), `TYPHON_ERR_NOT_STARTED`, `TYPHON_ERR_NOT_WINDOWED`
+// or `TYPHON_ERR_UTF8`.
+//
+// # Safety
+// `reason` must be NULL or a NUL-terminated string readable for the duration of the call.
+int32_t typhon_request_snapshot(const char *reason);
 
 // The clock now, in raw ticks: the unit of every `*_at` function's timestamp. Valid with or
 // without a running recorder (0 only if the clock panicked).
@@ -438,6 +611,19 @@ int32_t typhon_counter(const char *name, size_t name_len, int64_t value);
 // # Safety
 // As `typhon_named_instant`.
 int32_t typhon_counter_f64(const char *name, size_t name_len, double value);
+
+// `typhon_counter` at `ts` (raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`): a
+// value sampled earlier, or read from another clock.
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_counter_at(uint64_t ts, const char *name, size_t name_len, int64_t value);
+
+// `typhon_counter_f64` at `ts` (raw ticks).
+//
+// # Safety
+// As `typhon_named_instant`.
+int32_t typhon_counter_f64_at(uint64_t ts, const char *name, size_t name_len, double value);
 
 // `typhon_named_instant` at `ts` (raw ticks).
 //

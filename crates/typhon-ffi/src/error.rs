@@ -46,6 +46,20 @@ pub const TYPHON_ERR_FLUSHER: i32 = -11;
 /// `typhon_register_thread`: all 255 thread slots are taken; this thread's events are counted
 /// as no-slot.
 pub const TYPHON_ERR_NO_SLOT: i32 = -12;
+/// A size-prefixed struct (`TyphonConfigEx`, `TyphonSnapshot`) has a `size` this library
+/// refuses: smaller than the struct's first version, not at a field boundary, over 4096, or
+/// larger than this library's struct with a non-zero byte past its end (a field of a newer
+/// header this library does not know, so cannot honour). The message gives both sizes.
+pub const TYPHON_ERR_STRUCT_SIZE: i32 = -13;
+/// `typhon_snapshot`, `typhon_request_snapshot`: the running recorder keeps no window (start
+/// it with `typhon_start_ex` and `window_ns` or `window_bytes`).
+pub const TYPHON_ERR_NOT_WINDOWED: i32 = -14;
+/// `typhon_snapshot`: the snapshot was written, but its path (and the NUL) does not fit in
+/// `path_cap` bytes; `info->path_len` has its length and the error message the path.
+pub const TYPHON_ERR_BUFFER: i32 = -15;
+/// `typhon_request_snapshot`: a snapshot is already pending or being written (at most one is
+/// in flight); this request was not placed.
+pub const TYPHON_ERR_BUSY: i32 = -16;
 
 /// The calling thread's last error message, and whether the failing call now returning set it
 /// (see [`fail`] and [`name_failure`]).
@@ -118,6 +132,10 @@ pub(crate) fn describe(code: i32) -> &'static str {
         TYPHON_ERR_PANIC => "the recorder panicked inside the call",
         TYPHON_ERR_FLUSHER => "the flusher thread panicked; the recording may be incomplete",
         TYPHON_ERR_NO_SLOT => "all 255 thread slots are taken",
+        TYPHON_ERR_STRUCT_SIZE => "a size-prefixed struct's size is refused",
+        TYPHON_ERR_NOT_WINDOWED => "the recorder keeps no window",
+        TYPHON_ERR_BUFFER => "the output buffer is too small",
+        TYPHON_ERR_BUSY => "a snapshot is already pending or being written",
         _ => "unknown error",
     }
 }
@@ -180,6 +198,10 @@ pub extern "C" fn typhon_error_name(code: i32) -> *const c_char {
         TYPHON_ERR_PANIC => "TYPHON_ERR_PANIC\0",
         TYPHON_ERR_FLUSHER => "TYPHON_ERR_FLUSHER\0",
         TYPHON_ERR_NO_SLOT => "TYPHON_ERR_NO_SLOT\0",
+        TYPHON_ERR_STRUCT_SIZE => "TYPHON_ERR_STRUCT_SIZE\0",
+        TYPHON_ERR_NOT_WINDOWED => "TYPHON_ERR_NOT_WINDOWED\0",
+        TYPHON_ERR_BUFFER => "TYPHON_ERR_BUFFER\0",
+        TYPHON_ERR_BUSY => "TYPHON_ERR_BUSY\0",
         _ => "TYPHON_ERR_UNKNOWN\0",
     };
     s.as_ptr().cast()

@@ -61,6 +61,9 @@ mod guard;
 // Starting, draining and finishing the process-wide recorder; its counters.
 mod lifecycle;
 
+// The configuration that can grow, window mode and its snapshots.
+mod window;
+
 // Raw ticks for the `*_at` writes.
 mod clock;
 
@@ -82,6 +85,7 @@ pub use lifecycle::*;
 pub use payload::*;
 pub use spans::*;
 pub use threads::*;
+pub use window::*;
 pub use writes::*;
 
 use std::ffi::c_char;

@@ -139,44 +139,84 @@ pub unsafe extern "C" fn typhon_start(config: *const TyphonConfig) -> i32 {
                 )
             }
         };
-        let mut b = RecorderBuilder::new().output(path);
-        if cfg.page_size != 0 {
-            b = b.page_size(cfg.page_size);
-        }
-        if cfg.ring_bytes != 0 {
-            b = b.ring_bytes(cfg.ring_bytes);
-        }
-        if cfg.flush_interval_us != 0 {
-            b = b.flush_interval(Duration::from_micros(cfg.flush_interval_us));
-        }
-        if cfg.zstd_level != 0 {
-            // Out of 1..=19 (a huge u32 included) is refused by `validate` below.
-            let level = i32::try_from(cfg.zstd_level).unwrap_or(i32::MAX);
-            b = b.compression(typhon_recorder::tracedat::Compression::Zstd { level });
-        }
-        // Relaxed: a plain setting, read once here; no other memory is ordered by it.
-        let age_us = MAX_PAGE_AGE_US.load(Ordering::Relaxed);
-        if age_us != 0 {
-            b = b.max_page_age(Duration::from_micros(age_us));
-        }
-        let mut slot = RECORDER.lock();
-        if slot.is_some() {
-            return fail(
-                TYPHON_ERR_ALREADY_STARTED,
-                "a recorder is already running (call typhon_finish first)",
-            );
-        }
-        if let Err(e) = b.validate() {
-            return recorder_error(&e);
-        }
-        match b.start() {
-            Ok(r) => {
-                *slot = Some(Arc::new(r));
-                TYPHON_OK
-            }
-            Err(e) => recorder_error(&e),
-        }
+        let b = basic(
+            RecorderBuilder::new().output(path),
+            cfg.page_size,
+            cfg.ring_bytes,
+            cfg.flush_interval_us,
+            cfg.zstd_level,
+        );
+        install(with_max_page_age(b, 0), false)
     })
+}
+
+/// Applies the settings `TyphonConfig` and `TyphonConfigEx` share (0: the default).
+pub(crate) fn basic(
+    mut b: RecorderBuilder,
+    page_size: usize,
+    ring_bytes: usize,
+    flush_interval_us: u64,
+    zstd_level: u32,
+) -> RecorderBuilder {
+    if page_size != 0 {
+        b = b.page_size(page_size);
+    }
+    if ring_bytes != 0 {
+        b = b.ring_bytes(ring_bytes);
+    }
+    if flush_interval_us != 0 {
+        b = b.flush_interval(Duration::from_micros(flush_interval_us));
+    }
+    if zstd_level != 0 {
+        // Out of 1..=19 (a huge u32 included) is refused by `validate` in `install`.
+        let level = i32::try_from(zstd_level).unwrap_or(i32::MAX);
+        b = b.compression(typhon_recorder::tracedat::Compression::Zstd { level });
+    }
+    b
+}
+
+/// The page age: `us` if not 0, else `typhon_set_max_page_age_us`'s setting if not 0, else the
+/// builder's default.
+pub(crate) fn with_max_page_age(b: RecorderBuilder, us: u64) -> RecorderBuilder {
+    // Relaxed: a plain setting, read once here; no other memory is ordered by it.
+    let us = if us != 0 {
+        us
+    } else {
+        MAX_PAGE_AGE_US.load(Ordering::Relaxed)
+    };
+    if us != 0 {
+        b.max_page_age(Duration::from_micros(us))
+    } else {
+        b
+    }
+}
+
+/// Whether the recorder in [`RECORDER`] keeps a window (set and read under its lock): what tells
+/// `typhon_snapshot` to answer [`TYPHON_ERR_NOT_WINDOWED`] rather than the core's config error.
+pub(crate) static WINDOWED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Validates and starts `b`, and installs it as [`RECORDER`].
+pub(crate) fn install(b: RecorderBuilder, windowed: bool) -> i32 {
+    let mut slot = RECORDER.lock();
+    if slot.is_some() {
+        return fail(
+            TYPHON_ERR_ALREADY_STARTED,
+            "a recorder is already running (call typhon_finish first)",
+        );
+    }
+    if let Err(e) = b.validate() {
+        return recorder_error(&e);
+    }
+    match b.start() {
+        Ok(r) => {
+            *slot = Some(Arc::new(r));
+            // Relaxed: only read under RECORDER's lock, which orders it.
+            WINDOWED.store(windowed, Ordering::Relaxed);
+            TYPHON_OK
+        }
+        Err(e) => recorder_error(&e),
+    }
 }
 
 /// Finishes the recorder started by `typhon_start`: writes out everything written before the

@@ -411,6 +411,56 @@ pub unsafe extern "C" fn typhon_counter_f64(
     }
 }
 
+/// `typhon_counter` at `ts` (raw ticks from `typhon_now()` or `typhon_ns_to_ticks()`): a
+/// value sampled earlier, or read from another clock.
+///
+/// # Safety
+/// As [`typhon_named_instant`].
+///
+/// ```
+/// use typhon_ffi::*;
+/// assert_eq!(unsafe { typhon_counter_at(typhon_now(), b"queue depth".as_ptr().cast(), 11, 3) }, 0);
+/// assert_eq!(unsafe { typhon_counter_at(0, std::ptr::null(), 1, 3) }, TYPHON_ERR_NULL);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_counter_at(
+    ts: u64,
+    name: *const c_char,
+    name_len: usize,
+    value: i64,
+) -> i32 {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        named("typhon_counter_at", name, name_len, |n| {
+            typhon_recorder::try_counter(n, CounterValue::from_i64(value), Some(ts))
+        })
+    }
+}
+
+/// `typhon_counter_f64` at `ts` (raw ticks).
+///
+/// # Safety
+/// As [`typhon_named_instant`].
+///
+/// ```
+/// use typhon_ffi::*;
+/// assert_eq!(unsafe { typhon_counter_f64_at(typhon_now(), b"load".as_ptr().cast(), 4, 0.5) }, 0);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn typhon_counter_f64_at(
+    ts: u64,
+    name: *const c_char,
+    name_len: usize,
+    value: f64,
+) -> i32 {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        named("typhon_counter_f64_at", name, name_len, |n| {
+            typhon_recorder::try_counter(n, CounterValue::from_f64(value), Some(ts))
+        })
+    }
+}
+
 /// `typhon_named_instant` at `ts` (raw ticks).
 ///
 /// # Safety
