@@ -28,6 +28,92 @@ namespace Typhon.Recorder
         public uint ZstdLevel;         // uint32_t zstd_level: 0 = uncompressed, 1..19 = zstd
     }
 
+    /// <summary>typhon_start_ex configuration (TyphonConfigEx), size-prefixed so that it can grow:
+    /// <see cref="TyphonRecorder.StartEx"/> sets <c>Size</c>. Zero fields take the default; see
+    /// <see cref="RecorderOptions"/> for the managed form.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct TyphonConfigEx
+    {
+        public UIntPtr Size;               // size_t size: sizeof(TyphonConfigEx) as the caller knows it
+        public IntPtr OutputPath;          // const char *output_path (NULL with a window)
+        public UIntPtr PageSize;           // size_t page_size
+        public UIntPtr RingBytes;          // size_t ring_bytes
+        public ulong FlushIntervalUs;      // uint64_t flush_interval_us
+        public uint ZstdLevel;             // uint32_t zstd_level
+        public uint Reserved;              // uint32_t reserved: 0
+        public ulong MaxPageAgeUs;         // uint64_t max_page_age_us
+        public ulong WindowNs;             // uint64_t window_ns
+        public ulong WindowBytes;          // uint64_t window_bytes
+        public IntPtr SnapshotDir;         // const char *snapshot_dir
+        public ulong RotateSegmentBytes;   // uint64_t rotate_segment_bytes
+        public ulong RotateKeep;           // uint64_t rotate_keep
+        public ulong TickOverNs;           // uint64_t tick_over_ns
+        public IntPtr SpanOverName;        // const char *span_over_name
+        public ulong SpanOverNs;           // uint64_t span_over_ns
+        public ulong TriggerKeepAfterNs;   // uint64_t trigger_keep_after_ns
+        public ulong TriggerAtMostEveryNs; // uint64_t trigger_at_most_every_ns
+    }
+
+    /// <summary>What typhon_snapshot reports (TyphonSnapshot), size-prefixed: set <c>Size</c>
+    /// (<see cref="TyphonRecorder.Snapshot"/> does).</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct TyphonSnapshot
+    {
+        public UIntPtr Size;
+        public ulong FromNs;
+        public ulong ToNs;
+        public ulong Records;
+        public ulong Missed;
+        public ulong OpenSpans;
+        public ulong Restated;
+        public ulong EvictedRecords;
+        public ulong PathLen;
+    }
+
+    /// <summary>A snapshot file written by <see cref="TyphonRecorder.Snapshot"/>: every slot in it
+    /// covers (FromNs, ToNs], CLOCK_MONOTONIC nanoseconds.</summary>
+    public sealed class SnapshotFile
+    {
+        public string Path { get; }
+        public ulong FromNs { get; }
+        public ulong ToNs { get; }
+        public ulong Records { get; }
+        public ulong Missed { get; }
+        public ulong OpenSpans { get; }
+        public ulong EvictedRecords { get; }
+
+        internal SnapshotFile(string path, in TyphonSnapshot s)
+        {
+            Path = path;
+            FromNs = s.FromNs;
+            ToNs = s.ToNs;
+            Records = s.Records;
+            Missed = s.Missed;
+            OpenSpans = s.OpenSpans;
+            EvictedRecords = s.EvictedRecords;
+        }
+    }
+
+    /// <summary>The managed form of TyphonConfigEx for <see cref="TyphonRecorder.Start(RecorderOptions)"/>:
+    /// null and zero values take the default. With <c>Window</c> or <c>WindowBytes</c> the recorder
+    /// keeps only the newest records in memory (no OutputPath), written by Snapshot(),
+    /// RequestSnapshot() or a trigger into SnapshotDir.</summary>
+    public sealed class RecorderOptions
+    {
+        public string OutputPath;
+        public ulong PageSize, RingBytes, FlushIntervalUs;
+        public uint ZstdLevel;
+        public TimeSpan MaxPageAge;
+        public TimeSpan Window;
+        public ulong WindowBytes;
+        public string SnapshotDir;
+        public ulong RotateSegmentBytes, RotateKeep;
+        public TimeSpan TickOver;
+        public string SpanOverName;
+        public TimeSpan SpanOver;
+        public TimeSpan TriggerKeepAfter, TriggerAtMostEvery;
+    }
+
     /// <summary>Session counters (TyphonStats); finished: Attempted == Written + Missed + SinkLost.</summary>
     [StructLayout(LayoutKind.Sequential)]
     public struct TyphonStats
@@ -89,6 +175,12 @@ namespace Typhon.Recorder
         public const int ErrPanic = -10;
         public const int ErrFlusher = -11;
         public const int ErrNoSlot = -12;
+        public const int ErrStructSize = -13;
+        public const int ErrNotWindowed = -14;
+        public const int ErrBuffer = -15;
+        public const int ErrBusy = -16;
+        public const int ConfigExMinSize = 48;
+        public const int SnapshotMinSize = 24;
 
         [DllImport(Lib)] public static extern IntPtr typhon_version();
         [DllImport(Lib)] public static extern IntPtr typhon_error_name(int code);
@@ -104,6 +196,9 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_evicted_pages(ulong* @out);
         [DllImport(Lib)] public static extern int typhon_clamped(ulong* @out);
         [DllImport(Lib)] public static extern int typhon_drain();
+        [DllImport(Lib)] public static extern int typhon_start_ex(TyphonConfigEx* config);
+        [DllImport(Lib)] public static extern int typhon_snapshot(byte* pathOut, UIntPtr pathCap, TyphonSnapshot* info);
+        [DllImport(Lib)] public static extern int typhon_request_snapshot(byte* reason);
         [DllImport(Lib)] public static extern ulong typhon_now();
         [DllImport(Lib)] public static extern ulong typhon_ns_to_ticks(ulong ns);
         [DllImport(Lib)] public static extern int typhon_register_thread();
@@ -135,6 +230,8 @@ namespace Typhon.Recorder
         [DllImport(Lib)] public static extern int typhon_named_instant_at(ulong ts, byte* name, UIntPtr nameLen, int payload);
         [DllImport(Lib)] public static extern int typhon_counter(byte* name, UIntPtr nameLen, long value);
         [DllImport(Lib)] public static extern int typhon_counter_f64(byte* name, UIntPtr nameLen, double value);
+        [DllImport(Lib)] public static extern int typhon_counter_at(ulong ts, byte* name, UIntPtr nameLen, long value);
+        [DllImport(Lib)] public static extern int typhon_counter_f64_at(ulong ts, byte* name, UIntPtr nameLen, double value);
         [DllImport(Lib)] public static extern int typhon_named_phase_start(byte phase, byte* name, UIntPtr nameLen);
         [DllImport(Lib)] public static extern int typhon_named_phase_end(byte phase, byte* name, UIntPtr nameLen);
         [DllImport(Lib)] public static extern int typhon_named_phase_start_at(ulong ts, byte phase, byte* name, UIntPtr nameLen);
@@ -267,6 +364,92 @@ namespace Typhon.Recorder
                 };
                 Check(Native.typhon_start(&cfg));
             }
+        }
+
+        static ulong Ns(TimeSpan t) => t <= TimeSpan.Zero ? 0 : (ulong)t.Ticks * 100;
+
+        // A NUL-terminated UTF-8 copy of s (null for null), pinned by the caller with fixed.
+        static byte[] CString(string s)
+        {
+            if (s == null) return null;
+            byte[] b = new byte[Encoding.UTF8.GetByteCount(s) + 1];
+            Encoding.UTF8.GetBytes(s, 0, s.Length, b, 0);
+            return b;
+        }
+
+        /// <summary>typhon_start_ex with <paramref name="config"/>, its Size set to this binding's
+        /// sizeof(TyphonConfigEx) (the string fields must point to pinned NUL-terminated UTF-8).</summary>
+        public static void StartEx(ref TyphonConfigEx config)
+        {
+            config.Size = (UIntPtr)sizeof(TyphonConfigEx);
+            fixed (TyphonConfigEx* p = &config) Check(Native.typhon_start_ex(p));
+        }
+
+        /// <summary>Starts the process-wide recorder from <paramref name="o"/>: a file, rotating
+        /// segments, or window mode (typhon_start_ex).</summary>
+        public static void Start(RecorderOptions o)
+        {
+            if (o == null) throw new ArgumentNullException(nameof(o));
+            byte[] output = CString(o.OutputPath), dir = CString(o.SnapshotDir), span = CString(o.SpanOverName);
+            fixed (byte* po = output, pd = dir, ps = span)
+            {
+                var cfg = new TyphonConfigEx
+                {
+                    OutputPath = (IntPtr)po,
+                    PageSize = new UIntPtr(o.PageSize),
+                    RingBytes = new UIntPtr(o.RingBytes),
+                    FlushIntervalUs = o.FlushIntervalUs,
+                    ZstdLevel = o.ZstdLevel,
+                    MaxPageAgeUs = (ulong)(Ns(o.MaxPageAge) / 1000),
+                    WindowNs = Ns(o.Window),
+                    WindowBytes = o.WindowBytes,
+                    SnapshotDir = (IntPtr)pd,
+                    RotateSegmentBytes = o.RotateSegmentBytes,
+                    RotateKeep = o.RotateKeep,
+                    TickOverNs = Ns(o.TickOver),
+                    SpanOverName = (IntPtr)ps,
+                    SpanOverNs = Ns(o.SpanOver),
+                    TriggerKeepAfterNs = Ns(o.TriggerKeepAfter),
+                    TriggerAtMostEveryNs = Ns(o.TriggerAtMostEvery),
+                };
+                StartEx(ref cfg);
+            }
+        }
+
+        /// <summary>Writes a snapshot of the window and returns once the file is complete
+        /// (typhon_snapshot; blocks for about the time of writing the window out).</summary>
+        public static SnapshotFile Snapshot()
+        {
+            const int Cap = 4096; // PATH_MAX
+            byte* path = stackalloc byte[Cap];
+            TyphonSnapshot s = default;
+            s.Size = (UIntPtr)sizeof(TyphonSnapshot);
+            Check(Native.typhon_snapshot(path, (UIntPtr)Cap, &s));
+            return new SnapshotFile(Encoding.UTF8.GetString(path, (int)s.PathLen), s);
+        }
+
+        /// <summary>Asks for a snapshot of the window and returns at once (any thread; no
+        /// allocation: the reason is encoded on the stack, cut to 256 characters). False if one
+        /// is already pending or being written (ErrBusy).</summary>
+        public static bool RequestSnapshot(string reason)
+        {
+            int code;
+            if (reason == null)
+            {
+                code = Native.typhon_request_snapshot(null);
+            }
+            else
+            {
+                int n = Math.Min(reason.Length, 256); // the recorder keeps 256 characters
+                byte* buf = stackalloc byte[n * 3 + 1];  // UTF-8: at most 3 bytes per UTF-16 unit
+                int len;
+                fixed (char* c = reason) len = Encoding.UTF8.GetBytes(c, n, buf, n * 3);
+                buf[len] = 0;
+                code = Native.typhon_request_snapshot(buf);
+            }
+            if (code == Native.ErrBusy) return false;
+            Check(code);
+            return true;
         }
 
         /// <summary>How old a partly filled page may get before it is written out, for recorders started
@@ -504,6 +687,32 @@ namespace Typhon.Recorder
                 Check(Native.typhon_counter_f64(p != null ? p : &none, (UIntPtr)utf8Name.Length, value));
             }
         }
+
+        /// <summary>A counter's value at <paramref name="ts"/> (raw ticks from Now or NsToTicks).</summary>
+        public static void CounterAt(ulong ts, ReadOnlySpan<byte> utf8Name, long value)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_counter_at(ts, p != null ? p : &none, (UIntPtr)utf8Name.Length, value));
+            }
+        }
+
+        /// <summary>A double counter's value at <paramref name="ts"/> (raw ticks).</summary>
+        public static void CounterAt(ulong ts, ReadOnlySpan<byte> utf8Name, double value)
+        {
+            fixed (byte* p = &MemoryMarshal.GetReference(utf8Name))
+            {
+                byte none = 0;
+                Check(Native.typhon_counter_f64_at(ts, p != null ? p : &none, (UIntPtr)utf8Name.Length, value));
+            }
+        }
+
+        /// <summary>A counter's value at <paramref name="ts"/> under <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
+        public static void CounterAt(ulong ts, string name, long value) => CounterAt(ts, CachedUtf8(name), value);
+
+        /// <summary>A double counter's value at <paramref name="ts"/> under <paramref name="name"/>.</summary>
+        public static void CounterAt(ulong ts, string name, double value) => CounterAt(ts, CachedUtf8(name), value);
 
         /// <summary>A counter's value under <paramref name="name"/> (see <see cref="CachedUtf8"/>).</summary>
         public static void Counter(string name, long value) => Counter(CachedUtf8(name), value);

@@ -313,9 +313,30 @@ fn the_csharp_binding_matches_the_header() {
         "{} functions",
         api.functions.len()
     );
-    assert_eq!(api.structs.len(), 2);
+    assert_eq!(api.structs.len(), 4);
     assert_eq!(api.structs["TyphonStats"].len(), 11);
-    assert_eq!(api.constants.len(), 13 + 4);
+    assert_eq!(api.structs["TyphonConfigEx"].len(), 18);
+    assert_eq!(api.structs["TyphonSnapshot"].len(), 9);
+    // 17 codes, the two minimum struct sizes, 4 thread kinds.
+    assert_eq!(api.constants.len(), 17 + 2 + 4);
+    for f in [
+        "typhon_start_ex",
+        "typhon_snapshot",
+        "typhon_request_snapshot",
+        "typhon_counter_at",
+        "typhon_counter_f64_at",
+    ] {
+        assert!(api.functions.contains_key(f), "{f} is compared");
+    }
+    assert_eq!(
+        api.functions["typhon_snapshot"],
+        (
+            "int".to_string(),
+            ["byte*", "UIntPtr", "TyphonSnapshot*"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
     assert_eq!(
         api.functions["typhon_celog_data"],
         (
@@ -391,12 +412,40 @@ fn differences_are_caught() {
         (
             "TyphonConfig",
             h.clone(),
-            edit(&cs, "public UIntPtr PageSize;", "public ulong PageSize;"),
+            edit(
+                &cs,
+                "public UIntPtr PageSize;       //",
+                "public ulong PageSize;       //",
+            ),
         ),
         (
             "Native.ErrNoSlot",
             h.clone(),
             edit(&cs, "ErrNoSlot = -12;", "ErrNoSlot = -13;"),
+        ),
+        (
+            // A field of the growable config out of order shifts every later one.
+            "TyphonConfigEx",
+            h.clone(),
+            edit(
+                &cs,
+                "public ulong WindowNs;             // uint64_t window_ns\n        public ulong WindowBytes;          // uint64_t window_bytes",
+                "public ulong WindowBytes;          // uint64_t window_bytes\n        public ulong WindowNs;             // uint64_t window_ns",
+            ),
+        ),
+        (
+            "typhon_request_snapshot",
+            h.clone(),
+            edit(
+                &cs,
+                "typhon_request_snapshot(byte* reason)",
+                "typhon_request_snapshot(IntPtr reason)",
+            ),
+        ),
+        (
+            "Native.ConfigExMinSize",
+            h.clone(),
+            edit(&cs, "ConfigExMinSize = 48;", "ConfigExMinSize = 40;"),
         ),
         (
             "ThreadKind.Pool",
@@ -408,7 +457,7 @@ fn differences_are_caught() {
             edit(
                 &h,
                 "#define TYPHON_ERR_NO_SLOT -12",
-                "#define TYPHON_ERR_NO_SLOT -12\n#define TYPHON_ERR_TIMEOUT -13",
+                "#define TYPHON_ERR_NO_SLOT -12\n#define TYPHON_ERR_TIMEOUT -17",
             ),
             cs.clone(),
         ),
