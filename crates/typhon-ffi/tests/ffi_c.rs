@@ -206,3 +206,87 @@ fn the_shared_library_is_found_by_rpath_or_ld_library_path() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Window mode from C (tests/c/window_host.c): the size-prefixed config's refusals, an older
+/// caller's smaller struct recording a plain file with nothing past its size read, a newer
+/// caller's larger one (extra fields 0) recording windowed; a span trigger, `typhon_snapshot`,
+/// a snapshot into a too-small buffer and `typhon_request_snapshot` each leave one complete
+/// file, which holds every record written (the window is a minute), as our reader and
+/// trace-cmd read it.
+#[test]
+fn c_host_snapshots_a_window() {
+    if !available("cc", "compiling the C host of window mode") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch("c-window");
+    let exe = dir.join("window_host");
+    compile_c(
+        &root.join("tests/c/window_host.c"),
+        &exe,
+        &["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"],
+    );
+    let snaps = dir.join("snapshots");
+    std::fs::create_dir_all(&snaps).unwrap();
+    let older = dir.join("older.dat");
+    let run = Command::new(&exe)
+        .arg(&snaps)
+        .arg(&older)
+        .output()
+        .expect("run window_host");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "window_host failed ({}):\n{stdout}\n{stderr}",
+        run.status
+    );
+    assert!(stdout.contains("FAILURES 0"), "{stdout}\n{stderr}");
+
+    // The older caller's file: its instants, and no snapshot came of its garbage window.
+    let old = check_file(&older);
+    let want: Vec<(i32, i32)> = (0..100).map(|i| (8, i)).collect();
+    assert_eq!(old.threads["c-main"].instants, want);
+
+    // trigger + typhon_snapshot + the too-small buffer + the request.
+    let files: Vec<_> = std::fs::read_dir(&snaps)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert!(stdout.contains("SNAPSHOTS 4"));
+    let kv = |k: &str| -> String {
+        let l = stdout.lines().find(|l| l.starts_with("SNAPSHOT ")).unwrap();
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")[..]).map(String::from))
+            .unwrap_or_else(|| panic!("{k} in {l}"))
+    };
+    let path = std::path::PathBuf::from(kv("path"));
+    assert!(files.contains(&path), "{path:?} among {files:?}");
+    assert!(path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("window_host-"));
+    for f in &files {
+        let c = check_file(f);
+        // Every snapshot holds all the window's instants: the window is a minute.
+        let want: Vec<(i32, i32)> = (0..2000).map(|i| (7, i)).collect();
+        assert_eq!(c.threads["c-main"].instants, want, "{}", f.display());
+        check_trace_cmd(f, &c);
+        if *f == path {
+            assert_eq!(c.records, kv("records").parse::<u64>().unwrap());
+            assert!(kv("from").parse::<u64>().unwrap() < kv("to").parse::<u64>().unwrap());
+            let named = &c.threads["c-main"].named;
+            assert!(named.contains(&(234, 42, "c-queue".into())), "{named:?}");
+            assert!(
+                named.contains(&(234, 0.25f64.to_bits() as i64, "c-load".into())),
+                "{named:?}"
+            );
+            let spans = &c.threads["c-main"].spans;
+            assert!(spans.iter().any(|s| s.2 == "stall"), "{spans:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
