@@ -266,3 +266,66 @@ fn the_csharp_sample_builds_and_records() {
     check_trace_cmd(&dir.join("typhon-server.dat"), &c);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Window mode from C# (tests/cs/window_host.cs): the size-prefixed config through `Native`
+/// (bad sizes refused, an older caller's smaller struct records a plain file), then
+/// `Start(RecorderOptions)` with a window, `Snapshot()` and `RequestSnapshot()`; every snapshot
+/// holds every record written (the window is a minute) as our reader and trace-cmd read it,
+/// and `CounterAt` and `RequestSnapshot` allocate nothing.
+#[test]
+fn csharp_host_snapshots_a_window() {
+    if !mono_available() {
+        return;
+    }
+    let dir = scratch("csharp-window");
+    let exe = dir.join("window_host.exe");
+    mcs(&["csharp/TyphonRecorder.cs", "tests/cs/window_host.cs"], &exe);
+    let snaps = dir.join("snapshots");
+    std::fs::create_dir_all(&snaps).unwrap();
+    let older = dir.join("older.dat");
+    let (stdout, _) = mono(&exe, &[&snaps, &older], &dir);
+    assert!(stdout.contains("FAILURES 0"), "{stdout}");
+    assert!(
+        line(&stdout, "ALLOC ").contains("counter_at=0 request_snapshot=0"),
+        "{stdout}"
+    );
+
+    let old = check_file(&older);
+    let want: Vec<(i32, i32)> = (0..100).map(|i| (8, i)).collect();
+    assert_eq!(old.threads["cs-main"].instants, want);
+
+    let snap = line(&stdout, "SNAPSHOT ");
+    let kv = |k: &str| -> String {
+        snap.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")[..]).map(String::from))
+            .unwrap_or_else(|| panic!("{k} in {snap}"))
+    };
+    let path = PathBuf::from(kv("path"));
+    let files: Vec<PathBuf> = std::fs::read_dir(&snaps)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    // Snapshot(), the request, and the second request unless the first was still in flight.
+    assert!(
+        (2..=3).contains(&files.len()) && files.contains(&path),
+        "{files:?}"
+    );
+    for f in &files {
+        let c = check_file(f);
+        let want: Vec<(i32, i32)> = (0..2000).map(|i| (7, i)).collect();
+        assert_eq!(c.threads["cs-main"].instants, want, "{}", f.display());
+        check_trace_cmd(f, &c);
+        if *f == path {
+            assert_eq!(c.records, kv("records").parse::<u64>().unwrap());
+            assert!(kv("from").parse::<u64>().unwrap() < kv("to").parse::<u64>().unwrap());
+            let named = &c.threads["cs-main"].named;
+            assert!(named.contains(&(234, 42, "cs-queue".into())), "{named:?}");
+            assert!(
+                named.contains(&(234, 0.25f64.to_bits() as i64, "cs-load".into())),
+                "{named:?}"
+            );
+            assert_eq!(named.iter().filter(|n| n.2 == "cs-queue").count(), 1001);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
