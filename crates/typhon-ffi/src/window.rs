@@ -123,13 +123,7 @@ pub struct TyphonSnapshot {
 }
 
 /// The field ends of a struct's versions: a `size` must be one of them (or past the last).
-fn check_size(
-    what: &str,
-    size: usize,
-    min: usize,
-    ours: usize,
-    ends: &[usize],
-) -> Result<(), i32> {
+fn check_size(what: &str, size: usize, min: usize, ours: usize, ends: &[usize]) -> Result<(), i32> {
     let refuse = |why: &str| {
         Err(fail(
             TYPHON_ERR_STRUCT_SIZE,
@@ -192,7 +186,8 @@ unsafe fn read_config(config: *const TyphonConfigEx) -> Result<TyphonConfigEx, i
     )?;
     if size > ours {
         // SAFETY: the caller guarantees `size` readable bytes at `config`; `ours < size`.
-        let extra = unsafe { std::slice::from_raw_parts(config.cast::<u8>().add(ours), size - ours) };
+        let extra =
+            unsafe { std::slice::from_raw_parts(config.cast::<u8>().add(ours), size - ours) };
         if let Some(i) = extra.iter().position(|&b| b != 0) {
             return Err(fail(
                 TYPHON_ERR_STRUCT_SIZE,
@@ -352,8 +347,7 @@ pub unsafe extern "C" fn typhon_start_ex(config: *const TyphonConfigEx) -> i32 {
                 "config->span_over_ns is set but span_over_name is NULL",
             );
         }
-        if triggers == 0 && (cfg.trigger_keep_after_ns != 0 || cfg.trigger_at_most_every_ns != 0)
-        {
+        if triggers == 0 && (cfg.trigger_keep_after_ns != 0 || cfg.trigger_at_most_every_ns != 0) {
             return fail(
                 TYPHON_ERR_CONFIG,
                 "config->trigger_keep_after_ns / trigger_at_most_every_ns are set without a \

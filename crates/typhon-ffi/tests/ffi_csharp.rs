@@ -279,7 +279,10 @@ fn csharp_host_snapshots_a_window() {
     }
     let dir = scratch("csharp-window");
     let exe = dir.join("window_host.exe");
-    mcs(&["csharp/TyphonRecorder.cs", "tests/cs/window_host.cs"], &exe);
+    mcs(
+        &["csharp/TyphonRecorder.cs", "tests/cs/window_host.cs"],
+        &exe,
+    );
     let snaps = dir.join("snapshots");
     std::fs::create_dir_all(&snaps).unwrap();
     let older = dir.join("older.dat");

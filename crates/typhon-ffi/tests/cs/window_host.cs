@@ -147,6 +147,11 @@ static unsafe class WindowHost
         bool placed = TyphonRecorder.RequestSnapshot("cs-request-2");
         long requestBytes = GC.GetAllocatedBytesForCurrentThread() - before;
         if (placed) Expect(WaitFor(dir, n + 1), "the second request wrote a snapshot");
+        // The measure sees an allocation (it is not 0 for want of support).
+        before = GC.GetAllocatedBytesForCurrentThread();
+        byte[] control = new byte[1000];
+        GC.KeepAlive(control);
+        Expect(GC.GetAllocatedBytesForCurrentThread() - before >= 1000, "the allocation measure works");
         Console.WriteLine("ALLOC counter_at=" + counterBytes + " request_snapshot=" + requestBytes);
 
         TyphonStats st = TyphonRecorder.Finish();
