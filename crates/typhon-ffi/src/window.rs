@@ -557,3 +557,67 @@ pub unsafe extern "C" fn typhon_request_snapshot(reason: *const c_char) -> i32 {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The accepted sizes are exactly the field ends: strictly increasing from the minimum (the
+    /// TyphonConfig fields) to the struct's size, one per field past it, so a field added
+    /// without its end in the list fails here.
+    #[test]
+    fn the_size_lists_cover_every_field() {
+        let ends = config_ends();
+        assert_eq!(ends[0], TYPHON_CONFIG_EX_MIN_SIZE);
+        assert_eq!(
+            TYPHON_CONFIG_EX_MIN_SIZE,
+            offset_of!(TyphonConfigEx, max_page_age_us)
+        );
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+        assert_eq!(*ends.last().unwrap(), size_of::<TyphonConfigEx>());
+        // 8-byte fields after the minimum: one end per field, no padding between them.
+        assert_eq!(
+            ends.len() - 1,
+            (size_of::<TyphonConfigEx>() - TYPHON_CONFIG_EX_MIN_SIZE) / 8
+        );
+        let ends = snapshot_ends();
+        assert_eq!(ends[0], TYPHON_SNAPSHOT_MIN_SIZE);
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
+        assert_eq!(*ends.last().unwrap(), size_of::<TyphonSnapshot>());
+        assert_eq!(ends.len() + 2, size_of::<TyphonSnapshot>() / 8);
+    }
+
+    /// A config larger than ours is read up to our size; its zero tail is accepted, and a
+    /// smaller one gives the fields past its size their defaults even when the memory there
+    /// holds something else.
+    #[test]
+    fn sizes_smaller_and_larger_than_ours_are_read_as_the_rule_says() {
+        #[repr(C)]
+        struct Newer {
+            c: TyphonConfigEx,
+            more: [u64; 2],
+        }
+        // SAFETY: all-zero is a valid TyphonConfigEx (integers and raw pointers).
+        let mut n = Newer {
+            c: unsafe { std::mem::zeroed() },
+            more: [0, 0],
+        };
+        n.c.size = size_of::<Newer>();
+        n.c.window_ns = 5;
+        n.c.trigger_at_most_every_ns = 9;
+        // SAFETY: `n` has `size` readable bytes.
+        let got = unsafe { read_config(&n.c) }.unwrap();
+        assert_eq!((got.window_ns, got.trigger_at_most_every_ns), (5, 9));
+        n.more[1] = 1;
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { read_config(&n.c) }.unwrap_err(),
+            TYPHON_ERR_STRUCT_SIZE
+        );
+        n.c.size = offset_of!(TyphonConfigEx, window_bytes);
+        // SAFETY: as above (a smaller size).
+        let got = unsafe { read_config(&n.c) }.unwrap();
+        assert_eq!((got.window_ns, got.trigger_at_most_every_ns), (5, 0));
+        assert_eq!(got.size, offset_of!(TyphonConfigEx, window_bytes));
+    }
+}
