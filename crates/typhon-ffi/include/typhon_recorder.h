@@ -94,7 +94,8 @@
 #define TYPHON_ERR_ALREADY_STARTED -4
 
 // `typhon_finish`, `typhon_stats`, `typhon_longest_drain_gap`, `typhon_drain`,
-// `typhon_register_thread`: no recorder was started with `typhon_start`.
+// `typhon_register_thread`, `typhon_snapshot`, `typhon_request_snapshot`: no recorder was
+// started with `typhon_start` or `typhon_start_ex`.
 #define TYPHON_ERR_NOT_STARTED -5
 
 // An I/O error creating or writing the output file.

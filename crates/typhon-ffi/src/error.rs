@@ -24,7 +24,8 @@ pub const TYPHON_ERR_CONFIG: i32 = -3;
 /// `typhon_start`: a recorder is already running in this process.
 pub const TYPHON_ERR_ALREADY_STARTED: i32 = -4;
 /// `typhon_finish`, `typhon_stats`, `typhon_longest_drain_gap`, `typhon_drain`,
-/// `typhon_register_thread`: no recorder was started with `typhon_start`.
+/// `typhon_register_thread`, `typhon_snapshot`, `typhon_request_snapshot`: no recorder was
+/// started with `typhon_start` or `typhon_start_ex`.
 pub const TYPHON_ERR_NOT_STARTED: i32 = -5;
 /// An I/O error creating or writing the output file.
 pub const TYPHON_ERR_IO: i32 = -6;
@@ -122,8 +123,8 @@ pub(crate) fn describe(code: i32) -> &'static str {
         TYPHON_ERR_CONFIG => "a configuration value is out of range",
         TYPHON_ERR_ALREADY_STARTED => "a recorder is already running in this process",
         TYPHON_ERR_NOT_STARTED => {
-            "no recorder is running (typhon_start was not called, or \
-                                   typhon_finish already stopped it)"
+            "no recorder is running (typhon_start or typhon_start_ex was not called, \
+             or typhon_finish already stopped it)"
         }
         TYPHON_ERR_IO => "an I/O error on the output",
         TYPHON_ERR_TOO_LARGE => "the record is too large",
