@@ -127,7 +127,7 @@ pub use sink::tracedat;
 pub use sink::tracedat::Compression;
 pub use stats::Stats;
 pub use term::Termination;
-pub use window::{request_snapshot, Snapshot, Trigger};
+pub use window::{Snapshot, Trigger};
 pub use write::api::{
     celog_data, celog_data_at, celog_set_zones, command_consumed, command_consumed_at, egress_sent,
     egress_sent_at, ingress_admitted, ingress_admitted_at, ingress_dropped, ingress_dropped_at,
@@ -143,6 +143,7 @@ pub use write::counters::{
     counter, counter_at, counter_f64, counter_f64_at, counter_named, counter_named_f64,
     tick_end_with_gauges, try_counter, CounterArg,
 };
+pub use write::gate::request_snapshot;
 pub use write::locks::{TracedMutex, TracedMutexGuard};
 pub use write::named::{
     named_instant, named_instant_at, named_instant_static, named_phase_end, named_phase_end_at,
@@ -188,7 +189,7 @@ pub mod probe {
     /// Waits until the installed recorder's flusher has drained every record written before
     /// the call; returns at once without one.
     pub fn drain_installed() {
-        crate::session::drain_installed()
+        crate::write::gate::drain_installed()
     }
 
     /// Where this thread's ring starts, if it has one under the installed recorder (claims a

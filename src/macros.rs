@@ -3,7 +3,7 @@
 //! returns a guard.)
 
 use crate::codec::TraceEventKind;
-use crate::session::KIND_OFF;
+use crate::write::gate::KIND_OFF;
 use crate::write::spans::SpanGuard;
 use std::cell::RefCell;
 use std::fmt::Write as _;

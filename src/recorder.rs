@@ -19,10 +19,11 @@
 
 use crate::codec::{self, TraceEventKind};
 pub use crate::error::{RecorderError, Unfinished};
-use crate::session::*;
+use crate::session::{Core, Ending};
 use crate::sink::Sink;
 use crate::stats::Stats;
 use crate::write::clock::Clock;
+use crate::write::gate::*;
 use crate::write::slots::{Registry, SLOTS};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -490,29 +491,46 @@ impl RecorderBuilder {
             }
         };
         let gen = NEXT_GEN.fetch_add(1, Ordering::Relaxed);
-        let core = Arc::new(Core {
+        let hub = Arc::new(Hub {
             gen,
             clock: Clock::new(),
             registry,
-            page_size: self.page_size,
             // A record's size is a u16 (at most 65534), whatever a large page could hold.
             max_record: crate::flush::page::max_record_size(self.page_size)
                 .min(codec::CommonHeader::MAX_RECORD),
+            pid: std::process::id() as i32,
+            wakeup: crate::flush::wake::Wake::new(),
+            definitions: Default::default(),
+            window: window.as_ref().map(|w| w.1.clone()),
+        });
+        let core = Arc::new(Core {
+            hub,
+            page_size: self.page_size,
             flush_interval: self.flush_interval,
             max_page_age: self.max_page_age,
             no_slot: AtomicU64::new(0),
             filtered_no_slot: AtomicU64::new(0),
-            pid: std::process::id() as i32,
-            wakeup: crate::flush::wake::Wake::new(),
             progress: crate::stats::Progress::default(),
             ending: parking_lot::Mutex::new(Ending::Starting),
             flusher_thread: AtomicU64::new(0),
-            definitions: Default::default(),
-            window: window.as_ref().map(|w| w.1.clone()),
             rotation,
         });
+        #[cfg(unix)]
         if let Some((cfg, shared)) = &window {
-            shared.start_control(&cfg.dir, Arc::downgrade(&core))?;
+            // The socket's thread asks through a function, holding the recorder weakly: the
+            // window's side names no lifecycle type.
+            let weak = Arc::downgrade(&core);
+            shared.start_control(
+                &cfg.dir,
+                Box::new(move || {
+                    let core = weak.upgrade()?;
+                    Some(
+                        core.snapshot("typhon-rec snapshot")
+                            .map(|s| s.path)
+                            .map_err(|e| e.to_string()),
+                    )
+                }),
+            )?;
         }
         let window = window.map(|(cfg, shared)| crate::window::Window::new(cfg, shared));
         let flusher = crate::flush::flusher::spawn(core.clone(), sink, window)?;
@@ -522,7 +540,7 @@ impl RecorderBuilder {
             Ordering::Relaxed,
         );
         *core.ending.lock() = Ending::Running(flusher);
-        *active = Some(core.clone());
+        *active = Some(core.hub.clone());
         SLOTLESS.reset();
         // Relaxed: threads that see the new generation take the slow path, which reads ACTIVE
         // under its lock; the lock orders the Core's construction.
@@ -665,7 +683,7 @@ impl Recorder {
     /// std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn snapshot(&self) -> Result<crate::window::Snapshot, RecorderError> {
-        crate::window::snapshot_blocking(&self.core, "Recorder::snapshot")
+        self.core.snapshot("Recorder::snapshot")
     }
 
     /// Turns on [`RecorderBuilder::finish_on_termination`] for a recorder already running (the C

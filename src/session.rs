@@ -1,97 +1,21 @@
-//! The installed recording: the state its writers, its flusher and its handle share ([`Core`]),
-//! and the process-wide gate every write reads first.
-//!
-//! At most one recorder is installed at a time. Writers find it through [`ACTIVE`] only on their
-//! slow path (a thread's first event, or the first after a new recorder started): the fast path
-//! compares the thread's cached generation with [`GEN`] and reads the per-kind byte of
-//! [`KIND_STATE`], both relaxed loads of lines nothing writes while a recording runs.
+//! The installed recording's lifecycle: the state its flusher and its handle share ([`Core`]),
+//! above the write side's [`Hub`] (which the writers reach through
+//! [`ACTIVE`](crate::write::gate::ACTIVE) and which `Core` installs there).
 
 use crate::error::{RecorderError, Unfinished};
 use crate::sink::SessionSummary;
 use crate::stats::Stats;
-use crate::write::clock::Clock;
-use crate::write::slots::Registry;
-use crossbeam_utils::CachePadded;
-use parking_lot::RwLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use crate::write::gate::{Hub, ACTIVE, GEN, KIND_OFF, KIND_STATE, SLOTLESS};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-// Every write reads KIND_STATE and GEN, from every thread, and every CeLog write the zones;
-// they change only at start and finish (or CeLogSetZones). Each sits on cache lines of its own
-// (`CachePadded`), so that nothing written often (ACTIVE's lock word, the slotless counters, a
-// static of another crate the linker puts next to them) takes their line away from the
-// writers' caches: in one build of `typhon-rec`, GEN shared its line with ACTIVE and
-// FILTERED_NO_SLOT, and the zones theirs with a benchmark's counters and puffin's lock.
-
-/// Per-kind state: [`KIND_OFF`] while no recorder is installed, else [`KIND_ON`] or
-/// [`KIND_FILTERED`]. One relaxed byte load decides the disabled, filtered and enabled paths; the
-/// disabled path makes no call (it used to call `count_filtered` just to find no recorder).
-pub(crate) static KIND_STATE: CachePadded<[AtomicU8; 256]> =
-    CachePadded::new([const { AtomicU8::new(KIND_OFF) }; 256]);
-pub(crate) const KIND_OFF: u8 = 0;
-pub(crate) const KIND_FILTERED: u8 = 1;
-pub(crate) const KIND_ON: u8 = 2;
-/// Generation of the installed recorder (0 = none); a thread's cached slot belongs to one.
-pub(crate) static GEN: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
-/// Writes of threads without a slot while a recorder runs, in plain counters so that counting
-/// one takes no lock: events lost because every slot was taken (`no_slot`), and filtered
-/// writes of threads that had not claimed a slot (`filtered`). `start` zeroes them and
-/// `finish` moves them into the recorder's `Core`, both under ACTIVE's write lock.
-pub(crate) static SLOTLESS: Slotless = Slotless {
-    no_slot: CachePadded::new(AtomicU64::new(0)),
-    filtered: CachePadded::new(AtomicU64::new(0)),
-};
-
-/// See [`SLOTLESS`].
-pub(crate) struct Slotless {
-    pub(crate) no_slot: CachePadded<AtomicU64>,
-    pub(crate) filtered: CachePadded<AtomicU64>,
-}
-
-impl Slotless {
-    /// Zeroes both (at start).
-    pub(crate) fn reset(&self) {
-        // Relaxed: under ACTIVE's write lock, before the generation and kind flags change. A
-        // write that raced the last `finish`, or (on a weakly ordered CPU) one racing this
-        // `start`, may see its count go: the "one write around start/finish" of
-        // `Recorder::finish`'s docs.
-        self.no_slot.store(0, Ordering::Relaxed);
-        self.filtered.store(0, Ordering::Relaxed);
-    }
-
-    /// Moves both into `core` (at finish).
-    pub(crate) fn settle(&self, core: &Core) {
-        // Relaxed: statistics; the flusher reads the totals after the `finish` handshake.
-        let n = self.no_slot.swap(0, Ordering::Relaxed);
-        core.no_slot.fetch_add(n, Ordering::Relaxed);
-        let n = self.filtered.swap(0, Ordering::Relaxed);
-        core.filtered_no_slot.fetch_add(n, Ordering::Relaxed);
-    }
-}
-pub(crate) static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
-pub(crate) static ACTIVE: RwLock<Option<Arc<Core>>> = RwLock::new(None);
-/// CeLog zones (CeLogSetZones): user and CE masks.
-pub(crate) static ZONE_USER: CachePadded<AtomicU32> = CachePadded::new(AtomicU32::new(u32::MAX));
-pub(crate) static ZONE_CE: CachePadded<AtomicU32> = CachePadded::new(AtomicU32::new(u32::MAX));
-
-/// Waits for a drain of the installed recorder's rings, if one is installed (for the benchmark
-/// harness, which has no `Recorder` handle in some phases).
-pub(crate) fn drain_installed() {
-    let core = ACTIVE.read().clone();
-    if let Some(core) = core {
-        core.drain(|| core.wakeup.is_finishing());
-    }
-}
-
-/// State shared by the producers, the flusher and the handle.
+/// State shared by the flusher and the handle: the write side's [`Hub`] (reached through
+/// `Deref`, so `core.registry` is the hub's), and what only the lifecycle needs.
 pub(crate) struct Core {
-    pub(crate) gen: u64,
-    pub(crate) clock: Clock,
-    pub(crate) registry: Registry,
+    pub(crate) hub: Arc<Hub>,
     pub(crate) page_size: usize,
-    pub(crate) max_record: usize,
     pub(crate) flush_interval: Duration,
     pub(crate) max_page_age: Duration,
     /// Events of threads that found every slot taken, once the recorder has been uninstalled
@@ -100,12 +24,6 @@ pub(crate) struct Core {
     /// Filtered writes of threads without a slot, once the recorder has been uninstalled (see
     /// [`Core::filtered_no_slot`]).
     pub(crate) filtered_no_slot: AtomicU64,
-    /// The process id at start: a thread whose id equals it is the main thread. Read once here,
-    /// because `getpid` is a system call (glibc keeps no cache of it) that each thread's claim
-    /// would otherwise pay, about 0.5 µs on a small VM.
-    pub(crate) pid: i32,
-    /// Wakes the flusher early, and tells it to finish (see [`crate::flush::wake`]).
-    pub(crate) wakeup: crate::flush::wake::Wake,
     pub(crate) progress: crate::stats::Progress,
     /// The flusher until the recording is finished, then how the finish went. Whoever finishes
     /// (the handle, a signal, `exit`) holds the lock until the file is complete, so a second
@@ -114,45 +32,15 @@ pub(crate) struct Core {
     /// The flusher thread's `pthread_t` (0 before it runs): an `exit` on that thread (a sink's)
     /// must not wait for the flusher to end.
     pub(crate) flusher_thread: AtomicU64,
-    /// The definitions (SPEC §15) this recording's writers wrote: see [`Definitions`].
-    pub(crate) definitions: parking_lot::Mutex<Definitions>,
     /// A rotating recording's deleted segments, counted (see [`crate::sink::Rotation`]).
     pub(crate) rotation: Option<Arc<crate::sink::Rotation>>,
-    /// Window mode's requests (SPEC §16), if the recorder keeps a window.
-    pub(crate) window: Option<Arc<crate::window::Shared>>,
 }
 
-/// The definition records a recording wrote (today the `tracing` callsites), each once, by id:
-/// the hook for restating them where a reader needs them again (SPEC §16: a snapshot or a
-/// segment restates the definitions it uses, so every file holds its own). A definition is
-/// logged when it is first written, on the writer's slow path (once per callsite and
-/// recording), never on the hot path. Bounded: past [`Definitions::CAP`] records, or
-/// [`Definitions::CAP_BYTES`] bytes, the rest are counted in `overflow`, not kept.
-#[derive(Debug, Default)]
-pub(crate) struct Definitions {
-    /// Each definition's whole record (as written, its header's time the first write's), by
-    /// callsite id.
-    pub(crate) records: std::collections::BTreeMap<u32, Box<[u8]>>,
-    pub(crate) bytes: usize,
-    pub(crate) overflow: u64,
-}
+impl std::ops::Deref for Core {
+    type Target = Hub;
 
-impl Definitions {
-    pub(crate) const CAP: usize = 1 << 16;
-    pub(crate) const CAP_BYTES: usize = 16 << 20;
-
-    /// Keeps definition `id`'s record unless one is kept already (two threads may write the
-    /// same definition first).
-    pub(crate) fn log(&mut self, id: u32, record: &[u8]) {
-        if self.records.contains_key(&id) {
-            return;
-        }
-        if self.records.len() >= Self::CAP || self.bytes + record.len() > Self::CAP_BYTES {
-            self.overflow += 1;
-            return;
-        }
-        self.bytes += record.len();
-        self.records.insert(id, record.into());
+    fn deref(&self) -> &Hub {
+        &self.hub
     }
 }
 
@@ -202,19 +90,6 @@ impl Core {
         }
     }
 
-    /// Wakes the flusher early (a ring passed half full, or a slot retired).
-    #[inline]
-    pub(crate) fn wake(&self) {
-        self.wakeup.notify();
-    }
-
-    /// The definition records written so far, one per id, and how many were not kept (what
-    /// [`Recorder::definition_records`](crate::Recorder::definition_records) returns).
-    pub(crate) fn definition_records(&self) -> (Vec<Box<[u8]>>, u64) {
-        let d = self.definitions.lock();
-        (d.records.values().cloned().collect(), d.overflow)
-    }
-
     pub(crate) fn stats(&self) -> Stats {
         let mut s = self
             .progress
@@ -262,7 +137,10 @@ impl Core {
                 flag.store(KIND_OFF, Ordering::Relaxed);
             }
             GEN.store(0, Ordering::Relaxed);
-            SLOTLESS.settle(self);
+            let (no_slot, filtered) = SLOTLESS.take();
+            // Relaxed: statistics; the flusher reads the totals after the `finish` handshake.
+            self.no_slot.fetch_add(no_slot, Ordering::Relaxed);
+            self.filtered_no_slot.fetch_add(filtered, Ordering::Relaxed);
             *active = None;
         }
         // After uninstalling: every write that completed before this call is in its ring.
@@ -291,14 +169,35 @@ impl Core {
         }
     }
 
-    /// Waits until a flusher cycle that started after this call has completed (see
-    /// [`Recorder::drain`]), or until `gone()` says the flusher will not run another one.
-    pub(crate) fn drain(&self, gone: impl Fn() -> bool) {
-        let ticket = self.wakeup.request_drain();
-        let mut backoff = Duration::from_micros(20);
-        while !self.wakeup.is_served(ticket) && !gone() {
+    /// [`Recorder::snapshot`](crate::Recorder::snapshot): a request with a reply, placed once no
+    /// other is in flight, then waited for.
+    pub(crate) fn snapshot(&self, reason: &str) -> Result<crate::window::Snapshot, RecorderError> {
+        if self.window.is_none() {
+            return Err(RecorderError::Config(
+                "snapshot: the recorder keeps no window (RecorderBuilder::window)".into(),
+            ));
+        }
+        let gone = || {
+            std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "snapshot: the recorder finished before the snapshot was written",
+            )
+        };
+        let mut backoff = Duration::from_micros(50);
+        loop {
+            let (tx, rx) = std::sync::mpsc::channel();
+            if self.request_snapshot(reason, 0, Some(tx)) {
+                return match rx.recv() {
+                    Ok(Ok(s)) => Ok(s),
+                    Ok(Err(e)) => Err(RecorderError::Io(std::io::Error::other(e))),
+                    Err(_) => Err(RecorderError::Io(gone())),
+                };
+            }
+            if self.flusher_gone() || self.wakeup.is_finishing() {
+                return Err(RecorderError::Io(gone()));
+            }
             std::thread::sleep(backoff);
-            backoff = (backoff * 2).min(Duration::from_millis(1));
+            backoff = (backoff * 2).min(Duration::from_millis(5));
         }
     }
 }

@@ -6,16 +6,20 @@
 //! `snapshot`; the answer is one line, `ok PATH` or `error TEXT`. The requester names nothing:
 //! the file goes to the recorder's own snapshot directory under a generated name.
 
-use crate::session::Core;
 use std::io::{self, BufRead, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// How the control socket's thread has a snapshot taken: the new file's path or the error's
+/// text, `None` once the recorder is gone. The lifecycle makes it (holding the recorder
+/// weakly), so nothing here names the lifecycle.
+pub(crate) type Serve = Box<dyn Fn() -> Option<Result<PathBuf, String>> + Send>;
 
 /// The socket's name in the snapshot directory.
 pub const SOCKET_NAME: &str = "typhon.sock";
@@ -29,8 +33,8 @@ pub(crate) struct Control {
 
 impl Control {
     /// Binds `dir/typhon.sock` (replacing a socket nobody listens on) and starts serving.
-    /// The thread holds only a weak reference to the recorder.
-    pub(crate) fn start(dir: &Path, core: Weak<Core>) -> io::Result<Self> {
+    /// `snapshot` holds only a weak reference to the recorder.
+    pub(crate) fn start(dir: &Path, snapshot: Serve) -> io::Result<Self> {
         let path = dir.join(SOCKET_NAME);
         let listener = match UnixListener::bind(&path) {
             Ok(l) => l,
@@ -59,7 +63,7 @@ impl Control {
         let s = stop.clone();
         let thread = std::thread::Builder::new()
             .name("typhon-control".into())
-            .spawn(move || serve(listener, core, s))?;
+            .spawn(move || serve(listener, snapshot, s))?;
         Ok(Self {
             stop,
             thread: Some(thread),
@@ -83,7 +87,7 @@ impl Drop for Control {
     }
 }
 
-fn serve(listener: UnixListener, core: Weak<Core>, stop: Arc<AtomicBool>) {
+fn serve(listener: UnixListener, snapshot: Serve, stop: Arc<AtomicBool>) {
     let fd = listener.as_raw_fd();
     while !stop.load(Ordering::Relaxed) {
         let mut p = libc::pollfd {
@@ -99,16 +103,23 @@ fn serve(listener: UnixListener, core: Weak<Core>, stop: Arc<AtomicBool>) {
         let Ok((conn, _)) = listener.accept() else {
             continue;
         };
-        let Some(core) = core.upgrade() else { return };
-        let _ = answer(conn, &core);
+        if let Ok(false) = answer(conn, &snapshot) {
+            return;
+        }
     }
 }
 
-fn answer(conn: UnixStream, core: &Arc<Core>) -> io::Result<()> {
+/// Serves one connection; `Ok(false)` if the recorder is gone (the connection is closed with
+/// no answer, and nothing more is served).
+fn answer(conn: UnixStream, snapshot: &Serve) -> io::Result<bool> {
     conn.set_read_timeout(Some(Duration::from_secs(2)))?;
     conn.set_write_timeout(Some(Duration::from_secs(2)))?;
     // One write per answer: a reader taking what one read returns gets the whole line.
-    let reply = |text: String| (&conn).write_all(format!("{text}\n").as_bytes());
+    let reply = |text: String| {
+        (&conn)
+            .write_all(format!("{text}\n").as_bytes())
+            .map(|()| true)
+    };
     let uid = crate::platform::peer_uid(conn.as_raw_fd())?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
@@ -120,9 +131,10 @@ fn answer(conn: UnixStream, core: &Arc<Core>) -> io::Result<()> {
     if line.trim_end() != "snapshot" {
         return reply("error unknown request (only `snapshot`)".into());
     }
-    match super::snapshot_blocking(core, "typhon-rec snapshot") {
-        Ok(s) => reply(format!("ok {}", s.path.display())),
-        Err(e) => reply(format!("error {}", e.to_string().replace('\n', " "))),
+    match snapshot() {
+        None => Ok(false),
+        Some(Ok(path)) => reply(format!("ok {}", path.display())),
+        Some(Err(e)) => reply(format!("error {}", e.replace('\n', " "))),
     }
 }
 

@@ -16,6 +16,7 @@
 #[cfg(unix)]
 mod control;
 mod cut;
+pub(crate) mod request;
 mod snapshot;
 mod store;
 mod trigger;
@@ -24,14 +25,12 @@ mod trigger;
 pub use control::{request_remote, SOCKET_NAME};
 pub(crate) use cut::{Session, Window};
 
-pub use snapshot::Snapshot;
+pub use request::{Pending, Shared, Snapshot};
 pub(crate) use trigger::Rules;
 pub use trigger::Trigger;
 
 use crate::codec::records::ThreadKind;
-use crate::sync::{AtomicBool, Mutex, Ordering};
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 /// Byte budget of a window given only a duration: 64 MiB.
@@ -52,150 +51,6 @@ pub(crate) struct Config {
     pub(crate) rules: Vec<Trigger>,
 }
 
-/// The result a waiting [`Recorder::snapshot`](crate::Recorder::snapshot) receives.
-pub(crate) type Reply = Sender<Result<Snapshot, String>>;
-
-/// A snapshot asked for, not yet cut.
-#[doc(hidden)]
-pub struct Pending {
-    pub(crate) reason: String,
-    /// When it was asked for (ns, the recorder's time base).
-    pub(crate) trigger_ns: u64,
-    /// The cut is taken in the first cycle at or after this time (`trigger_ns + keep_after`).
-    pub(crate) due_ns: u64,
-    pub(crate) reply: Option<Reply>,
-}
-
-impl Pending {
-    /// A request with no one waiting for its answer (what `request_snapshot` places; the loom
-    /// model's).
-    #[doc(hidden)]
-    pub fn new(reason: &str, trigger_ns: u64, due_ns: u64) -> Self {
-        Self {
-            reason: reason.into(),
-            trigger_ns,
-            due_ns,
-            reply: None,
-        }
-    }
-
-    /// Its reason.
-    #[doc(hidden)]
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
-}
-
-/// What the writers' side (any thread) shares with the flusher's window: the one pending
-/// request and whether a snapshot is being written. (Public only for the loom model in
-/// `loom-tests/tests/snapshot.rs`.)
-#[doc(hidden)]
-pub struct Shared {
-    /// Set while a request waits for its cut (a cheap check for the flusher's cycles).
-    requested: AtomicBool,
-    /// Set from a request's acceptance until its file is complete or failed: at most one in
-    /// flight.
-    busy: AtomicBool,
-    pending: Mutex<Option<Pending>>,
-    /// The socket `typhon-rec snapshot DIR` asks through, while the recorder runs.
-    #[cfg(unix)]
-    control: Mutex<Option<control::Control>>,
-}
-
-impl Default for Shared {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Shared {
-    #[doc(hidden)]
-    pub fn new() -> Self {
-        Self {
-            requested: AtomicBool::new(false),
-            busy: AtomicBool::new(false),
-            pending: Mutex::new(None),
-            #[cfg(unix)]
-            control: Mutex::new(None),
-        }
-    }
-
-    /// Places a request unless one is pending or being written; never blocks (a request racing
-    /// another one for the lock is refused like one that finds it busy).
-    #[doc(hidden)]
-    pub fn request(&self, p: Pending) -> bool {
-        // Acquire/Release on `busy`: the request that wins the flag owns `pending` until the
-        // snapshot thread (or a refused cut) clears it.
-        if self
-            .busy
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return false;
-        }
-        let Some(mut g) = self.pending.try_lock() else {
-            self.busy.store(false, Ordering::Release);
-            return false;
-        };
-        *g = Some(p);
-        // Release: the flusher's Acquire load of `requested` sees the request under the lock.
-        self.requested.store(true, Ordering::Release);
-        true
-    }
-
-    /// Serves `dir/typhon.sock` for `core` (unless `TYPHON_CONTROL=0`).
-    pub(crate) fn start_control(
-        &self,
-        dir: &std::path::Path,
-        core: std::sync::Weak<crate::session::Core>,
-    ) -> std::io::Result<()> {
-        #[cfg(unix)]
-        if std::env::var_os("TYPHON_CONTROL").map_or(true, |v| v != "0") {
-            *self.control.lock() = Some(control::Control::start(dir, core)?);
-        }
-        #[cfg(not(unix))]
-        let _ = (dir, core);
-        Ok(())
-    }
-
-    /// Stops serving the socket (the recorder is finishing).
-    pub(crate) fn stop_control(&self) {
-        #[cfg(unix)]
-        {
-            let c = self.control.lock().take();
-            drop(c);
-        }
-    }
-
-    /// The pending request, if it is due at `now_ns` (flusher).
-    #[doc(hidden)]
-    pub fn take_due(&self, now_ns: u64) -> Option<Pending> {
-        // Acquire: pairs with `request`'s Release store.
-        if !self.requested.load(Ordering::Acquire) {
-            return None;
-        }
-        let mut g = self.pending.lock();
-        if g.as_ref().is_some_and(|p| p.due_ns <= now_ns) {
-            self.requested.store(false, Ordering::Relaxed);
-            return g.take();
-        }
-        None
-    }
-
-    /// The request still waiting (at finish: it is answered with an error).
-    pub(crate) fn take_any(&self) -> Option<Pending> {
-        self.requested.store(false, Ordering::Relaxed);
-        self.pending.lock().take()
-    }
-
-    /// The snapshot in flight is complete (or failed): the next request may come.
-    #[doc(hidden)]
-    pub fn done(&self) {
-        // Release: a request that sees the flag clear sees the finished snapshot's effects.
-        self.busy.store(false, Ordering::Release);
-    }
-}
-
 /// Who owned a slot from `since` on (ns): what a snapshot's ThreadInfo restates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Owner {
@@ -203,43 +58,6 @@ pub(crate) struct Owner {
     pub(crate) tid: i32,
     pub(crate) name: String,
     pub(crate) kind: ThreadKind,
-}
-
-/// Asks the installed recorder, if it keeps a window, for a snapshot of it; returns at once.
-/// False if no recorder keeps a window, or if a snapshot is already pending or being written
-/// (at most one is in flight). The file goes to the recorder's snapshot directory
-/// ([`RecorderBuilder::snapshot_dir`](crate::RecorderBuilder::snapshot_dir)); `reason` is
-/// recorded in its metadata.
-///
-/// ```
-/// # let _g = typhon_recorder::doc_lock();
-/// assert!(!typhon_recorder::request_snapshot("no recorder")); // none installed
-/// ```
-pub fn request_snapshot(reason: &str) -> bool {
-    let core = crate::session::ACTIVE.read().clone();
-    let Some(core) = core else { return false };
-    request_on(&core, reason, 0, None)
-}
-
-/// Places a request on `core` (due `keep_after_ns` from now) and wakes its flusher.
-pub(crate) fn request_on(
-    core: &Arc<crate::session::Core>,
-    reason: &str,
-    keep_after_ns: u64,
-    reply: Option<Reply>,
-) -> bool {
-    let Some(w) = &core.window else { return false };
-    let now = core.clock.to_ns(core.clock.raw());
-    let ok = w.request(Pending {
-        reason: reason.chars().take(256).collect(),
-        trigger_ns: now,
-        due_ns: now.saturating_add(keep_after_ns),
-        reply,
-    });
-    if ok {
-        core.wake();
-    }
-    ok
 }
 
 /// The program's name for snapshot file names: the executable's file name, with anything but
@@ -350,40 +168,5 @@ impl Builder {
             rules: self.rules.clone(),
         };
         Ok(Some((cfg, Arc::new(Shared::new()))))
-    }
-}
-
-/// [`Recorder::snapshot`](crate::Recorder::snapshot): a request with a reply, placed once no
-/// other is in flight, then waited for.
-pub(crate) fn snapshot_blocking(
-    core: &Arc<crate::session::Core>,
-    reason: &str,
-) -> Result<Snapshot, crate::RecorderError> {
-    if core.window.is_none() {
-        return Err(crate::RecorderError::Config(
-            "snapshot: the recorder keeps no window (RecorderBuilder::window)".into(),
-        ));
-    }
-    let gone = || {
-        std::io::Error::new(
-            std::io::ErrorKind::BrokenPipe,
-            "snapshot: the recorder finished before the snapshot was written",
-        )
-    };
-    let mut backoff = std::time::Duration::from_micros(50);
-    loop {
-        let (tx, rx) = std::sync::mpsc::channel();
-        if request_on(core, reason, 0, Some(tx)) {
-            return match rx.recv() {
-                Ok(Ok(s)) => Ok(s),
-                Ok(Err(e)) => Err(crate::RecorderError::Io(std::io::Error::other(e))),
-                Err(_) => Err(crate::RecorderError::Io(gone())),
-            };
-        }
-        if core.flusher_gone() || core.wakeup.is_finishing() {
-            return Err(crate::RecorderError::Io(gone()));
-        }
-        std::thread::sleep(backoff);
-        backoff = (backoff * 2).min(std::time::Duration::from_millis(5));
     }
 }

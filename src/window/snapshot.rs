@@ -3,6 +3,7 @@
 //! into `<program>-<UTC time>-<n>.dat`, written as `.<name>.tmp` and linked to its name only
 //! when complete.
 
+use super::request::Snapshot;
 use super::store::StoredPage;
 use super::Owner;
 use crate::codec::{self, records};
@@ -13,34 +14,6 @@ use crate::tracedat::{
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// A snapshot written by [`Recorder::snapshot`](crate::Recorder::snapshot) or on a request.
-///
-/// Every slot in the file covers the same interval `(from_ns, to_ns]` (CLOCK_MONOTONIC ns, page
-/// times: a span's is its end).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The complete file.
-    pub path: PathBuf,
-    /// The interval's start W (exclusive): the later of `to_ns − window` and the end of the
-    /// newest page evicted.
-    pub from_ns: u64,
-    /// The cut T1 (inclusive).
-    pub to_ns: u64,
-    /// Records in the file, all slots, restatements and open spans included.
-    pub records: u64,
-    /// Drops inside the interval, as the file's missed counts carry them.
-    pub missed: u64,
-    /// Spans open at the cut, written ending at it.
-    pub open_spans: u64,
-    /// Records the flusher-made restatements add (a ThreadInfo per slot, slot 0's session
-    /// header, the definitions).
-    pub restated: u64,
-    /// Records evicted from the window before the cut (the recording's total so far).
-    pub evicted_records: u64,
-    /// Why it was taken (the reason given, or the trigger).
-    pub reason: String,
-}
 
 /// One slot's part of a cut.
 pub(crate) struct SlotCut {

@@ -5,7 +5,7 @@
 use crate::codec::correlation::IngressDropReason;
 use crate::codec::records::ThreadKind;
 use crate::codec::{self, correlation, records, TraceEventKind};
-use crate::session::*;
+use crate::write::gate::*;
 use crate::write::writer::*;
 use crate::write::WriteError;
 use std::sync::atomic::Ordering;

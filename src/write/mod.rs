@@ -21,6 +21,7 @@ pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;
 pub(crate) mod counters;
+pub(crate) mod gate;
 pub(crate) mod locks;
 pub(crate) mod named;
 pub(crate) mod names;

@@ -51,7 +51,7 @@ pub(crate) fn put_static(
     if cfg!(feature = "compile-out") {
         return Ok(());
     }
-    if kind_state(kind) != crate::session::KIND_ON {
+    if kind_state(kind) != crate::write::gate::KIND_ON {
         return inline();
     }
     let w = current_writer();

@@ -17,9 +17,6 @@
 //! still finds every definition it needs in what follows.
 
 use crate::codec::records;
-use crate::codec::TraceEventKind as K;
-use crate::session::KIND_ON;
-use crate::write::writer::{kind_state, Writer};
 // std's atomics, not `crate::sync`'s: the table is owner-written with one Release publication,
 // which the loom models (rings, registry, wake-ups) do not cover.
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -232,70 +229,6 @@ impl NameTable {
                 d.into_boxed_slice()
             })
             .collect()
-    }
-}
-
-impl Writer {
-    /// The id `name` has in this slot's records, defining it there first if it has none in
-    /// this writer's records yet; 0 for a name to write inline (no room in the table, the
-    /// definition not written, or a name no record can carry: the inline path refuses it).
-    /// `at`: the time of the record that asks (raw ticks, `None`: now), the definition's.
-    #[inline(always)]
-    pub(crate) fn static_name_id(&mut self, name: &'static str, at: Option<u64>) -> u32 {
-        if self.static_checked == (name.as_ptr(), name.len()) {
-            return self.static_id;
-        }
-        self.static_lookup(name, at)
-    }
-
-    #[inline]
-    fn static_lookup(&mut self, name: &'static str, at: Option<u64>) -> u32 {
-        match self.names.find(name, self.name_epoch) {
-            Some(id) => {
-                self.static_checked = (name.as_ptr(), name.len());
-                self.static_id = id;
-                id
-            }
-            None => self.static_define(name, at),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn static_define(&mut self, name: &'static str, at: Option<u64>) -> u32 {
-        let size = records::name_definition_len(name);
-        // A recorder that filters any of the kinds of static names writes them all inline.
-        let kinds = [
-            K::NAME_DEFINITION,
-            K::NAMED_SPAN_ID,
-            K::NAMED_INSTANT_ID,
-            K::NAMED_PHASE_START_ID,
-            K::NAMED_PHASE_END_ID,
-            K::COUNTER_ID,
-        ];
-        if kinds.iter().any(|&k| kind_state(k) != KIND_ON)
-            || size > self.max_record
-            || records::has_nul(name.as_bytes())
-        {
-            return 0;
-        }
-        // A clone, in this cold path, so that the definition's write can borrow the writer.
-        let names = self.names.clone();
-        let t = self.ts(at) as i64;
-        let slot = self.slot;
-        let id = names.define(name, self.name_epoch, |id| {
-            self.put(size, |d| {
-                records::fill_name_definition(d, slot, t, id, name)
-            })
-        });
-        match id {
-            Some(id) => {
-                self.static_checked = (name.as_ptr(), name.len());
-                self.static_id = id;
-                id
-            }
-            None => 0,
-        }
     }
 }
 

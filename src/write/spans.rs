@@ -2,7 +2,7 @@
 
 use crate::codec::records::TraceContext;
 use crate::codec::{self, records, TraceEventKind};
-use crate::session::*;
+use crate::write::gate::*;
 use crate::write::ring::Producer;
 use crate::write::stack::{SPAN_DEPTH, SPAN_NAME_BYTES};
 use crate::write::writer::*;

@@ -22,7 +22,7 @@
 
 use crate::codec::records::{self, Callsite, TraceContext};
 use crate::codec::{self, TraceEventKind as K};
-use crate::session::*;
+use crate::write::gate::*;
 use crate::write::stack::{Entry, META_TRACING, SPAN_DEPTH};
 use crate::write::writer::*;
 use crate::write::WriteError;
