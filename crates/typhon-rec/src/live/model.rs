@@ -11,10 +11,14 @@
 //!   count and the max stay exact).
 //! - Names: the first [`NAMES_KEPT`] distinct span names are told apart, later ones are
 //!   counted as "(other names)".
+//! - Counters (Counter records, CounterIds resolved by the follower): the first
+//!   [`COUNTERS_KEPT`] names each keep a ring of their values of the last [`COUNTER_NS`], at
+//!   most [`COUNTER_POINTS`] of them (a counter written faster keeps a shorter stretch); the
+//!   values of later names are counted, and their names up to [`OTHER_COUNTERS_COUNTED`].
 
 use super::detail::Detail;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use typhon_recorder::codec::records::{decode_fields, FieldValue};
+use typhon_recorder::codec::records::{decode, decode_fields, FieldValue, Record};
 use typhon_recorder::codec::{Shape, TraceEventKind};
 use typhon_trace::tracedat::OwnedRecord;
 
@@ -35,6 +39,14 @@ pub const WINDOW_S: u64 = 5;
 pub const SAMPLES: usize = 1024;
 /// Distinct span names told apart.
 pub const NAMES_KEPT: usize = 1024;
+/// Counters charted, at most; the values of later names are counted.
+pub const COUNTERS_KEPT: usize = 32;
+/// How far back a counter's values are kept (ns).
+pub const COUNTER_NS: u64 = 10_000_000_000;
+/// Values kept per counter, at most (16 bytes each).
+pub const COUNTER_POINTS: usize = 4096;
+/// Names of the counters past [`COUNTERS_KEPT`] counted, at most (by a 64-bit hash each).
+pub const OTHER_COUNTERS_COUNTED: usize = 4096;
 /// Description records (ThreadInfo, `tracing` span infos and callsites) kept for exports.
 const META_KEPT: usize = 8192;
 /// Commands waiting for their CommandConsumed, at most (older ones are forgotten).
@@ -131,6 +143,31 @@ pub struct FlameSpan {
     pub trace: Option<(u64, u64)>,
 }
 
+/// One counter's recent values.
+pub struct CounterSeries {
+    pub name: String,
+    /// Values taken in all (not only those kept).
+    pub count: u64,
+    /// The last values: (the record's time in ns, the value), in the order read.
+    pub points: VecDeque<(u64, f64)>,
+}
+
+/// The counters past [`COUNTERS_KEPT`]: counted, not charted.
+#[derive(Default)]
+pub struct OtherCounters {
+    /// Their values, in all.
+    pub values: u64,
+    /// Hashes of their names, up to [`OTHER_COUNTERS_COUNTED`].
+    names: std::collections::HashSet<u64>,
+}
+
+impl OtherCounters {
+    /// Distinct names counted (at least this many once [`OTHER_COUNTERS_COUNTED`] is reached).
+    pub fn names(&self) -> usize {
+        self.names.len()
+    }
+}
+
 /// The followed recording as the page sees it.
 pub struct Model {
     /// The tick budget (ns).
@@ -146,6 +183,8 @@ pub struct Model {
     /// Pages and records this viewer skipped because it fell behind (not the recording's).
     pub skipped_pages: u64,
     pub skipped_records: u64,
+    /// Segments of a rotating recording deleted by its `keep` before this viewer read them.
+    pub skipped_segments: u64,
     /// Thread names per slot.
     pub threads: BTreeMap<u32, String>,
     /// Ticks that ended, in all.
@@ -160,6 +199,11 @@ pub struct Model {
     pub version: u64,
     /// Undecodable records (counted, not shown otherwise).
     pub undecodable: u64,
+    /// The charted counters, in the order their names were first seen.
+    pub counters: Vec<CounterSeries>,
+    /// The counters past those.
+    pub other_counters: OtherCounters,
+    counter_index: HashMap<String, usize>,
     open_ticks: HashMap<u32, u64>,
     detail: Detail,
     /// Ticks of at least this id may have their records in the detail.
@@ -193,6 +237,7 @@ impl Model {
             losses: BTreeMap::new(),
             skipped_pages: 0,
             skipped_records: 0,
+            skipped_segments: 0,
             threads: BTreeMap::new(),
             ticks_total: 0,
             ticks_over: 0,
@@ -202,6 +247,9 @@ impl Model {
             older: Older::default(),
             version: 0,
             undecodable: 0,
+            counters: Vec::new(),
+            other_counters: OtherCounters::default(),
+            counter_index: HashMap::new(),
             open_ticks: HashMap::new(),
             detail: Detail::default(),
             detail_from_ts: 0,
@@ -315,6 +363,11 @@ impl Model {
                 TraceEventKind::TRACING_SPAN_INFO | TraceEventKind::TRACING_CALLSITE => {
                     meta = true;
                 }
+                TraceEventKind::COUNTER => {
+                    if let Ok((_, Record::Counter { value, name })) = decode(&r.data) {
+                        self.counter(name, ts, value.as_f64());
+                    }
+                }
                 TraceEventKind::INGRESS_RECEIVED => {
                     self.commands_seen = true;
                     let key = (u("session") as u32, u("seq") as u16);
@@ -364,6 +417,78 @@ impl Model {
         self.keep(r);
         self.settle_worst();
         self.trim();
+    }
+
+    /// A counter's value at `ts`: into its ring (the oldest values out past [`COUNTER_NS`]
+    /// before the newest record, or past [`COUNTER_POINTS`]), or counted among the others.
+    fn counter(&mut self, name: &str, ts: u64, v: f64) {
+        let i = match self.counter_index.get(name) {
+            Some(&i) => i,
+            None if self.counters.len() < COUNTERS_KEPT => {
+                self.counter_index
+                    .insert(name.to_owned(), self.counters.len());
+                self.counters.push(CounterSeries {
+                    name: name.to_owned(),
+                    count: 0,
+                    points: VecDeque::new(),
+                });
+                self.counters.len() - 1
+            }
+            None => {
+                let o = &mut self.other_counters;
+                o.values += 1;
+                if o.names.len() < OTHER_COUNTERS_COUNTED {
+                    use std::hash::{BuildHasher, BuildHasherDefault};
+                    let h =
+                        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                            .hash_one(name);
+                    o.names.insert(h);
+                }
+                return;
+            }
+        };
+        let cut = self.newest.saturating_sub(COUNTER_NS);
+        let c = &mut self.counters[i];
+        c.count += 1;
+        while c
+            .points
+            .front()
+            .is_some_and(|p| p.0 < cut || c.points.len() >= COUNTER_POINTS)
+        {
+            c.points.pop_front();
+        }
+        c.points.push_back((ts, v));
+    }
+
+    /// The counters' values of the last [`COUNTER_NS`] before the newest record, each series
+    /// thinned to at most `points` evenly taken (the last always among them).
+    pub fn counter_view(&self, points: usize) -> Vec<(&str, u64, Vec<(u64, f64)>)> {
+        let cut = self.newest.saturating_sub(COUNTER_NS);
+        self.counters
+            .iter()
+            .map(|c| {
+                let mut recent: Vec<(u64, f64)> =
+                    c.points.iter().copied().filter(|p| p.0 >= cut).collect();
+                // In time order (a counter written on several threads arrives merged by page).
+                recent.sort_by_key(|p| p.0);
+                let n = recent.len();
+                let step = n.div_ceil(points.max(1)).max(1);
+                let thin: Vec<(u64, f64)> = (0..n)
+                    .rev()
+                    .step_by(step)
+                    .map(|i| recent[i])
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                (c.name.as_str(), c.count, thin)
+            })
+            .collect()
+    }
+
+    /// The newest record's time (ns): what the page's counter times are relative to.
+    pub fn newest(&self) -> u64 {
+        self.newest
     }
 
     fn end_tick(&mut self, slot: u32, start: u64, dur: u64) {
@@ -599,9 +724,15 @@ impl Model {
         out
     }
 
-    /// Bytes of record payload held (the detail and the descriptions).
+    /// Bytes of record payload held (the detail and the descriptions) and of counter values.
     pub fn held_bytes(&self) -> usize {
-        self.detail.bytes() + self.meta.iter().map(|r| r.data.len()).sum::<usize>()
+        self.detail.bytes()
+            + self.meta.iter().map(|r| r.data.len()).sum::<usize>()
+            + self
+                .counters
+                .iter()
+                .map(|c| c.points.len() * 16 + c.name.len())
+                .sum::<usize>()
     }
 }
 
@@ -668,7 +799,8 @@ fn depths(spans: &mut [FlameSpan], parents: &[u64]) {
 mod tests {
     use super::*;
     use typhon_recorder::codec::records::{
-        write_named_span, write_thread_info, write_tick_end, write_tick_start, SpanExt, ThreadKind,
+        write_counter, write_named_span, write_thread_info, write_tick_end, write_tick_start,
+        CounterValue, SpanExt, ThreadKind,
     };
 
     fn rec(slot: u32, ts: u64, data: Vec<u8>) -> OwnedRecord {
@@ -781,5 +913,54 @@ mod tests {
         // The first tick left the detail before its spans could settle (2 s): only its summary.
         assert_eq!(m.tick_spans(&m.older.worst.unwrap()), None);
         assert_eq!(m.records, 1 + 3 * (n - 1) + 1);
+    }
+
+    fn counter(m: &mut Model, ts: u64, name: &str, v: CounterValue) {
+        let mut d = vec![0u8; 64 + name.len()];
+        let n = write_counter(&mut d, 1, ts as i64, v, name).unwrap();
+        m.add(rec(1, ts, d[..n].to_vec()));
+    }
+
+    #[test]
+    fn counters_keep_the_last_seconds_of_a_bounded_number_of_names() {
+        let mut m = Model::new(16_600_000);
+        let s = 1_000_000_000u64;
+        // "depth" every 1 ms for 30 s: more values than a ring holds, and older than it keeps.
+        for i in 0..30_000u64 {
+            counter(
+                &mut m,
+                s + i * 1_000_000,
+                "depth",
+                CounterValue::from_i64(i as i64),
+            );
+        }
+        counter(&mut m, 31 * s, "load", CounterValue::from_f64(0.25));
+        // More names than are charted: the rest counted.
+        for k in 0..COUNTERS_KEPT + 8 {
+            counter(&mut m, 31 * s, &format!("c{k}"), CounterValue::from_i64(1));
+        }
+        assert_eq!(m.counters.len(), COUNTERS_KEPT);
+        assert_eq!(m.counters[0].name, "depth");
+        assert_eq!(m.counters[0].count, 30_000);
+        assert!(m.counters[0].points.len() <= COUNTER_POINTS);
+        let last = *m.counters[0].points.back().unwrap();
+        assert_eq!(last, (s + 29_999_000_000, 29_999.0));
+        // 2 charted names before them ("depth", "load"): the last 10 of the c's are counted.
+        assert_eq!(
+            (m.other_counters.values, m.other_counters.names()),
+            (10, 10)
+        );
+        let view = m.counter_view(100);
+        let (name, count, pts) = &view[1];
+        assert_eq!(
+            (*name, *count, pts.as_slice()),
+            ("load", 1, &[(31 * s, 0.25)][..])
+        );
+        // Within the 10 s before the newest record, thinned, the last value kept.
+        let (_, _, pts) = &view[0];
+        assert!(pts.len() <= 100 && pts.len() > 50, "{}", pts.len());
+        assert_eq!(*pts.last().unwrap(), last);
+        assert!(pts.iter().all(|p| p.0 + COUNTER_NS >= 31 * s));
+        assert!(m.held_bytes() < COUNTERS_KEPT * (COUNTER_POINTS * 16 + 64));
     }
 }
