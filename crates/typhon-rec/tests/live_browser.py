@@ -71,6 +71,7 @@ def main():
         out["flame_spans"] = int(flame.get_attribute("data-spans"))
         out["flame_threads"] = flame.get_attribute("data-threads").split(",")
         # Hover the first drawn span: the tooltip names its duration and trace id.
+        role("flame").scroll_into_view_if_needed()
         rect = page.evaluate(
             "() => { const c = document.querySelector('#flame').getBoundingClientRect(); return {x: c.x, y: c.y}; }"
         )
@@ -122,7 +123,9 @@ def main():
         out["worst_tick"] = page.get_attribute("#worst", "data-tick")
         out["worst_flame_tick"] = flame.get_attribute("data-tick")
         out["worst_flame_spans"] = int(flame.get_attribute("data-spans") or 0)
-        page.screenshot(path=shot, full_page=False, type="png")
+        # The whole page: state, losses, ticks, spans, commands, flame chart and counters.
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.screenshot(path=shot, full_page=True, type="png")
         out["errors"] = errors
         host = url.split("/")[2]
         out["foreign_requests"] = [r for r in requests if r.split("/")[2] != host]

@@ -78,6 +78,8 @@ fn state_answers_what_the_file_holds() {
             .all(|x| (1000.0..1064.0).contains(&x.as_f64().unwrap())),
         "{e}"
     );
+    let (min, max) = (e["min"].as_f64().unwrap(), e["max"].as_f64().unwrap());
+    assert!(1000.0 <= min && min <= max && max < 1064.0, "{e}");
     let t: Vec<f64> = t.iter().map(|x| x.as_f64().unwrap()).collect();
     assert!(
         t.windows(2).all(|w| w[0] <= w[1]) && t[t.len() - 1] <= 0.0,

@@ -226,7 +226,7 @@ let counterNames = null;
 
 function fmtValue(x) {
   if (x == null) return "–";
-  return Number.isInteger(x) ? x.toLocaleString("en") : x.toPrecision(4);
+  return Number.isInteger(x) ? x.toLocaleString("en") : String(Number(x.toPrecision(4)));
 }
 
 function drawCounters(c) {
@@ -277,10 +277,9 @@ function drawCounters(c) {
       const name = document.createElement("span");
       name.className = "counter-name";
       name.textContent = x.name;
-      const vals = x.v.filter((y) => y != null);
       const facts = document.createElement("span");
-      facts.textContent = vals.length
-        ? `${fmtValue(vals[vals.length - 1])} (min ${fmtValue(Math.min(...vals))}, max ${fmtValue(Math.max(...vals))})`
+      facts.textContent = x.v.length
+        ? `${fmtValue(x.v[x.v.length - 1])} (min ${fmtValue(x.min)}, max ${fmtValue(x.max)})`
         : "–";
       li.append(sw, name, facts);
       return li;

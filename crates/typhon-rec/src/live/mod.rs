@@ -49,7 +49,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// How often an event stream looks for a change.
 const PUSH: Duration = Duration::from_millis(250);
 /// Values per counter an update carries at most (the page draws a few hundred pixels).
-const COUNTER_POINTS_SENT: usize = 300;
+const COUNTER_POINTS_SENT: usize = 600;
 /// Tick summaries an event carries at most (the page asks `/api/ticks` for more).
 const TICKS_PER_EVENT: usize = 2048;
 
@@ -237,25 +237,25 @@ fn state_json(m: &Model) -> Value {
     })
 }
 
-/// The counters of the last seconds: per counter its name, values taken in all, and its recent
-/// values thinned to [`COUNTER_POINTS_SENT`] (`t`: seconds before the newest record, `v`),
-/// and the names past those charted, counted.
+/// The counters of the last seconds: per counter its name, values taken in all, min and max of
+/// the window, and its recent values thinned to [`COUNTER_POINTS_SENT`] (`t`: seconds before
+/// the newest record, `v`), and the names past those charted, counted.
 fn counters_json(m: &Model) -> Value {
     let newest = m.newest();
     let series: Vec<Value> = m
         .counter_view(COUNTER_POINTS_SENT)
         .into_iter()
-        .map(|(name, count, pts)| {
-            let t: Vec<f64> = pts
+        .map(|c| {
+            let t: Vec<f64> = c
+                .points
                 .iter()
                 .map(|p| -((newest.saturating_sub(p.0) / 1_000_000) as f64) / 1e3)
                 .collect();
             // NaN and infinities are no JSON numbers: null (a gap in the chart).
-            let v: Vec<Value> = pts
-                .iter()
-                .map(|p| serde_json::Number::from_f64(p.1).map_or(Value::Null, Value::Number))
-                .collect();
-            json!({"name": name, "count": count, "t": t, "v": v})
+            let num = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+            let v: Vec<Value> = c.points.iter().map(|p| num(p.1)).collect();
+            json!({"name": c.name, "count": c.count, "min": c.min.map(num), "max": c.max.map(num),
+                   "t": t, "v": v})
         })
         .collect();
     json!({

@@ -152,6 +152,42 @@ pub struct CounterSeries {
     pub points: VecDeque<(u64, f64)>,
 }
 
+/// What the page is sent of one counter ([`Model::counter_view`]).
+#[derive(Debug, PartialEq)]
+pub struct CounterView<'a> {
+    pub name: &'a str,
+    pub count: u64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub points: Vec<(u64, f64)>,
+}
+
+/// At most `n` of `v` (in time order): of each of `n / 2` stretches its least and greatest
+/// value in their order, and the last of `v` always.
+fn thin(v: &[(u64, f64)], n: usize) -> Vec<(u64, f64)> {
+    if v.len() <= n {
+        return v.to_vec();
+    }
+    let buckets = (n.saturating_sub(1) / 2).max(1);
+    let size = v.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(n);
+    for b in v.chunks(size) {
+        let lo = (0..b.len()).min_by(|&i, &j| b[i].1.total_cmp(&b[j].1));
+        let hi = (0..b.len()).max_by(|&i, &j| b[i].1.total_cmp(&b[j].1));
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            continue;
+        };
+        out.push(b[lo.min(hi)]);
+        if lo != hi {
+            out.push(b[lo.max(hi)]);
+        }
+    }
+    if out.last() != v.last() {
+        out.push(v[v.len() - 1]);
+    }
+    out
+}
+
 /// The counters past [`COUNTERS_KEPT`]: counted, not charted.
 #[derive(Default)]
 pub struct OtherCounters {
@@ -460,9 +496,11 @@ impl Model {
         c.points.push_back((ts, v));
     }
 
-    /// The counters' values of the last [`COUNTER_NS`] before the newest record, each series
-    /// thinned to at most `points` evenly taken (the last always among them).
-    pub fn counter_view(&self, points: usize) -> Vec<(&str, u64, Vec<(u64, f64)>)> {
+    /// The counters' values of the last [`COUNTER_NS`] before the newest record: per counter
+    /// its name, values taken in all, the min and max of those kept of the window, and the
+    /// values thinned to at most `points` (the least and the greatest of each stretch, so that
+    /// the chart keeps its envelope, and the last value).
+    pub fn counter_view(&self, points: usize) -> Vec<CounterView<'_>> {
         let cut = self.newest.saturating_sub(COUNTER_NS);
         self.counters
             .iter()
@@ -471,17 +509,16 @@ impl Model {
                     c.points.iter().copied().filter(|p| p.0 >= cut).collect();
                 // In time order (a counter written on several threads arrives merged by page).
                 recent.sort_by_key(|p| p.0);
-                let n = recent.len();
-                let step = n.div_ceil(points.max(1)).max(1);
-                let thin: Vec<(u64, f64)> = (0..n)
-                    .rev()
-                    .step_by(step)
-                    .map(|i| recent[i])
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                (c.name.as_str(), c.count, thin)
+                let finite = recent.iter().map(|p| p.1).filter(|v| v.is_finite());
+                let min = finite.clone().reduce(f64::min);
+                let max = finite.reduce(f64::max);
+                CounterView {
+                    name: &c.name,
+                    count: c.count,
+                    min,
+                    max,
+                    points: thin(&recent, points),
+                }
             })
             .collect()
     }
@@ -951,16 +988,34 @@ mod tests {
             (10, 10)
         );
         let view = m.counter_view(100);
-        let (name, count, pts) = &view[1];
-        assert_eq!(
-            (*name, *count, pts.as_slice()),
-            ("load", 1, &[(31 * s, 0.25)][..])
+        let want = CounterView {
+            name: "load",
+            count: 1,
+            min: Some(0.25),
+            max: Some(0.25),
+            points: vec![(31 * s, 0.25)],
+        };
+        assert_eq!(view[1], want);
+        // Within the 10 s before the newest record, thinned, the last value kept; min and
+        // max over the values kept, not only those sent.
+        let d = &view[0];
+        assert!(
+            d.points.len() <= 100 && d.points.len() > 50,
+            "{}",
+            d.points.len()
         );
-        // Within the 10 s before the newest record, thinned, the last value kept.
-        let (_, _, pts) = &view[0];
-        assert!(pts.len() <= 100 && pts.len() > 50, "{}", pts.len());
-        assert_eq!(*pts.last().unwrap(), last);
-        assert!(pts.iter().all(|p| p.0 + COUNTER_NS >= 31 * s));
+        assert_eq!(*d.points.last().unwrap(), last);
+        assert!(d.points.iter().all(|p| p.0 + COUNTER_NS >= 31 * s));
+        assert!(d.points.windows(2).all(|w| w[0].0 < w[1].0));
+        let kept = &m.counters[0].points;
+        assert_eq!(d.max, Some(29_999.0));
+        assert_eq!(d.min, Some(kept[0].1));
+        // A sawtooth thinned keeps its teeth: each stretch's least and greatest.
+        let saw: Vec<(u64, f64)> = (0..1000u64).map(|i| (i, (i % 10) as f64)).collect();
+        let t = thin(&saw, 21);
+        assert!(t.len() <= 21, "{}", t.len());
+        assert!(t.iter().filter(|p| p.1 == 0.0).count() >= 10, "{t:?}");
+        assert!(t.iter().filter(|p| p.1 == 9.0).count() >= 10, "{t:?}");
         assert!(m.held_bytes() < COUNTERS_KEPT * (COUNTER_POINTS * 16 + 64));
     }
 }
