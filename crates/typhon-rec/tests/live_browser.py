@@ -1,8 +1,10 @@
 """Drives `typhon-rec live`'s page in Chromium (Playwright, the system browser) for
 tests/live_browser.rs. Usage: live_browser.py URL SCREENSHOT [--expect-live]
 
-Prints one JSON object: what the page showed. Exits 3 when Playwright is missing (the Rust
-test skips then), 1 on a failed check (the reason on stderr)."""
+Prints "live-checked" on a line of its own once the checks made while the recording runs
+are done (the Rust test then ends the demo: the recording runs for as long as the page needs,
+however slowly Chromium starts), then one JSON object: what the page showed. Exits 3 when
+Playwright is missing (the Rust test skips then), 1 on a failed check (the reason on stderr)."""
 
 import json
 import sys
@@ -69,6 +71,7 @@ def main():
         out["flame_spans"] = int(flame.get_attribute("data-spans"))
         out["flame_threads"] = flame.get_attribute("data-threads").split(",")
         # Hover the first drawn span: the tooltip names its duration and trace id.
+        role("flame").scroll_into_view_if_needed()
         rect = page.evaluate(
             "() => { const c = document.querySelector('#flame').getBoundingClientRect(); return {x: c.x, y: c.y}; }"
         )
@@ -77,8 +80,23 @@ def main():
         tip = page.locator("#tip")
         out["tooltip"] = tip.inner_text() if tip.is_visible() else None
 
-        # Resume, then wait for the end of the recording.
+        # Resume: the counters' chart (drawn while following) names the demo's counters.
         page.click("#pause")
+        page.wait_for_function(
+            "() => (document.querySelector('[data-role=\"counter-chart\"]').dataset.counters || '').split(',').includes('entities') && "
+            "Number(document.querySelector('[data-role=\"counter-chart\"]').dataset.points || 0) > 0",
+            timeout=15_000,
+        )
+        cc = role("counter-chart")
+        out["counter_series"] = cc.get_attribute("data-counters").split(",")
+        out["counter_points"] = int(cc.get_attribute("data-points"))
+        out["counter_legend"] = page.eval_on_selector_all(
+            '[data-role="counter-legend"] .counter-name', "ns => ns.map(n => n.textContent)"
+        )
+        out["counter_canvas"] = page.locator('[data-role="counter-chart"] canvas').count()
+        out["state_when_checked"] = role("state").text_content()
+        # The test ends the demo now; wait for the end of the recording.
+        print("live-checked", flush=True)
         page.wait_for_function(
             "() => document.querySelector('[data-role=\"state\"]').textContent === 'finished'",
             timeout=120_000,
@@ -105,7 +123,9 @@ def main():
         out["worst_tick"] = page.get_attribute("#worst", "data-tick")
         out["worst_flame_tick"] = flame.get_attribute("data-tick")
         out["worst_flame_spans"] = int(flame.get_attribute("data-spans") or 0)
-        page.screenshot(path=shot, full_page=False, type="png")
+        # The whole page: state, losses, ticks, spans, commands, flame chart and counters.
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.screenshot(path=shot, full_page=True, type="png")
         out["errors"] = errors
         host = url.split("/")[2]
         out["foreign_requests"] = [r for r in requests if r.split("/")[2] != host]

@@ -57,7 +57,35 @@ fn state_answers_what_the_file_holds() {
     let s = live.wait_state(60, |s| s["state"] == "finished" && s["records"] == records);
     assert_eq!(s["ticks"], ticks, "{s}");
     assert_eq!(s["viewer"]["skipped_records"], 0, "{s}");
+    assert_eq!(s["viewer"]["skipped_segments"], 0, "{s}");
     assert_eq!(s["viewer"]["read"], records, "{s}");
+    // The demo's counters: its gauges at every tick's end ("entities" 1000 + tick % 64), and
+    // one named at run time, each with its values of the last seconds.
+    let series = s["counters"]["series"].as_array().expect("counters.series");
+    let by: std::collections::BTreeMap<&str, &serde_json::Value> = series
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c))
+        .collect();
+    for n in ["entities", "records", "frame budget used"] {
+        assert!(by.contains_key(n), "{n} missing from the counters: {s}");
+    }
+    let e = by["entities"];
+    assert_eq!(e["count"], ticks, "a value per tick: {e}");
+    let (t, v) = (e["t"].as_array().unwrap(), e["v"].as_array().unwrap());
+    assert!(!v.is_empty() && t.len() == v.len(), "{e}");
+    assert!(
+        v.iter()
+            .all(|x| (1000.0..1064.0).contains(&x.as_f64().unwrap())),
+        "{e}"
+    );
+    let (min, max) = (e["min"].as_f64().unwrap(), e["max"].as_f64().unwrap());
+    assert!(1000.0 <= min && min <= max && max < 1064.0, "{e}");
+    let t: Vec<f64> = t.iter().map(|x| x.as_f64().unwrap()).collect();
+    assert!(
+        t.windows(2).all(|w| w[0] <= w[1]) && t[t.len() - 1] <= 0.0,
+        "{t:?}"
+    );
+    assert_eq!(s["counters"]["other_values"], 0, "{s}");
     let losses = s["losses"].as_object().expect("losses is an object");
     assert!(losses.values().all(|v| v.is_u64()), "{s}");
     let spans = s["spans"].as_array().unwrap();
@@ -87,6 +115,41 @@ fn state_answers_what_the_file_holds() {
     assert!(
         s["commands"]["received_per_s"].as_f64().unwrap() > 0.0,
         "{s}"
+    );
+}
+
+/// A rotating recording whose `keep` deleted its first segments: the viewer says how many it
+/// could not read (`viewer.skipped_segments`, and its message), apart from the recording's
+/// losses, and accounts for every record of the segments kept (read or skipped).
+#[test]
+fn segments_deleted_before_the_viewer_came_are_said_apart_from_losses() {
+    let out = demo_with(
+        "live-rotate",
+        &["--rate", "100000", "--rotate", "256KiB", "--keep", "2"],
+    );
+    let kept = typhon_recorder::sink::segment_files(&out).unwrap();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let first = kept[0].to_str().unwrap();
+    let first: u64 = first[first.len() - 6..].parse().unwrap();
+    assert!(first > 1, "no segment was deleted: {kept:?}");
+    let records: u64 = kept.iter().map(|f| common::records(f).len() as u64).sum();
+    let live = Live::start(BIN, &out, &[]);
+    let s = live.wait_state(60, |s| s["state"] == "finished" && s["records"] == records);
+    assert_eq!(s["viewer"]["skipped_segments"], first - 1, "{s}");
+    // Both kept segments are read in one poll, more than it takes: the oldest pages are
+    // skipped, and counted, apart too.
+    let v = &s["viewer"];
+    let (read, skipped) = (
+        v["read"].as_u64().unwrap(),
+        v["skipped_records"].as_u64().unwrap(),
+    );
+    assert_eq!(read + skipped, records, "{s}");
+    let msg = s["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("{} segment(s)", first - 1)), "{msg}");
+    let losses = s["losses"].as_object().unwrap();
+    assert!(
+        losses.values().all(|v| v == 0),
+        "the viewer's skips are no losses: {s}"
     );
 }
 

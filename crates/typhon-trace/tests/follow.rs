@@ -576,14 +576,14 @@ fn a_rotating_compressed_recording_is_followed_across_its_segments() {
     race_segments(Some(4), "follow-seg-z");
 }
 
-/// `keep` 2: segment 1 is deleted before the follower opens the recording, and segment 4 while
-/// the follower reads it (what it had not read of it is gone). Both are counted skipped and
-/// said; every other record is shown once, in order.
-#[test]
-fn segments_deleted_before_the_follower_reads_them_are_counted() {
-    let dir = common::scratch_dir("follow-seg-keep");
+/// `keep` 2: segment 1 is deleted before the follower opens the recording (counted skipped and
+/// said), and segment 4 while the follower reads it: the rest of segment 4 is read from the
+/// part files the follower holds open, so every record of segments 2 to 7 is shown once, in
+/// order, and none is skipped.
+fn segments_deleted_by_keep(zstd: Option<usize>, tag: &str) {
+    let dir = common::scratch_dir(tag);
     let out = dir.join("run.dat");
-    let mut s = rotating(&out, None, 2);
+    let mut s = rotating(&out, zstd, 2);
     let per_segment = 4u64;
     let slots = [1u8, 2];
     // Segment `seg`'s pages (numbered from 1), the first `pages` of them, flushed.
@@ -637,9 +637,9 @@ fn segments_deleted_before_the_follower_reads_them_are_counted() {
     write(&mut s, 7, 0..per_segment);
     wait_for(|| !segment_path(&out, 4).exists() && segment_path(&out, 6).exists());
     let b = poll(&mut f, &mut seen);
-    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 2));
+    assert_eq!((b.state, b.skipped_segments), (RecordingState::Live, 1));
     assert_eq!(f.segment(), Some(segment_path(&out, 7).as_path()));
-    assert!(b.message.unwrap().contains("2 segment(s)"));
+    assert!(b.message.unwrap().contains("1 segment(s)"));
     s.finish(&summary()).unwrap();
     let last = until_finished(&mut f, &mut seen);
     assert_eq!(
@@ -648,10 +648,11 @@ fn segments_deleted_before_the_follower_reads_them_are_counted() {
             last.skipped_pages,
             last.skipped_records
         ),
-        (2, 0, 0)
+        (1, 0, 0)
     );
-    assert!(last.message.unwrap().contains("2 segment(s)"));
-    want.extend(4 * per_segment * PER_PAGE..7 * per_segment * PER_PAGE);
+    assert!(last.message.unwrap().contains("1 segment(s)"));
+    // The rest of segment 4 (read from the deleted part files), then 5 to 7.
+    want.extend((3 * per_segment + 2) * PER_PAGE..7 * per_segment * PER_PAGE);
     for slot in slots {
         let got = &seen.seqs[&u32::from(slot)];
         assert!(
@@ -668,6 +669,16 @@ fn segments_deleted_before_the_follower_reads_them_are_counted() {
         [RecordingState::Live, RecordingState::Finished]
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn segments_deleted_by_keep_are_counted_or_read_to_their_end() {
+    segments_deleted_by_keep(None, "follow-seg-keep");
+}
+
+#[test]
+fn compressed_segments_deleted_by_keep_are_counted_or_read_to_their_end() {
+    segments_deleted_by_keep(Some(2), "follow-seg-keep-z");
 }
 
 /// A rotating recording whose recorder dies (the sink dropped: its lock released, no finish)

@@ -166,8 +166,13 @@ function apply() {
 
   const v = s.viewer || {};
   const sk = role("viewer-skipped");
-  sk.hidden = !(v.skipped_pages || v.skipped_records);
-  sk.textContent = `this viewer fell behind and skipped ${v.skipped_pages} pages (${v.skipped_records} records): not losses of the recording`;
+  sk.hidden = !(v.skipped_pages || v.skipped_records || v.skipped_segments);
+  const said = [];
+  if (v.skipped_pages || v.skipped_records)
+    said.push(`fell behind and skipped ${v.skipped_pages} pages (${v.skipped_records} records)`);
+  if (v.skipped_segments)
+    said.push(`missed ${v.skipped_segments} segment(s) the recording's keep deleted before it read them`);
+  sk.textContent = `this viewer ${said.join("; ")}: not losses of the recording`;
 
   const tbody = role("span-table").querySelector("tbody");
   tbody.replaceChildren(
@@ -206,7 +211,83 @@ function apply() {
       }),
     );
   }
-  if (!paused) redraw();
+  if (!paused) {
+    redraw();
+    drawCounters(s.counters);
+  }
+}
+
+// The counters of the last seconds: one uPlot chart, a series per counter, each on its own
+// scale (their units differ), made again when the set of names changes.
+const PALETTE = ["#3b82f6", "#dc2f2f", "#22a55a", "#d08700", "#8b5cf6", "#0891b2", "#ea580c", "#64748b"];
+const counterColor = (i) => (i < PALETTE.length ? PALETTE[i] : `hsl(${(i * 47) % 360} 55% 45%)`);
+let counterChart = null;
+let counterNames = null;
+
+function fmtValue(x) {
+  if (x == null) return "–";
+  return Number.isInteger(x) ? x.toLocaleString("en") : String(Number(x.toPrecision(4)));
+}
+
+function drawCounters(c) {
+  const box = role("counter-chart");
+  const series = (c && c.series) || [];
+  box.hidden = series.length === 0;
+  const other = role("counter-other");
+  other.hidden = !(c && c.other_values);
+  if (c && c.other_values)
+    other.textContent = `${c.other_names} more counter(s) not charted (${c.other_values.toLocaleString("en")} values)`;
+  if (!series.length) return;
+  role("counter-window").textContent = c.window_s;
+  const names = series.map((x) => x.name);
+  const data = uPlot.join(series.map((x) => [x.t, x.v]));
+  if (counterChart === null || names.join("\u0000") !== counterNames) {
+    if (counterChart) counterChart.destroy();
+    counterNames = names.join("\u0000");
+    const scales = { x: { time: false } };
+    names.forEach((_, i) => { scales[`c${i}`] = { auto: true }; });
+    const axes = [{ label: "s before the newest record", stroke: "#59606d", grid: { stroke: "#eef0f4" } }];
+    names.slice(0, 2).forEach((n, i) => axes.push({
+      scale: `c${i}`, side: i === 0 ? 3 : 1, label: n, stroke: counterColor(i),
+      grid: { show: i === 0, stroke: "#eef0f4" }, size: 60,
+    }));
+    counterChart = new uPlot(
+      {
+        width: Math.max(400, $("#counter-chart").clientWidth || 900),
+        height: 170,
+        legend: { show: false },
+        cursor: { points: { show: false } },
+        scales,
+        axes,
+        series: [{}, ...names.map((n, i) => ({
+          label: n, scale: `c${i}`, stroke: counterColor(i), width: 1.5, spanGaps: true, points: { show: false },
+        }))],
+      },
+      data,
+      $("#counter-chart"),
+    );
+  } else {
+    counterChart.setData(data);
+  }
+  role("counter-legend").replaceChildren(
+    ...series.map((x, i) => {
+      const li = document.createElement("li");
+      const sw = document.createElement("i");
+      sw.style.background = counterColor(i);
+      const name = document.createElement("span");
+      name.className = "counter-name";
+      name.textContent = x.name;
+      const facts = document.createElement("span");
+      facts.textContent = x.v.length
+        ? `${fmtValue(x.v[x.v.length - 1])} (min ${fmtValue(x.min)}, max ${fmtValue(x.max)})`
+        : "–";
+      li.append(sw, name, facts);
+      return li;
+    }),
+  );
+  // For tests: the names charted and the values drawn.
+  box.dataset.counters = names.join(",");
+  box.dataset.points = data.slice(1).reduce((n, ys) => n + ys.filter((y) => y != null).length, 0);
 }
 
 function onUpdate(e) {

@@ -48,6 +48,8 @@ const BATCH: usize = 32_768;
 const POLL: Duration = Duration::from_millis(100);
 /// How often an event stream looks for a change.
 const PUSH: Duration = Duration::from_millis(250);
+/// Values per counter an update carries at most (the page draws a few hundred pixels).
+const COUNTER_POINTS_SENT: usize = 600;
 /// Tick summaries an event carries at most (the page asks `/api/ticks` for more).
 const TICKS_PER_EVENT: usize = 2048;
 
@@ -167,12 +169,17 @@ fn follow_loop(mut f: follow::Follower, path: &Path, shared: &Shared) {
             for (slot, name) in batch.threads {
                 m.threads.entry(slot).or_insert(name);
             }
-            if batch.skipped_pages != m.skipped_pages || batch.skipped_records != m.skipped_records
-            {
+            let skipped = (
+                batch.skipped_pages,
+                batch.skipped_records,
+                batch.skipped_segments,
+            );
+            if skipped != (m.skipped_pages, m.skipped_records, m.skipped_segments) {
                 m.version += 1;
             }
             m.skipped_pages = batch.skipped_pages;
             m.skipped_records = batch.skipped_records;
+            m.skipped_segments = batch.skipped_segments;
             for r in batch.records {
                 m.add(r);
             }
@@ -210,7 +217,10 @@ fn state_json(m: &Model) -> Value {
         "message": m.message,
         "records": m.records + m.skipped_records,
         "losses": m.losses,
+        // What this viewer skipped (it fell behind, or a rotating recording's `keep` deleted
+        // segments before it read them): not losses of the recording, which `losses` counts.
         "viewer": {"read": m.records, "skipped_pages": m.skipped_pages, "skipped_records": m.skipped_records,
+                   "skipped_segments": m.skipped_segments,
                    "undecodable": m.undecodable, "held_bytes": m.held_bytes()},
         "ticks": m.ticks_total,
         "ticks_over": m.ticks_over,
@@ -222,7 +232,37 @@ fn state_json(m: &Model) -> Value {
         "window_s": WINDOW_S,
         "spans": spans,
         "commands": m.commands(),
+        "counters": counters_json(m),
         "threads": threads,
+    })
+}
+
+/// The counters of the last seconds: per counter its name, values taken in all, min and max of
+/// the window, and its recent values thinned to [`COUNTER_POINTS_SENT`] (`t`: seconds before
+/// the newest record, `v`), and the names past those charted, counted.
+fn counters_json(m: &Model) -> Value {
+    let newest = m.newest();
+    let series: Vec<Value> = m
+        .counter_view(COUNTER_POINTS_SENT)
+        .into_iter()
+        .map(|c| {
+            let t: Vec<f64> = c
+                .points
+                .iter()
+                .map(|p| -((newest.saturating_sub(p.0) / 1_000_000) as f64) / 1e3)
+                .collect();
+            // NaN and infinities are no JSON numbers: null (a gap in the chart).
+            let num = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+            let v: Vec<Value> = c.points.iter().map(|p| num(p.1)).collect();
+            json!({"name": c.name, "count": c.count, "min": c.min.map(num), "max": c.max.map(num),
+                   "t": t, "v": v})
+        })
+        .collect();
+    json!({
+        "window_s": model::COUNTER_NS / 1_000_000_000,
+        "series": series,
+        "other_names": m.other_counters.names(),
+        "other_values": m.other_counters.values,
     })
 }
 

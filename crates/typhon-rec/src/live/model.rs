@@ -11,10 +11,14 @@
 //!   count and the max stay exact).
 //! - Names: the first [`NAMES_KEPT`] distinct span names are told apart, later ones are
 //!   counted as "(other names)".
+//! - Counters (Counter records, CounterIds resolved by the follower): the first
+//!   [`COUNTERS_KEPT`] names each keep a ring of their values of the last [`COUNTER_NS`], at
+//!   most [`COUNTER_POINTS`] of them (a counter written faster keeps a shorter stretch); the
+//!   values of later names are counted, and their names up to [`OTHER_COUNTERS_COUNTED`].
 
 use super::detail::Detail;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use typhon_recorder::codec::records::{decode_fields, FieldValue};
+use typhon_recorder::codec::records::{decode, decode_fields, FieldValue, Record};
 use typhon_recorder::codec::{Shape, TraceEventKind};
 use typhon_trace::tracedat::OwnedRecord;
 
@@ -35,6 +39,14 @@ pub const WINDOW_S: u64 = 5;
 pub const SAMPLES: usize = 1024;
 /// Distinct span names told apart.
 pub const NAMES_KEPT: usize = 1024;
+/// Counters charted, at most; the values of later names are counted.
+pub const COUNTERS_KEPT: usize = 32;
+/// How far back a counter's values are kept (ns).
+pub const COUNTER_NS: u64 = 10_000_000_000;
+/// Values kept per counter, at most (16 bytes each).
+pub const COUNTER_POINTS: usize = 4096;
+/// Names of the counters past [`COUNTERS_KEPT`] counted, at most (by a 64-bit hash each).
+pub const OTHER_COUNTERS_COUNTED: usize = 4096;
 /// Description records (ThreadInfo, `tracing` span infos and callsites) kept for exports.
 const META_KEPT: usize = 8192;
 /// Commands waiting for their CommandConsumed, at most (older ones are forgotten).
@@ -131,6 +143,67 @@ pub struct FlameSpan {
     pub trace: Option<(u64, u64)>,
 }
 
+/// One counter's recent values.
+pub struct CounterSeries {
+    pub name: String,
+    /// Values taken in all (not only those kept).
+    pub count: u64,
+    /// The last values: (the record's time in ns, the value), in the order read.
+    pub points: VecDeque<(u64, f64)>,
+}
+
+/// What the page is sent of one counter ([`Model::counter_view`]).
+#[derive(Debug, PartialEq)]
+pub struct CounterView<'a> {
+    pub name: &'a str,
+    pub count: u64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub points: Vec<(u64, f64)>,
+}
+
+/// At most `n` of `v` (in time order): of each of `n / 2` stretches its least and greatest
+/// value in their order, and the last of `v` always.
+fn thin(v: &[(u64, f64)], n: usize) -> Vec<(u64, f64)> {
+    if v.len() <= n {
+        return v.to_vec();
+    }
+    let buckets = (n.saturating_sub(1) / 2).max(1);
+    let size = v.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(n);
+    for b in v.chunks(size) {
+        let lo = (0..b.len()).min_by(|&i, &j| b[i].1.total_cmp(&b[j].1));
+        let hi = (0..b.len()).max_by(|&i, &j| b[i].1.total_cmp(&b[j].1));
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            continue;
+        };
+        out.push(b[lo.min(hi)]);
+        if lo != hi {
+            out.push(b[lo.max(hi)]);
+        }
+    }
+    if out.last() != v.last() {
+        out.push(v[v.len() - 1]);
+    }
+    out
+}
+
+/// The counters past [`COUNTERS_KEPT`]: counted, not charted.
+#[derive(Default)]
+pub struct OtherCounters {
+    /// Their values, in all.
+    pub values: u64,
+    /// Hashes of their names, up to [`OTHER_COUNTERS_COUNTED`].
+    names: std::collections::HashSet<u64>,
+}
+
+impl OtherCounters {
+    /// Distinct names counted (at least this many once [`OTHER_COUNTERS_COUNTED`] is reached).
+    pub fn names(&self) -> usize {
+        self.names.len()
+    }
+}
+
 /// The followed recording as the page sees it.
 pub struct Model {
     /// The tick budget (ns).
@@ -146,6 +219,8 @@ pub struct Model {
     /// Pages and records this viewer skipped because it fell behind (not the recording's).
     pub skipped_pages: u64,
     pub skipped_records: u64,
+    /// Segments of a rotating recording deleted by its `keep` before this viewer read them.
+    pub skipped_segments: u64,
     /// Thread names per slot.
     pub threads: BTreeMap<u32, String>,
     /// Ticks that ended, in all.
@@ -160,6 +235,11 @@ pub struct Model {
     pub version: u64,
     /// Undecodable records (counted, not shown otherwise).
     pub undecodable: u64,
+    /// The charted counters, in the order their names were first seen.
+    pub counters: Vec<CounterSeries>,
+    /// The counters past those.
+    pub other_counters: OtherCounters,
+    counter_index: HashMap<String, usize>,
     open_ticks: HashMap<u32, u64>,
     detail: Detail,
     /// Ticks of at least this id may have their records in the detail.
@@ -193,6 +273,7 @@ impl Model {
             losses: BTreeMap::new(),
             skipped_pages: 0,
             skipped_records: 0,
+            skipped_segments: 0,
             threads: BTreeMap::new(),
             ticks_total: 0,
             ticks_over: 0,
@@ -202,6 +283,9 @@ impl Model {
             older: Older::default(),
             version: 0,
             undecodable: 0,
+            counters: Vec::new(),
+            other_counters: OtherCounters::default(),
+            counter_index: HashMap::new(),
             open_ticks: HashMap::new(),
             detail: Detail::default(),
             detail_from_ts: 0,
@@ -315,6 +399,11 @@ impl Model {
                 TraceEventKind::TRACING_SPAN_INFO | TraceEventKind::TRACING_CALLSITE => {
                     meta = true;
                 }
+                TraceEventKind::COUNTER => {
+                    if let Ok((_, Record::Counter { value, name })) = decode(&r.data) {
+                        self.counter(name, ts, value.as_f64());
+                    }
+                }
                 TraceEventKind::INGRESS_RECEIVED => {
                     self.commands_seen = true;
                     let key = (u("session") as u32, u("seq") as u16);
@@ -364,6 +453,79 @@ impl Model {
         self.keep(r);
         self.settle_worst();
         self.trim();
+    }
+
+    /// A counter's value at `ts`: into its ring (the oldest values out past [`COUNTER_NS`]
+    /// before the newest record, or past [`COUNTER_POINTS`]), or counted among the others.
+    fn counter(&mut self, name: &str, ts: u64, v: f64) {
+        let i = match self.counter_index.get(name) {
+            Some(&i) => i,
+            None if self.counters.len() < COUNTERS_KEPT => {
+                self.counter_index
+                    .insert(name.to_owned(), self.counters.len());
+                self.counters.push(CounterSeries {
+                    name: name.to_owned(),
+                    count: 0,
+                    points: VecDeque::new(),
+                });
+                self.counters.len() - 1
+            }
+            None => {
+                let o = &mut self.other_counters;
+                o.values += 1;
+                if o.names.len() < OTHER_COUNTERS_COUNTED {
+                    use std::hash::{BuildHasher, BuildHasherDefault};
+                    let h =
+                        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                            .hash_one(name);
+                    o.names.insert(h);
+                }
+                return;
+            }
+        };
+        let cut = self.newest.saturating_sub(COUNTER_NS);
+        let c = &mut self.counters[i];
+        c.count += 1;
+        while c
+            .points
+            .front()
+            .is_some_and(|p| p.0 < cut || c.points.len() >= COUNTER_POINTS)
+        {
+            c.points.pop_front();
+        }
+        c.points.push_back((ts, v));
+    }
+
+    /// The counters' values of the last [`COUNTER_NS`] before the newest record: per counter
+    /// its name, values taken in all, the min and max of those kept of the window, and the
+    /// values thinned to at most `points` (the least and the greatest of each stretch, so that
+    /// the chart keeps its envelope, and the last value).
+    pub fn counter_view(&self, points: usize) -> Vec<CounterView<'_>> {
+        let cut = self.newest.saturating_sub(COUNTER_NS);
+        self.counters
+            .iter()
+            .map(|c| {
+                let mut recent: Vec<(u64, f64)> =
+                    c.points.iter().copied().filter(|p| p.0 >= cut).collect();
+                // In time order (a counter written on several threads arrives merged by page).
+                recent.sort_by_key(|p| p.0);
+                let finite = recent.iter().map(|p| p.1).filter(|v| v.is_finite());
+                let min = finite.clone().reduce(f64::min);
+                let max = finite.reduce(f64::max);
+                CounterView {
+                    name: &c.name,
+                    count: c.count,
+                    min,
+                    max,
+                    points: thin(&recent, points),
+                }
+            })
+            .collect()
+    }
+
+    /// The newest record's time (ns): what the page's counter times are relative to.
+    pub fn newest(&self) -> u64 {
+        self.newest
     }
 
     fn end_tick(&mut self, slot: u32, start: u64, dur: u64) {
@@ -599,9 +761,15 @@ impl Model {
         out
     }
 
-    /// Bytes of record payload held (the detail and the descriptions).
+    /// Bytes of record payload held (the detail and the descriptions) and of counter values.
     pub fn held_bytes(&self) -> usize {
-        self.detail.bytes() + self.meta.iter().map(|r| r.data.len()).sum::<usize>()
+        self.detail.bytes()
+            + self.meta.iter().map(|r| r.data.len()).sum::<usize>()
+            + self
+                .counters
+                .iter()
+                .map(|c| c.points.len() * 16 + c.name.len())
+                .sum::<usize>()
     }
 }
 
@@ -668,7 +836,8 @@ fn depths(spans: &mut [FlameSpan], parents: &[u64]) {
 mod tests {
     use super::*;
     use typhon_recorder::codec::records::{
-        write_named_span, write_thread_info, write_tick_end, write_tick_start, SpanExt, ThreadKind,
+        write_counter, write_named_span, write_thread_info, write_tick_end, write_tick_start,
+        CounterValue, SpanExt, ThreadKind,
     };
 
     fn rec(slot: u32, ts: u64, data: Vec<u8>) -> OwnedRecord {
@@ -781,5 +950,72 @@ mod tests {
         // The first tick left the detail before its spans could settle (2 s): only its summary.
         assert_eq!(m.tick_spans(&m.older.worst.unwrap()), None);
         assert_eq!(m.records, 1 + 3 * (n - 1) + 1);
+    }
+
+    fn counter(m: &mut Model, ts: u64, name: &str, v: CounterValue) {
+        let mut d = vec![0u8; 64 + name.len()];
+        let n = write_counter(&mut d, 1, ts as i64, v, name).unwrap();
+        m.add(rec(1, ts, d[..n].to_vec()));
+    }
+
+    #[test]
+    fn counters_keep_the_last_seconds_of_a_bounded_number_of_names() {
+        let mut m = Model::new(16_600_000);
+        let s = 1_000_000_000u64;
+        // "depth" every 1 ms for 30 s: more values than a ring holds, and older than it keeps.
+        for i in 0..30_000u64 {
+            counter(
+                &mut m,
+                s + i * 1_000_000,
+                "depth",
+                CounterValue::from_i64(i as i64),
+            );
+        }
+        counter(&mut m, 31 * s, "load", CounterValue::from_f64(0.25));
+        // More names than are charted: the rest counted.
+        for k in 0..COUNTERS_KEPT + 8 {
+            counter(&mut m, 31 * s, &format!("c{k}"), CounterValue::from_i64(1));
+        }
+        assert_eq!(m.counters.len(), COUNTERS_KEPT);
+        assert_eq!(m.counters[0].name, "depth");
+        assert_eq!(m.counters[0].count, 30_000);
+        assert!(m.counters[0].points.len() <= COUNTER_POINTS);
+        let last = *m.counters[0].points.back().unwrap();
+        assert_eq!(last, (s + 29_999_000_000, 29_999.0));
+        // 2 charted names before them ("depth", "load"): the last 10 of the c's are counted.
+        assert_eq!(
+            (m.other_counters.values, m.other_counters.names()),
+            (10, 10)
+        );
+        let view = m.counter_view(100);
+        let want = CounterView {
+            name: "load",
+            count: 1,
+            min: Some(0.25),
+            max: Some(0.25),
+            points: vec![(31 * s, 0.25)],
+        };
+        assert_eq!(view[1], want);
+        // Within the 10 s before the newest record, thinned, the last value kept; min and
+        // max over the values kept, not only those sent.
+        let d = &view[0];
+        assert!(
+            d.points.len() <= 100 && d.points.len() > 50,
+            "{}",
+            d.points.len()
+        );
+        assert_eq!(*d.points.last().unwrap(), last);
+        assert!(d.points.iter().all(|p| p.0 + COUNTER_NS >= 31 * s));
+        assert!(d.points.windows(2).all(|w| w[0].0 < w[1].0));
+        let kept = &m.counters[0].points;
+        assert_eq!(d.max, Some(29_999.0));
+        assert_eq!(d.min, Some(kept[0].1));
+        // A sawtooth thinned keeps its teeth: each stretch's least and greatest.
+        let saw: Vec<(u64, f64)> = (0..1000u64).map(|i| (i, (i % 10) as f64)).collect();
+        let t = thin(&saw, 21);
+        assert!(t.len() <= 21, "{}", t.len());
+        assert!(t.iter().filter(|p| p.1 == 0.0).count() >= 10, "{t:?}");
+        assert!(t.iter().filter(|p| p.1 == 9.0).count() >= 10, "{t:?}");
+        assert!(m.held_bytes() < COUNTERS_KEPT * (COUNTER_POINTS * 16 + 64));
     }
 }

@@ -16,7 +16,9 @@
 //! followed segment by segment, the oldest kept first, each as a recording of its own: live
 //! while any segment is written, finished with the last one, killed when a segment's parts
 //! remain unlocked; segments its `keep` deleted before the follower read them are counted in
-//! [`FollowBatch::skipped_segments`].
+//! [`FollowBatch::skipped_segments`]. A segment deleted while the follower reads it is read to
+//! its end from the part files the follower holds open (a deleted file stays readable while
+//! open), so none of its records is skipped.
 //!
 //! The follower never takes the recording's lock for writing and never writes into the parts
 //! directory: it cannot make the recording lose a record. A follower that falls behind skips
@@ -90,9 +92,10 @@ pub struct FollowBatch {
     /// Records this follower skipped because it fell behind (not losses of the recording), in
     /// all polls so far.
     pub skipped_records: u64,
-    /// Segments of a rotating recording that its `keep` deleted before this follower read
-    /// them (or read them whole: the rest of such a segment is not known, so not counted in
-    /// `skipped_records`), in all polls so far; `message` says so too. Zero for a recording
+    /// Segments of a rotating recording that its `keep` deleted before this follower opened
+    /// any of their files (their records are not known, so not counted in `skipped_records`),
+    /// in all polls so far; `message` says so too. A segment deleted while it was read is
+    /// read to its end from the part files held open, not counted here. Zero for a recording
     /// that does not rotate.
     pub skipped_segments: u64,
     /// A hint for the user, e.g. "killed: run `typhon-rec recover OUT`".
@@ -151,8 +154,9 @@ enum Step {
     /// Its state, and a hint for the user.
     At(RecordingState, Option<String>),
     /// Its parts directory is gone and OUT is not a new file: the recording was removed (a
-    /// segment: deleted by the recording's `keep`).
-    Removed(PathBuf),
+    /// segment: deleted by the recording's `keep`). `read`: a segment's part files held open
+    /// were read to their ends first (the segment was read, not skipped).
+    Removed(PathBuf, bool),
 }
 
 /// One recording: `OUT.parts/` while it runs, then OUT.
@@ -161,6 +165,8 @@ struct Single {
     /// OUT's (device, inode) when the follower opened it: a finish makes a new file.
     out_before: Option<(u64, u64)>,
     mode: Mode,
+    /// A segment of a rotating recording (its removal is the recording's `keep`, not an error).
+    segment: bool,
 }
 
 impl Single {
@@ -207,6 +213,7 @@ impl Single {
             out: out.to_path_buf(),
             out_before,
             mode,
+            segment,
         })
     }
 
@@ -228,7 +235,14 @@ impl Single {
                         let pos = g.positions().clone();
                         self.mode = Mode::File(Box::new(file::FileReader::open(&self.out, &pos)?));
                     } else if matches!(seen, parts::Seen::Gone) {
-                        return Ok(Step::Removed(dir));
+                        // A segment deleted while it was read: what its part files held open
+                        // still have is read now, so that only what the follower never had is
+                        // missing from the view.
+                        let read = self.segment && p.holds_files();
+                        if read {
+                            p.drain(g)?;
+                        }
+                        return Ok(Step::Removed(dir, read));
                     } else {
                         step = Step::At(
                             RecordingState::Killed,
@@ -337,7 +351,7 @@ impl Follower {
         let (state, message) = match &mut self.segments {
             None => match self.one.poll(&mut self.gather)? {
                 Step::At(state, message) => (state, message),
-                Step::Removed(dir) => {
+                Step::Removed(dir, _) => {
                     return Err(FollowError::new(
                         &dir,
                         format!(

@@ -66,6 +66,9 @@ pub(super) struct Parts {
     buf: Vec<u8>,
     z: Vec<u8>,
     data: Vec<u8>,
+    /// The chunk tombstones of the last listing: what [`Parts::drain`] passes over once the
+    /// directory is gone.
+    lost: BTreeSet<(u8, u64)>,
     /// Tests: run between a pending file's pages and the second read of its header (what a
     /// recorder may do to the file in that moment).
     #[cfg(test)]
@@ -100,6 +103,7 @@ impl Parts {
             buf: Vec::new(),
             z: Vec::new(),
             data: Vec::new(),
+            lost: BTreeSet::new(),
             #[cfg(test)]
             mid_read: None,
         })
@@ -262,7 +266,40 @@ impl Parts {
                 self.pages(s, len, ses, g)?;
             }
         }
+        self.lost = lost;
         Ok(seen)
+    }
+
+    /// The directory is gone (a rotating recording's `keep` deleted the segment while it was
+    /// read): the rest of each part file held open, which a deleted file keeps while open
+    /// (the finish copies the pages into its assembly and leaves the part files as they are).
+    /// What was never in a part file the follower held (a slot found after its last listing,
+    /// a compressed slot's pending pages) is not known; the pages read are returned.
+    pub(super) fn drain(&mut self, g: &mut Gather) -> Result<u64, FollowError> {
+        let Some(ses) = self.session else {
+            return Ok(0);
+        };
+        let lost = std::mem::take(&mut self.lost);
+        let before: u64 = self.slots.keys().map(|&s| g.position(s)).sum();
+        let lens: Vec<(u8, u64)> = self
+            .slots
+            .iter()
+            .filter_map(|(&s, f)| Some((s, f.file.as_ref()?.metadata().ok()?.len())))
+            .collect();
+        for (s, len) in lens {
+            if ses.compressed {
+                self.chunks(s, len, ses, &lost, g)?;
+            } else {
+                self.pages(s, len, ses, g)?;
+            }
+        }
+        let after: u64 = self.slots.keys().map(|&s| g.position(s)).sum();
+        Ok(after - before)
+    }
+
+    /// Whether any part file is held open (something of the recording can still be read).
+    pub(super) fn holds_files(&self) -> bool {
+        self.slots.values().any(|s| s.file.is_some())
     }
 
     /// An uncompressed slot's new whole pages (a partial last page waits for its rest).

@@ -7,8 +7,11 @@
 //!
 //! The recorder makes segment N+1's parts before it finishes segment N, so once N is finished
 //! the listing holds whatever comes after it. A segment the recording's `keep` deleted before
-//! the follower got to it (a gap in the numbers; numbers start at 1), or while it was reading
-//! it (its parts gone, its file gone), is counted in [`super::FollowBatch::skipped_segments`].
+//! the follower got to it (a gap in the numbers; numbers start at 1), or while it was opening
+//! it, is counted in [`super::FollowBatch::skipped_segments`]. One deleted while it was read
+//! (its parts gone, its file gone) is read to its end from the part files held open: a
+//! finish copies their pages and leaves them as they are, and a deleted file stays readable
+//! while open.
 
 use super::gather::Gather;
 use super::{FollowError, RecordingState, Single, Step};
@@ -110,13 +113,14 @@ impl Segments {
             let (done, removed) = match &step {
                 Step::At(RecordingState::Live | RecordingState::Finishing, _) => (false, false),
                 Step::At(_, _) => (true, false),
-                Step::Removed(_) => (true, true),
+                Step::Removed(..) => (true, true),
             };
             if done {
                 let before = self.index;
                 if let Some(next) = self.next()? {
                     match &step {
-                        Step::Removed(_) => self.skipped += 1,
+                        // Deleted while read: skipped unless its part files were read.
+                        Step::Removed(_, read) => self.skipped += u64::from(!read),
                         Step::At(RecordingState::Killed, _) => self
                             .unfinished
                             .push(parts_dir(&segment_path(&self.base, before))),
@@ -146,7 +150,7 @@ impl Segments {
                     RecordingState::Killed
                 }
                 Step::At(s, _) => s,
-                Step::Removed(_) => unreachable!("returned above"),
+                Step::Removed(..) => unreachable!("returned above"),
             };
             return Ok((state, self.message(state, one)));
         }
