@@ -442,7 +442,9 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
 
 /// Writes a TracingSpanValues: span `key`'s (of `tracing` id `tracing_id`) description as its
 /// callsite's id and its fields' typed `values` ([`records::Values`]), every field with its
-/// last value (a reader keeps the last record of a key).
+/// last value (a reader keeps the last record of a key). A string of 3 to 64 bytes among them
+/// that the thread's slot has met before goes by id: the slot's NameDefinition of it is
+/// written first, once per slot ([`records::Value::StrId`]).
 ///
 /// # Errors
 /// [`WriteError::TooLarge`] for a record larger than 65534 bytes or than the running
@@ -463,7 +465,8 @@ pub fn span_values(
     })
 }
 /// Writes a TracingEventValues: an event of callsite `callsite` inside the span of key
-/// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field).
+/// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field),
+/// strings that repeat by id as in [`span_values`].
 ///
 /// # Errors
 /// As [`span_values`].

@@ -20,6 +20,10 @@
 //! stream names the NamedSpanId, NamedInstantId, NamedPhaseStartId and NamedPhaseEndId records
 //! of that slot, which are handed out as the NamedSpan, NamedInstant, NamedPhaseStart and
 //! NamedPhaseEnd they stand for; one whose definition is not in the file is named `name#N`.
+//! The same definitions hold the short strings that repeat in a slot's `tracing` values (a
+//! span's `name`, an HTTP method, an event's literal message): values that carry one by id
+//! ([`records::Value::StrId`]) are handed out with the string inline, as it was written
+//! before; an id not in the file reads as `name#N`, counted in [`Definitions::unresolved`].
 
 use crate::span_names::SpanNames;
 use crate::tracedat::{CpuStream, Merge, OwnedRecord, TraceDatError, TraceFile};
