@@ -17,7 +17,7 @@
 //! texts, system and type names, literal messages, mostly under 40 bytes), while longer
 //! strings are mostly made with values in them and repeat rarely; a fixed cell per entry keeps
 //! the table's memory known in advance (a slot's table has twice its room in cells of 64
-//! bytes: 32 KiB with the default 2 MiB ring, which holds 256 strings), and a lookup's hash and compare stay within a
+//! bytes, and four times its room in fingerprints: 32 KiB with the default 2 MiB ring, which holds 256 strings), and a lookup's hash and compare stay within a
 //! cache line of the string.
 
 use std::cell::UnsafeCell;
@@ -47,8 +47,13 @@ pub(crate) struct StrTable {
     entries: Box<[StrEntry]>,
     /// Entry `i`'s string, written once before the entry is published and never again.
     cells: Box<[UnsafeCell<[u8; MAX_INTERNED]>]>,
-    /// Fingerprints of strings seen once, by hash: the second sight takes a string in.
+    /// Fingerprints of strings seen once, each in one of two places its hash picks: the
+    /// second sight takes a string in. Two places (an empty one taken first, else the two in
+    /// turn), so that strings that share a place (seen in turn, as a frame's systems are) do
+    /// not keep pushing each other out.
     seen: Box<[AtomicU32]>,
+    /// Which of its two places a new fingerprint takes.
+    flip: AtomicU32,
     /// Strings held at most: half the entries.
     cap: usize,
     used: AtomicUsize,
@@ -126,7 +131,8 @@ impl StrTable {
                 })
                 .collect(),
             cells: (0..n).map(|_| UnsafeCell::new([0; MAX_INTERNED])).collect(),
-            seen: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            seen: (0..n * 2).map(|_| AtomicU32::new(0)).collect(),
+            flip: AtomicU32::new(0),
             cap,
             used: AtomicUsize::new(0),
             inline: AtomicU64::new(0),
@@ -183,10 +189,28 @@ impl StrTable {
                 }
             }
             Err(Some(i)) => {
-                let seen = &self.seen[(h >> 32) as usize & (self.seen.len() - 1)];
+                let m = self.seen.len() - 1;
+                let (a, b) = (
+                    &self.seen[(h >> 32) as usize & m],
+                    &self.seen[(h >> 48) as usize & m],
+                );
                 let fp = h as u32 | 1;
-                if seen.load(Ordering::Relaxed) != fp {
-                    seen.store(fp, Ordering::Relaxed);
+                if a.load(Ordering::Relaxed) != fp && b.load(Ordering::Relaxed) != fp {
+                    // An empty place first; else the two in turn.
+                    let to = if a.load(Ordering::Relaxed) == 0 {
+                        a
+                    } else if b.load(Ordering::Relaxed) == 0 {
+                        b
+                    } else {
+                        let f = self.flip.load(Ordering::Relaxed);
+                        self.flip.store(f ^ 1, Ordering::Relaxed);
+                        if f == 0 {
+                            a
+                        } else {
+                            b
+                        }
+                    };
+                    to.store(fp, Ordering::Relaxed);
                     Found::Inline
                 } else if self.used.load(Ordering::Relaxed) >= self.cap {
                     self.count_inline();
@@ -374,5 +398,28 @@ mod tests {
         assert_eq!(held, t.cap);
         assert!(t.inline.load(Ordering::Relaxed) >= t.cap as u64);
         assert_eq!(t.definitions().len(), t.cap);
+    }
+
+    /// Strings seen in turn (a frame's systems, each name once a frame) are all taken in
+    /// within a few rounds: ones that share a place among the fingerprints do not keep
+    /// pushing each other out.
+    #[test]
+    fn strings_seen_in_turn_are_all_taken_in() {
+        let t = StrTable::new(0);
+        let mut next = 1;
+        let mut w = Vec::new();
+        let names: Vec<String> = (0..t.cap - 4)
+            .map(|i| format!("sim::system_{i:03}"))
+            .collect();
+        for _ in 0..4 {
+            for n in &names {
+                id_of(&t, &mut next, n, 1, &mut w);
+            }
+        }
+        let held = names
+            .iter()
+            .filter(|n| matches!(t.find(n, 1), Found::Id(_)))
+            .count();
+        assert_eq!(held, names.len());
     }
 }
