@@ -14,7 +14,7 @@
 //! - `api`, `span_api` and `spans`: the free functions, the span functions and the span
 //!   guards under them; `named`: the instants and
 //!   phases that carry their names; `names`: the slots' static names, written once per slot
-//!   (SPEC §15); `celog`: the CeLog event builder; `locks`: the mutex whose contended waits
+//!   (SPEC §15), and `strings` their interned value strings; `celog`: the CeLog event builder; `locks`: the mutex whose contended waits
 //!   are spans.
 
 pub(crate) mod api;
@@ -30,6 +30,7 @@ pub mod slots;
 pub(crate) mod span_api;
 pub(crate) mod spans;
 pub mod stack;
+pub(crate) mod strings;
 pub mod tracing;
 pub(crate) mod writer;
 

@@ -47,6 +47,10 @@ pub(crate) struct NameTable {
     claims: AtomicU32,
     /// Records written with their name inline because the table was full.
     pub(crate) inline: AtomicU64,
+    /// The slot's interned value strings ([`crate::write::strings`]), which share its ids and
+    /// its NameDefinitions; made at the slot's first such string.
+    strs: std::sync::OnceLock<crate::write::strings::StrTable>,
+    ring_bytes: usize,
 }
 
 impl std::fmt::Debug for NameTable {
@@ -78,7 +82,32 @@ impl NameTable {
             next_id: AtomicU32::new(1),
             claims: AtomicU32::new(0),
             inline: AtomicU64::new(0),
+            strs: std::sync::OnceLock::new(),
+            ring_bytes,
         }
+    }
+
+    /// The slot's interned strings, made the first time (the slot's first string to intern:
+    /// its only allocation).
+    #[inline]
+    pub(crate) fn strs(&self) -> &crate::write::strings::StrTable {
+        self.strs
+            .get_or_init(|| crate::write::strings::StrTable::new(self.ring_bytes))
+    }
+
+    /// A new id of the slot's (for an interned string whose definition was written).
+    pub(crate) fn take_id(&self) -> u32 {
+        // Relaxed: owner-only, as in `define`.
+        let id = self.next_id.load(Ordering::Relaxed);
+        self.next_id
+            .store(id.wrapping_add(1).max(1), Ordering::Relaxed);
+        id
+    }
+
+    /// The id [`take_id`](Self::take_id) gives next.
+    pub(crate) fn peek_id(&self) -> u32 {
+        // Relaxed: owner-only.
+        self.next_id.load(Ordering::Relaxed)
     }
 
     /// How many names a slot with a ring of `ring_bytes` holds.
@@ -206,7 +235,7 @@ impl NameTable {
     /// Every name the slot has defined so far, as NameDefinition records of `slot` stamped
     /// `ts`, in id order: what a file that starts in the middle of the recording restates.
     pub(crate) fn definitions(&self, slot: u8, ts: i64) -> Vec<Box<[u8]>> {
-        let mut defs: Vec<(u32, &'static str)> = Vec::new();
+        let mut defs: Vec<(u32, std::borrow::Cow<'static, str>)> = Vec::new();
         for e in self.entries.iter() {
             // Acquire: pairs with `define`'s Release, so `len` and `id` are this name's.
             let p = e.ptr.load(Ordering::Acquire);
@@ -219,13 +248,16 @@ impl NameTable {
             let name = unsafe {
                 std::str::from_utf8_unchecked(std::slice::from_raw_parts(p.cast_const(), len))
             };
-            defs.push((e.id.load(Ordering::Relaxed), name));
+            defs.push((e.id.load(Ordering::Relaxed), name.into()));
+        }
+        if let Some(strs) = self.strs.get() {
+            defs.extend(strs.definitions().into_iter().map(|(id, s)| (id, s.into())));
         }
         defs.sort_unstable();
         defs.into_iter()
             .map(|(id, name)| {
-                let mut d = vec![0u8; records::name_definition_len(name)];
-                records::fill_name_definition(&mut d, slot, ts, id, name);
+                let mut d = vec![0u8; records::name_definition_len(&name)];
+                records::fill_name_definition(&mut d, slot, ts, id, &name);
                 d.into_boxed_slice()
             })
             .collect()

@@ -442,7 +442,9 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
 
 /// Writes a TracingSpanValues: span `key`'s (of `tracing` id `tracing_id`) description as its
 /// callsite's id and its fields' typed `values` ([`records::Values`]), every field with its
-/// last value (a reader keeps the last record of a key).
+/// last value (a reader keeps the last record of a key). A string of 3 to 64 bytes among them
+/// that the thread's slot has met before goes by id: the slot's NameDefinition of it is
+/// written first, once per slot ([`records::Value::StrId`]).
 ///
 /// # Errors
 /// [`WriteError::TooLarge`] for a record larger than 65534 bytes or than the running
@@ -457,14 +459,14 @@ pub fn span_values(
     callsite: u32,
     values: &[u8],
 ) -> Result<(), WriteError> {
-    let size = records::tracing_span_values_len(values.len());
-    write_var(K::TRACING_SPAN_VALUES, size, &[], |d, slot, t| {
-        records::fill_tracing_span_values(d, slot, t, key, tracing_id, callsite, values)
+    const FIXED: usize = records::TRACING_SPAN_VALUES_FIXED;
+    put_values(K::TRACING_SPAN_VALUES, FIXED, values, |d, slot, t| {
+        records::fill_tracing_span_values_head(d, slot, t, key, tracing_id, callsite)
     })
 }
-
 /// Writes a TracingEventValues: an event of callsite `callsite` inside the span of key
-/// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field).
+/// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field),
+/// strings that repeat by id as in [`span_values`].
 ///
 /// # Errors
 /// As [`span_values`].
@@ -473,8 +475,57 @@ pub fn span_values(
 /// typhon_recorder::bridge::event_values(0, 3, &[]).unwrap();
 /// ```
 pub fn event_values(span_key: u64, callsite: u32, values: &[u8]) -> Result<(), WriteError> {
-    let size = records::tracing_event_values_len(values.len());
-    write_var(K::TRACING_EVENT_VALUES, size, &[], |d, slot, t| {
-        records::fill_tracing_event_values(d, slot, t, span_key, callsite, values)
+    const FIXED: usize = records::TRACING_EVENT_VALUES_FIXED;
+    put_values(K::TRACING_EVENT_VALUES, FIXED, values, |d, slot, t| {
+        records::fill_tracing_event_values_head(d, slot, t, span_key, callsite)
     })
+}
+
+/// The string entries of one record's values that may go by id; the rest stay inline.
+const MAX_IDS: usize = 16;
+
+/// Writes a record of `kind`: `fixed` bytes that `head` fills (the header sized with the
+/// whole record), then `values` with each short string that repeats in the slot as its id
+/// ([`crate::write::strings`]), its NameDefinition written before the record the first time.
+fn put_values(
+    kind: K,
+    fixed: usize,
+    values: &[u8],
+    head: impl FnOnce(&mut [u8], u8, i64),
+) -> Result<(), WriteError> {
+    if cfg!(feature = "compile-out") {
+        return Ok(());
+    }
+    let state = kind_state(kind);
+    if state != KIND_ON {
+        if state == KIND_FILTERED {
+            count_filtered();
+        }
+        return Ok(());
+    }
+    let intern = kind_state(K::NAME_DEFINITION) == KIND_ON;
+    with_writer(|w| {
+        let mut ids = [0u32; MAX_IDS];
+        let len = if intern {
+            records::plan_ids(values, &mut ids, |s| w.str_id(s))
+        } else {
+            values.len()
+        };
+        let size = fixed + len;
+        if size > w.core.max_record || size > codec::CommonHeader::MAX_RECORD {
+            w.refuse();
+            return Err(WriteError::TooLarge {
+                size,
+                max: w.core.max_record,
+            });
+        }
+        let t = w.ts(None) as i64;
+        let slot = w.slot;
+        w.put(size, |d| {
+            head(d, slot, t);
+            records::fill_ids(&mut d[fixed..], values, &ids);
+        });
+        Ok(())
+    })
+    .unwrap_or(Ok(()))
 }

@@ -20,6 +20,10 @@
 //! stream names the NamedSpanId, NamedInstantId, NamedPhaseStartId and NamedPhaseEndId records
 //! of that slot, which are handed out as the NamedSpan, NamedInstant, NamedPhaseStart and
 //! NamedPhaseEnd they stand for; one whose definition is not in the file is named `name#N`.
+//! The same definitions hold the short strings that repeat in a slot's `tracing` values (a
+//! span's `name`, an HTTP method, an event's literal message): values that carry one by id
+//! ([`records::Value::StrId`]) are handed out with the string inline, as it was written
+//! before; an id not in the file reads as `name#N`, counted in [`Definitions::unresolved`].
 
 use crate::span_names::SpanNames;
 use crate::tracedat::{CpuStream, Merge, OwnedRecord, TraceDatError, TraceFile};
@@ -122,10 +126,17 @@ impl Definitions {
                 | Record::CounterId { name_id, .. },
             )) => !self.names.contains_key(&(h.slot, name_id)),
             Ok((
-                _,
-                Record::TracingSpanValues { callsite, .. }
-                | Record::TracingEventValues { callsite, .. },
-            )) => !self.sites.contains_key(&callsite),
+                h,
+                Record::TracingSpanValues {
+                    callsite, values, ..
+                }
+                | Record::TracingEventValues {
+                    callsite, values, ..
+                },
+            )) => {
+                !self.sites.contains_key(&callsite)
+                    || records::value_ids(values).any(|id| !self.names.contains_key(&(h.slot, id)))
+            }
             _ => false,
         }
     }
@@ -134,7 +145,7 @@ impl Definitions {
     /// `data` describes, when its callsite is known.
     fn span_name(&self, data: &[u8]) -> Option<(u64, String)> {
         let Ok((
-            _,
+            h,
             Record::TracingSpanValues {
                 key,
                 callsite,
@@ -146,6 +157,8 @@ impl Definitions {
             return None;
         };
         let site = self.sites.get(&callsite)?;
+        let mut buf = Vec::new();
+        let values = self.inline_ids(h.slot, values, &mut buf);
         let names: Vec<&str> = site.fields.iter().map(String::as_str).collect();
         Some((
             key,
@@ -179,6 +192,11 @@ impl Definitions {
             } => (callsite, values),
             _ => return None,
         };
+        let missing =
+            records::value_ids(values).filter(|id| !self.names.contains_key(&(h.slot, *id)));
+        self.unresolved += missing.count() as u64;
+        let mut buf = Vec::new();
+        let values = self.inline_ids(h.slot, values, &mut buf);
         let unknown;
         let site = match self.sites.get(&callsite) {
             Some(s) => s,
@@ -257,6 +275,18 @@ impl Definitions {
 }
 
 impl Definitions {
+    /// `values` of a record of `slot` with the strings it gives by id ([`records::Value::StrId`],
+    /// the slot's NameDefinitions) written inline into `buf`, or `values` itself when it has
+    /// none; an id whose definition is not in the file reads as `name#ID`.
+    fn inline_ids<'v>(&self, slot: u8, values: &'v [u8], buf: &'v mut Vec<u8>) -> &'v [u8] {
+        let names = &self.names;
+        if records::inline_ids(values, |id| names.get(&(slot, id)).map(|n| &**n), buf) {
+            buf
+        } else {
+            values
+        }
+    }
+
     /// [`resolve`](Self::resolve) of a record named by a static name's id: `None` if `body`
     /// is no such record.
     fn resolve_name(&mut self, slot: u8, ts: i64, body: &Record<'_>) -> Option<Option<Vec<u8>>> {

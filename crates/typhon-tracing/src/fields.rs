@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use tracing_core::field::Field;
-use typhon_recorder::codec::records::{put_entry, Value};
+use typhon_recorder::codec::records::{put_entry, string_span, Value};
 
 /// Closed spans' fields kept (emptied, their buffers' room kept) for spans created later on
 /// the thread: a span's fields then allocate nothing once the program is warm.
@@ -178,7 +178,8 @@ impl SpanFields {
         self.tmp.clear();
         let mut cut = 0u64;
         let text = |scratch: &mut String, s: Option<&str>, d: Option<&dyn fmt::Debug>| {
-            // The string's room: the entry's 4 bytes of field, tag and length stay out of it.
+            // The string's room: the entry's field, tag and length (at most 4 bytes below
+            // 16 KiB) stay out of it.
             let limit = room.saturating_sub(4);
             scratch.clear();
             let mut b = Bounded::new(scratch, limit);
@@ -253,10 +254,12 @@ impl SpanFields {
         if total > 0 {
             put_entry(&mut self.buf, 0, Value::Cut(total));
         }
-        // A string entry is field, tag, u16 length, then the string.
+        // A string entry is field, tag, varint length, then the string.
         match v {
-            crate::Value::Str(_) | crate::Value::Debug(_) if len >= 4 => {
-                std::str::from_utf8(&self.buf[start + 4..start + len]).ok()
+            crate::Value::Str(_) | crate::Value::Debug(_) => {
+                let entry = &self.buf[start..start + len];
+                let at = string_span(entry)?;
+                std::str::from_utf8(&entry[at]).ok()
             }
             _ => None,
         }

@@ -17,7 +17,10 @@
 //!   no id) keeps its name in its entries. A span's values are bounded (2 KiB): a string that does
 //!   not fit is cut, ending in `…`, and readers then show `typhon.cut=N`, the bytes not held.
 //!   Readers (`typhon_trace`'s `stream_records`) hand these records out as the
-//!   TracingSpanInfo and TracingEvent records they stand for.
+//!   TracingSpanInfo and TracingEvent records they stand for. Numbers are varints, and a
+//!   short string that repeats (a system's `name`, an HTTP method, an event's literal message;
+//!   up to 64 bytes) goes into the slot's definitions once and the values carry its id (the
+//!   recorder decides as it writes the record: `typhon_recorder::bridge::span_values`).
 //! - A span with a `name` field is displayed as `"{span name}: {name}"`: Bevy's systems, all
 //!   `info_span!("system", name = …)`, show as `system: physics`, `system: render`, … and
 //!   aggregate per system.

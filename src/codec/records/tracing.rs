@@ -447,13 +447,31 @@ pub(crate) fn fill_tracing_span_values(
     callsite: u32,
     values: &[u8],
 ) {
+    fill_tracing_span_values_head(d, slot, ts, key, tracing_id, callsite);
+    d[SPAN_VALUES_FIXED..].copy_from_slice(values);
+}
+
+/// The fixed part of [`fill_tracing_span_values`] (the header sized `d.len()`); the values go
+/// at [`TRACING_SPAN_VALUES_FIXED`].
+pub(crate) fn fill_tracing_span_values_head(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+    tracing_id: u64,
+    callsite: u32,
+) {
     let size = d.len();
     header(d, size, K::TRACING_SPAN_VALUES, slot, ts);
     put_u64(d, off(K::TRACING_SPAN_VALUES, "key"), key);
     put_u64(d, off(K::TRACING_SPAN_VALUES, "tracing_id"), tracing_id);
     put_u32(d, off(K::TRACING_SPAN_VALUES, "callsite"), callsite);
-    d[SPAN_VALUES_FIXED..].copy_from_slice(values);
 }
+
+/// Where a TracingSpanValues record's values begin.
+pub(crate) const TRACING_SPAN_VALUES_FIXED: usize = SPAN_VALUES_FIXED;
+/// Where a TracingEventValues record's values begin.
+pub(crate) const TRACING_EVENT_VALUES_FIXED: usize = EVENT_VALUES_FIXED;
 
 /// Writes a TracingEventValues record: an event of callsite `callsite` inside the span of key
 /// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field).
@@ -494,9 +512,21 @@ pub(crate) fn fill_tracing_event_values(
     callsite: u32,
     values: &[u8],
 ) {
+    fill_tracing_event_values_head(d, slot, ts, span_key, callsite);
+    d[EVENT_VALUES_FIXED..].copy_from_slice(values);
+}
+
+/// The fixed part of [`fill_tracing_event_values`]; the values go at
+/// [`TRACING_EVENT_VALUES_FIXED`].
+pub(crate) fn fill_tracing_event_values_head(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    span_key: u64,
+    callsite: u32,
+) {
     let size = d.len();
     header(d, size, K::TRACING_EVENT_VALUES, slot, ts);
     put_u64(d, off(K::TRACING_EVENT_VALUES, "span_key"), span_key);
     put_u32(d, off(K::TRACING_EVENT_VALUES, "callsite"), callsite);
-    d[EVENT_VALUES_FIXED..].copy_from_slice(values);
 }
