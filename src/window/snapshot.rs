@@ -9,7 +9,7 @@ use super::Owner;
 use crate::codec::{self, records};
 use crate::flush::page::{PageRecords, PageWriter};
 use crate::tracedat::{
-    write_tracedat, write_tracedat_v7, Compression, FileMeta, SlotMeta, SlotPages,
+    write_tracedat_v7, write_tracedat_with, Compression, FileMeta, SlotMeta, SlotPages,
 };
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -66,21 +66,28 @@ struct Parts {
 }
 
 impl Read for Parts {
+    /// Fills `buf` from as many parts as it holds: the writer's buffer goes to the file in one
+    /// system call, not one per 4 KiB page.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
         while let Some(p) = self.parts.get(self.at) {
             let b = p.bytes();
             if self.off < b.len() {
-                let n = (b.len() - self.off).min(buf.len());
-                buf[..n].copy_from_slice(&b[self.off..self.off + n]);
-                self.off += n;
-                return Ok(n);
+                let k = (b.len() - self.off).min(buf.len() - n);
+                buf[n..n + k].copy_from_slice(&b[self.off..self.off + k]);
+                self.off += k;
+                n += k;
+                if n == buf.len() {
+                    break;
+                }
+                continue;
             }
             // Released as soon as it is written: a held page evicted meanwhile is freed here.
             self.parts[self.at] = Part::Owned(Vec::new());
             self.at += 1;
             self.off = 0;
         }
-        Ok(0)
+        Ok(n)
     }
 }
 
@@ -249,14 +256,20 @@ pub(crate) fn write(job: Job) -> io::Result<Snapshot> {
     let tmp = job.dir.join(format!(".{base}.dat.tmp"));
     let file = create_new(&tmp)?;
     let written = (|| {
-        let mut out = io::BufWriter::with_capacity(1 << 20, &file);
         if job.compression.is_compressed() {
+            let mut out = io::BufWriter::with_capacity(1 << 20, &file);
             write_tracedat_v7(&mut out, &meta, job.compression, 0, &mut slot_pages)?;
+            out.flush()?;
         } else {
-            write_tracedat(&mut out, &meta, &mut slot_pages)?;
+            // Unbuffered: the writer's copy buffer is filled from the held pages and goes to the
+            // file as it is (a second buffer would copy every byte once more). Each slot's
+            // bytes are handed to the disk as soon as they are written, so the sync below
+            // waits for the last slot's only, not for the whole file's.
+            write_tracedat_with(&file, &meta, &mut slot_pages, |f, _, off, len| {
+                start_writeback(f, off, len);
+                Ok(())
+            })?;
         }
-        out.flush()?;
-        drop(out);
         file.sync_all()
     })();
     drop(slot_pages);
@@ -276,6 +289,28 @@ pub(crate) fn write(job: Job) -> io::Result<Snapshot> {
         evicted_records: job.evicted_records,
         reason: job.reason,
     })
+}
+
+/// Starts the disk's write of `len` bytes at `off` of `f` without waiting for it (Linux's
+/// `sync_file_range(SYNC_FILE_RANGE_WRITE)`); elsewhere nothing, the final sync does it all.
+fn start_writeback(f: &mut &std::fs::File, off: u64, len: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: the fd is an open file for the duration of the call; the call only starts
+        // write-out of that file's dirty pages (an error, such as a filesystem without it,
+        // leaves everything to the sync that follows).
+        unsafe {
+            libc::sync_file_range(
+                f.as_raw_fd(),
+                off as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (f, off, len);
 }
 
 /// A new file, mode 0600 (names and fields may be secrets), never through a symlink.

@@ -109,6 +109,7 @@ mod report;
 mod targets;
 mod text;
 mod timer;
+mod window;
 mod writes;
 
 pub use floors::FloorRing;
@@ -190,8 +191,31 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
         Duration::from_millis(if opts.quick { 1000 } else { 3000 }),
     );
     off.take(2);
+    window::window(&mut r, opts.quick, npt);
+    off.take(2);
     r.disabled = figure(off.runs);
     r.disabled_loop = figure(off.loop_runs);
+    r.targets = targets::targets(&r);
+    r.elapsed_s = start.elapsed().as_secs_f64();
+    r
+}
+
+/// Only the window-mode figures (SPEC §16) of [`run`], each beside its file-recording twin of
+/// the same run, and the targets (those of the other phases fail, unmeasured): for working on
+/// window mode without the whole run.
+///
+/// ```no_run
+/// let r = typhon_bench::run_window(&typhon_bench::BenchOptions { quick: true });
+/// assert!(r.to_json()["write_clock_window_ns"].is_number());
+/// ```
+pub fn run_window(opts: &BenchOptions) -> BenchReport {
+    let start = Instant::now();
+    let mut r = BenchReport {
+        quick: opts.quick,
+        machine: machine(),
+        ..Default::default()
+    };
+    window::window(&mut r, opts.quick, ns_per_tick());
     r.targets = targets::targets(&r);
     r.elapsed_s = start.elapsed().as_secs_f64();
     r

@@ -9,7 +9,7 @@ use typhon_recorder::sink::NullSink;
 use typhon_recorder::RecorderBuilder;
 
 /// The ring of the flusher phase: 64 MiB, 32 times the default ring.
-const BIG_RING: usize = 64 << 20;
+pub(crate) const BIG_RING: usize = 64 << 20;
 
 /// Records per second of 1, 2 and 4 producer threads writing `per_thread` records each as fast
 /// as they can (default ring, `NullSink`), with the drops of each.

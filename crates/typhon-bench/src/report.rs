@@ -283,10 +283,41 @@ pub struct BenchReport {
     /// ([`Stats::longest_drain_gap_ns`](typhon_recorder::Stats::longest_drain_gap_ns)): a gap
     /// longer than a ring holds means the flusher was held up.
     pub drain_gap_ms_at_5m: f64,
+    /// `write_clock_ns`'s write in a file recording, timed alternating with the same write in
+    /// window mode (`write_clock_window`), recorder by recorder.
+    pub write_clock_file_alt: NsFigure,
+    /// The same write in window mode (SPEC §16), alternating with `write_clock_file_alt`.
+    pub write_clock_window: NsFigure,
+    /// Flusher into the file sink, measured beside `flusher_window`.
+    pub flusher_file_alt: FlusherThroughput,
+    /// Flusher in window mode (finished pages into the window).
+    pub flusher_window: FlusherThroughput,
+    /// Resident memory a window added while filled four times over, ÷ its byte budget.
+    pub window_memory_vs_budget: f64,
+    /// Drops at 5 M records/s in window mode while snapshots are taken (2 a second).
+    pub drops_at_5m_window: u64,
+    /// Records attempted in that phase.
+    pub attempted_at_5m_window: u64,
+    /// The same phase in window mode with no snapshot (its control: drops the machine's load
+    /// causes without one).
+    pub drops_at_5m_window_quiet: u64,
+    /// Snapshots taken in that phase.
+    pub snapshots_at_5m_window: u64,
+    /// Their median duration (`Recorder::snapshot`, request to complete file), seconds.
+    pub snapshot_s_at_5m_window: f64,
     /// Targets, checked.
     pub targets: Vec<TargetCheck>,
     /// Wall time of the whole run, seconds.
     pub elapsed_s: f64,
+}
+
+/// ns per record from records per second (NaN for none).
+pub(crate) fn ns_per(records_per_s: f64) -> f64 {
+    if records_per_s > 0.0 {
+        1e9 / records_per_s
+    } else {
+        f64::NAN
+    }
 }
 
 fn fig(f: &NsFigure) -> Value {
@@ -348,6 +379,25 @@ impl BenchReport {
         for (k, x) in [
             ("empty_p999_ns", self.latency.empty_p999),
             ("tsc_p50_ns", self.latency.tsc_p50),
+            ("write_clock_file_alt_ns", self.write_clock_file_alt.median),
+            ("write_clock_window_ns", self.write_clock_window.median),
+            (
+                "flusher_file_ns_per_record",
+                ns_per(self.flusher_file_alt.records_per_s),
+            ),
+            (
+                "flusher_window_ns_per_record",
+                ns_per(self.flusher_window.records_per_s),
+            ),
+            ("window_memory_vs_budget", self.window_memory_vs_budget),
+            ("drops_at_5m_window", self.drops_at_5m_window as f64),
+            (
+                "drops_at_5m_window_quiet",
+                self.drops_at_5m_window_quiet as f64,
+            ),
+            ("attempted_at_5m_window", self.attempted_at_5m_window as f64),
+            ("snapshots_at_5m_window", self.snapshots_at_5m_window as f64),
+            ("snapshot_s_at_5m_window", self.snapshot_s_at_5m_window),
             ("tsc_p999_ns", self.latency.tsc_p999),
             ("latency_mean_ns", self.latency.mean),
             ("resolution_ns", self.latency.resolution_ns),
@@ -498,6 +548,12 @@ mod tests {
             "disabled_loop_ns",
             "ring_huge_share",
             "tracy_span_ns",
+            "write_clock_window_ns",
+            "write_clock_file_alt_ns",
+            "flusher_window_ns_per_record",
+            "flusher_file_ns_per_record",
+            "window_memory_vs_budget",
+            "drops_at_5m_window",
             "tracing_span_ns",
             "tracing_floor_ns",
             "tracing_event_ns",

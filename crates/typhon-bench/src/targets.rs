@@ -167,6 +167,37 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             1.0,
         )),
         le(
+            "write_window_vs_file",
+            "the write in window mode costs the same as in a file recording (within noise): <= 1.10 x, recorders alternated in one run",
+            ratio(r.write_clock_window.median, r.write_clock_file_alt.median),
+            1.10,
+        ),
+        le(
+            "flusher_window_vs_file",
+            "the flusher's CPU per record in window mode <= a file recording's (measured one after the other)",
+            ratio(
+                crate::report::ns_per(r.flusher_window.records_per_s),
+                crate::report::ns_per(r.flusher_file_alt.records_per_s),
+            ),
+            1.0,
+        ),
+        le(
+            "window_memory_vs_budget",
+            "memory a window holds <= its byte budget + 10 %",
+            r.window_memory_vs_budget,
+            1.10,
+        ),
+        le(
+            "drops_at_5m_window",
+            "no drops at 5 M records/s from 2 threads in window mode, 2 snapshots a second",
+            if r.snapshots_at_5m_window > 0 {
+                r.drops_at_5m_window as f64
+            } else {
+                f64::NAN
+            },
+            0.0,
+        ),
+        le(
             "drops_at_5m",
             "no drops at 5 M records/s from 2 threads, default ring",
             r.drops_at_5m as f64,
