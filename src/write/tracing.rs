@@ -440,9 +440,11 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
     .unwrap_or(false)
 }
 
-/// Writes a TracingSpanValues: span `key`'s (of `tracing` id `tracing_id`) description as its
-/// callsite's id and its fields' typed `values` ([`records::Values`]), every field with its
-/// last value (a reader keeps the last record of a key).
+/// Writes a TracingSpanValues: span `key`'s description (its `tracing` parent's key
+/// `parent_key`, 0 for a root) as its callsite's id and its fields' typed `values`
+/// ([`records::Values`]), every field with its last value (a reader keeps the last record of
+/// a key). The entries of a span described so, written with an empty [`SpanName`], are
+/// compact TracingEntry records (28 bytes) where they nest in none or in such an entry.
 ///
 /// # Errors
 /// [`WriteError::TooLarge`] for a record larger than 65534 bytes or than the running
@@ -453,14 +455,31 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
 /// ```
 pub fn span_values(
     key: u64,
-    tracing_id: u64,
+    parent_key: u64,
     callsite: u32,
     values: &[u8],
 ) -> Result<(), WriteError> {
     let size = records::tracing_span_values_len(values.len());
     write_var(K::TRACING_SPAN_VALUES, size, &[], |d, slot, t| {
-        records::fill_tracing_span_values(d, slot, t, key, tracing_id, callsite, values)
+        records::fill_tracing_span_values(d, slot, t, key, parent_key, callsite, values)
     })
+}
+
+/// Writes a TracingClose: span `key` closed now. For a span whose last exit is not its end
+/// (entered more than once, or never): see the kind table.
+///
+/// ```
+/// typhon_recorder::bridge::close(1); // no recorder installed: nothing written
+/// ```
+pub fn close(key: u64) {
+    let _ = write_var(
+        K::TRACING_CLOSE,
+        records::TRACING_CLOSE_SIZE,
+        &[],
+        |d, slot, t| {
+            let _ = records::write_tracing_close(d, slot, t, key);
+        },
+    );
 }
 
 /// Writes a TracingEventValues: an event of callsite `callsite` inside the span of key
