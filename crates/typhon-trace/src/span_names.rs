@@ -13,9 +13,23 @@
 //! loses its name. An entry whose span's name is not known (its values missed, or dropped from
 //! the table) is handed out as `span#KEY`, counted in [`SpanNames::unresolved`].
 
+//!
+//! A compact entry (TracingEntry, kind 226) carries only its time and key; it is handed out
+//! as the TracingSpan it stands for, named so, with `tracing_id` 0 and parent 0 (its nesting
+//! is its time on its slot; its `tracing` parent is in its span's description). Its span id
+//! is the one the recorder gave it, when a span opened inside it names it as its parent (bit
+//! 55 set: a span record of the same slot, earlier in the stream, since a span is written at
+//! its end, that lies in the entry's time); else one of its own, `slot << 56 | 3 << 54 | n`,
+//! which no recorder gives.
+
 use std::collections::HashMap;
 use std::sync::Arc;
-use typhon_recorder::codec::records::{self, Record};
+use typhon_recorder::codec::kinds::TRACING_ENTRY_ID_BIT;
+use typhon_recorder::codec::records::{self, Record, SpanExt};
+use typhon_recorder::codec::{kind_def, TraceEventKind as K};
+
+/// Parents not yet met that a slot's spans name, kept at most (a slot's stack is 64 deep).
+const ORPHANS: usize = 256;
 
 /// The names of the spans seen so far, by key: see the module.
 ///
@@ -39,6 +53,11 @@ pub struct SpanNames {
     last: Option<Arc<str>>,
     /// Entries handed out without their span's name.
     pub unresolved: u64,
+    /// Per slot: (recorder id of a compact entry, start of a span that names it as parent),
+    /// for the entry to take when it comes (see the module).
+    orphans: HashMap<u8, Vec<(u64, i64)>>,
+    /// Compact entries given an id of their own.
+    own_ids: u64,
 }
 
 impl SpanNames {
@@ -73,6 +92,68 @@ impl SpanNames {
         let n = self.old.remove(&key)?;
         self.put(key, n.clone());
         Some(n)
+    }
+
+    /// Notes the parent a span record `data` names, if it is a compact entry's (bit 55).
+    pub(crate) fn note_span(&mut self, data: &[u8]) {
+        let Some(def) = data.get(2).and_then(|&k| kind_def(K(k))) else {
+            return;
+        };
+        let Some(at) = def.field("parent_span_id").and_then(|f| f.offset) else {
+            return;
+        };
+        let (Some(p), Some(ts)) = (data.get(at..at + 8), data.get(4..12)) else {
+            return;
+        };
+        let parent = u64::from_le_bytes(p.try_into().unwrap_or_default());
+        if parent & TRACING_ENTRY_ID_BIT == 0 {
+            return;
+        }
+        let start = i64::from_le_bytes(ts.try_into().unwrap_or_default());
+        let list = self.orphans.entry(data[3]).or_default();
+        if list.iter().any(|&(p, _)| p == parent) {
+            return;
+        }
+        if list.len() >= ORPHANS {
+            // Parents never met (their entries lost): the oldest go first.
+            list.remove(0);
+        }
+        list.push((parent, start));
+    }
+
+    /// The TracingSpan a TracingEntry `data` stands for (see the module), padded to 4 bytes;
+    /// `None` if it is no TracingEntry.
+    pub fn resolve_entry(&mut self, data: &[u8]) -> Option<Vec<u8>> {
+        let (h, Record::TracingEntry { duration_ns, key }) = records::decode(data).ok()? else {
+            return None;
+        };
+        let (start, end) = (h.timestamp, h.timestamp.saturating_add(duration_ns.max(0)));
+        let list = self.orphans.entry(h.slot).or_default();
+        let span_id = match list.iter().position(|&(_, t)| t >= start && t <= end) {
+            Some(i) => list.remove(i).0,
+            None => {
+                self.own_ids += 1;
+                (h.slot as u64) << 56 | 3 << 54 | (self.own_ids & ((1 << 54) - 1))
+            }
+        };
+        let name = match self.get(key) {
+            Some(n) => n,
+            None => {
+                self.unresolved += 1;
+                Arc::from(format!("span#{key}"))
+            }
+        };
+        let span = SpanExt {
+            duration_ns,
+            span_id,
+            parent_span_id: 0,
+        };
+        let mut out = vec![0u8; records::tracing_span_len(&name) + 3];
+        let n =
+            records::write_tracing_span(&mut out, h.slot, h.timestamp, &span, key, 0, &name)
+                .ok()?;
+        out.truncate(n.next_multiple_of(4));
+        Some(out)
     }
 
     /// The entry `data` with its span's name, padded to 4 bytes as records are read, if it is a
