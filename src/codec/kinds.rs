@@ -326,7 +326,9 @@ pub const KINDS: &[KindDef] = &[
     // this. Written only for a span whose last exit is not its end: one entered more than
     // once (an async task polled again, on this thread or another) or never entered; a span
     // entered once closes with its exit (`in_scope`, a guard), and its close would cost
-    // 24 bytes on disk to say what its entry says. 20 bytes, 24 on disk.
+    // 24 bytes on disk to say what its entry says. Nor when nothing was written on the closing
+    // thread since the span's last exit there (an instrumented future, entered once more to
+    // be dropped, closes right after): that entry ends it. 20 bytes, 24 on disk.
     KindDef {
         kind: K::TRACING_CLOSE,
         name: "TracingClose",

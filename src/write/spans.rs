@@ -399,6 +399,7 @@ impl Writer {
             // A compact entry: its key (the context's `hi`, see `bridge::enter_in`) and time.
             let key = ctx.map_or(0, |c| c.hi);
             write_entry(&mut self.producer, self.slot, start, ext.duration_ns, key);
+            self.last_entry = (key, self.producer.head());
         } else {
             write_span(
                 &mut self.producer,

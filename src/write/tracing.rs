@@ -465,13 +465,24 @@ pub fn span_values(
     })
 }
 
-/// Writes a TracingClose: span `key` closed now. For a span whose last exit is not its end
-/// (entered more than once, or never): see the kind table.
+/// Writes a TracingClose: span `key` closed now. For a span whose last exit need not be its
+/// end (entered more than once, or never): see the kind table. Nothing is written when this
+/// thread's last record is that span's entry (a TracingEntry): the close adds nothing to the
+/// exit just written (a future's span, entered once more to drop it, closes right after).
 ///
 /// ```
 /// typhon_recorder::bridge::close(1); // no recorder installed: nothing written
 /// ```
 pub fn close(key: u64) {
+    if cfg!(feature = "compile-out") {
+        return;
+    }
+    let w = writer_as_is();
+    // SAFETY: the thread's own writer, read only within this call, which does not reenter
+    // the recorder (see `current_writer`).
+    if !w.is_null() && unsafe { (*w).last_entry == (key, (*w).producer.head()) } {
+        return;
+    }
     let _ = write_var(
         K::TRACING_CLOSE,
         records::TRACING_CLOSE_SIZE,

@@ -149,9 +149,8 @@ impl SpanNames {
             parent_span_id: 0,
         };
         let mut out = vec![0u8; records::tracing_span_len(&name) + 3];
-        let n =
-            records::write_tracing_span(&mut out, h.slot, h.timestamp, &span, key, 0, &name)
-                .ok()?;
+        let n = records::write_tracing_span(&mut out, h.slot, h.timestamp, &span, key, 0, &name)
+            .ok()?;
         out.truncate(n.next_multiple_of(4));
         Some(out)
     }
@@ -243,6 +242,62 @@ mod tests {
             "late\u{FFFD}r"
         );
         assert_eq!(names.unresolved, 1);
+    }
+
+    fn compact(slot: u8, ts: i64, dur: i64, key: u64) -> Vec<u8> {
+        let mut d = vec![0u8; 28];
+        records::write_tracing_entry(&mut d, slot, ts, dur, key).unwrap();
+        d
+    }
+
+    fn native(slot: u8, ts: i64, parent: u64) -> Vec<u8> {
+        let span = SpanExt {
+            duration_ns: 1,
+            span_id: (slot as u64) << 56 | 50,
+            parent_span_id: parent,
+        };
+        let mut d = vec![0u8; 64];
+        let n = records::write_named_span(&mut d, slot, ts, &span, "n").unwrap();
+        d.truncate(n);
+        d
+    }
+
+    fn handed(d: &[u8]) -> (SpanExt, u64, String) {
+        match records::decode(d).unwrap().1 {
+            Record::TracingSpan {
+                span,
+                key,
+                tracing_id: 0,
+                name,
+            } => (span, key, name.to_string()),
+            r => panic!("{r:?}"),
+        }
+    }
+
+    /// A compact entry takes the id a native span inside it named (a span of its slot, within
+    /// its time, earlier in the stream), else one of its own; its name is its span's.
+    #[test]
+    fn a_compact_entry_takes_the_id_its_native_child_names() {
+        let mut names = SpanNames::default();
+        names.learn(7, "task");
+        let p = 1u64 << 56 | TRACING_ENTRY_ID_BIT | 9;
+        names.note_span(&native(1, 150, p));
+        // Another slot's entry, and one of this slot before the child: not its parent.
+        let (other, _, _) = handed(&names.resolve_entry(&compact(2, 100, 100, 7)).unwrap());
+        let (before, _, _) = handed(&names.resolve_entry(&compact(1, 10, 20, 7)).unwrap());
+        let (e, key, name) = handed(&names.resolve_entry(&compact(1, 100, 100, 7)).unwrap());
+        assert_eq!((e.span_id, e.parent_span_id, e.duration_ns), (p, 0, 100));
+        assert_eq!((key, name.as_str()), (7, "task"));
+        for own in [other.span_id, before.span_id] {
+            assert_ne!(own, p);
+            assert_eq!(own >> 54 & 3, 3, "{own:x}");
+        }
+        assert_ne!(other.span_id, before.span_id);
+        // Claimed once: the next entry gets its own.
+        let (again, _, _) = handed(&names.resolve_entry(&compact(1, 100, 100, 7)).unwrap());
+        assert_ne!(again.span_id, p);
+        assert_eq!(names.resolve_entry(&native(1, 0, 0)), None);
+        assert_eq!(names.unresolved, 0);
     }
 
     /// The table holds at most two generations of keys: a span used within the last one keeps

@@ -56,17 +56,20 @@ fn program(path: &Path) {
                 b.in_scope(|| {});
                 let a = tracing::info_span!("a");
                 a.follows_from(&b);
-                // The task goes on on another thread (an async task polled elsewhere).
+                // The task goes on on another thread (an async task polled elsewhere), and
+                // closes back here, later: its close is written.
                 let d3 = tracing::dispatcher::get_default(|d| d.clone());
-                std::thread::Builder::new()
+                let task = std::thread::Builder::new()
                     .name("worker".into())
                     .spawn(move || {
                         tracing::dispatcher::with_default(&d3, || task.in_scope(|| {}));
+                        task
                     })
                     .unwrap()
                     .join()
                     .unwrap();
                 a.in_scope(|| {});
+                drop(task);
             });
         })
         .unwrap()

@@ -111,11 +111,13 @@ pub fn write_tracing_entry(
     duration_ns: i64,
     key: u64,
 ) -> Result<usize, EncodeError> {
-    let d: &mut [u8; TRACING_ENTRY_SIZE] = reserve(d, TRACING_ENTRY_SIZE)?
-        .try_into()
-        .map_err(|_| EncodeError::DstTooSmall {
+    let have = d.len();
+    let d: &mut [u8; TRACING_ENTRY_SIZE] = d
+        .get_mut(..TRACING_ENTRY_SIZE)
+        .and_then(|d| d.try_into().ok())
+        .ok_or(EncodeError::DstTooSmall {
             need: TRACING_ENTRY_SIZE,
-            have: 0,
+            have,
         })?;
     fill_tracing_entry(d, slot, ts, duration_ns, key);
     Ok(TRACING_ENTRY_SIZE)
