@@ -118,7 +118,7 @@ fn entries_nest_with_native_spans_and_end_out_of_order() {
     let again = by_name(&s, "again");
     assert_eq!(again.len(), 2, "{s:#?}");
     // The inner entry ends first, inside the outer one.
-    assert!(again[0].nests_in(&again[1]), "{again:?}");
+    assert!(again[0].nests_in(again[1]), "{again:?}");
     assert_eq!(again[1].parent, 0);
     assert!(again[0].dur <= again[1].dur);
     let (a, b) = (one("a"), one("b"));
