@@ -217,12 +217,20 @@ pub const SPAN_FLAGS_OFFSET: usize = 36;
 /// assert_eq!(typhon_recorder::codec::kinds::SPAN_FLAG_TRACE_CONTEXT, 1);
 /// ```
 pub const SPAN_FLAG_TRACE_CONTEXT: u8 = 1;
+/// Bit 55 of a span id: the recorder's id of a TracingEntry (kind 226), which no record
+/// carries; a native span opened inside the entry names it as its parent, and readers give
+/// the entry that id (SPEC §2 ids are `slot << 56 | counter`, and no counter reaches 2^55).
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::kinds::TRACING_ENTRY_ID_BIT, 1 << 55);
+/// ```
+pub const TRACING_ENTRY_ID_BIT: u64 = 1 << 55;
 
 /// Every kind this SDK writes, in kind order.
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 32);
+/// assert_eq!(KINDS.len(), 34);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -294,6 +302,40 @@ pub const KINDS: &[KindDef] = &[
         ],
         min_size: 19,
         fixed: false,
+    },
+    // A described `tracing` span's entry, compact (issue 33): one per enter → exit, as a
+    // TracingSpan (kind 247) is, but only what a reader cannot rebuild. The span's name, level,
+    // target and fields are in its description (TracingSpanValues, by `key`), its tracing
+    // parent too (`parent_key` there); its nesting with the thread's other spans is the
+    // records' time containment on their slot. 28 bytes, 32 on disk with the page's event
+    // word (a TracingSpan with an empty name: 54, 60). Written for an entry of a span
+    // described against its callsite whose enclosing open span on the thread is none or such
+    // an entry: under a span with a span id (a native span, a TracingSpan), the entry is a
+    // TracingSpan instead, so that it names that parent. Its span id in the recorder's stack
+    // has bit 55 set ([`TRACING_ENTRY_ID_BIT`]): a native span opened inside it names it as
+    // its parent, and readers give the entry that id.
+    KindDef {
+        kind: K::TRACING_ENTRY,
+        name: "TracingEntry",
+        shape: Shape::Span,
+        fields: &[f("duration_ns", I64, 12), f("key", U64, 20)],
+        min_size: 28,
+        fixed: true,
+    },
+    // A `tracing` span closed (on_close), by key: an OTLP span runs from its first entry to
+    // this. Written only for a span whose last exit is not its end: one entered more than
+    // once (an async task polled again, on this thread or another) or never entered; a span
+    // entered once closes with its exit (`in_scope`, a guard), and its close would cost
+    // 24 bytes on disk to say what its entry says. Nor when nothing was written on the closing
+    // thread since the span's last exit there (an instrumented future, entered once more to
+    // be dropped, closes right after): that entry ends it. 20 bytes, 24 on disk.
+    KindDef {
+        kind: K::TRACING_CLOSE,
+        name: "TracingClose",
+        shape: Shape::Instant,
+        fields: &[f("key", U64, 12)],
+        min_size: 20,
+        fixed: true,
     },
     // Static names (SPEC §15): a name is defined once per slot (NameDefinition) and the
     // records below carry its id; each is its inline kind (246, 241, 242, 243) with `name_id`
@@ -543,14 +585,18 @@ pub const KINDS: &[KindDef] = &[
         fixed: false,
     },
     // A span's description against its callsite: `values` are typed entries
-    // ([`crate::codec::records::Values`]) indexed by the callsite's field names.
+    // ([`crate::codec::records::Values`]) indexed by the callsite's field names. `parent_key`:
+    // the key of its `tracing` parent (explicit `parent:`, or the current span where it was
+    // created; 0 for a root), so exports know it across threads. Files written before kind
+    // 226 existed (`tracing-v2.dat`) held the span's `tracing` id there; nothing but the
+    // OTLP export's close guess used it, and the close (227) says it now.
     KindDef {
         kind: K::TRACING_SPAN_VALUES,
         name: "TracingSpanValues",
         shape: Shape::Instant,
         fields: &[
             f("key", U64, 12),
-            f("tracing_id", U64, 20),
+            f("parent_key", U64, 20),
             f("callsite", U32, 28),
             f("values", Rest, 32),
         ],
@@ -753,7 +799,10 @@ mod tests {
             }
             if d.shape == Shape::Span {
                 assert_eq!(d.fields[0].offset, Some(SPAN_DURATION_OFFSET));
-                assert_eq!(d.field("flags").unwrap().offset, Some(SPAN_FLAGS_OFFSET));
+                // A span with ids has the whole extension; a TracingEntry only the duration.
+                if d.kind != K::TRACING_ENTRY {
+                    assert_eq!(d.field("flags").unwrap().offset, Some(SPAN_FLAGS_OFFSET));
+                }
             }
         }
     }

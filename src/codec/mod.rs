@@ -188,6 +188,21 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_EVENT_VALUES.0, 253);
     /// ```
     pub const TRACING_EVENT_VALUES: Self = Self(253);
+    /// Kind 226: one entry of a described `tracing` span, compact: the span extension's
+    /// `duration_ns`, then u64 key (28 bytes; see the kind table).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_ENTRY.0, 226);
+    /// ```
+    pub const TRACING_ENTRY: Self = Self(226);
+    /// Kind 227: a `tracing` span closed: u64 key (20 bytes).
+    ///
+    /// ```
+    /// # use typhon_recorder::codec::TraceEventKind;
+    /// assert_eq!(TraceEventKind::TRACING_CLOSE.0, 227);
+    /// ```
+    pub const TRACING_CLOSE: Self = Self(227);
     /// Kind 228: a static name's definition in its slot (SPEC §15): u32 name_id, then the
     /// NUL-terminated UTF-8 name. Written once per slot before the first record that uses the
     /// id (kinds 229–232); ids are per slot and never change meaning within a recording.

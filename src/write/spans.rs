@@ -1,5 +1,6 @@
 //! Spans: guards and explicit begin/end, nested per thread through one stack of open spans.
 
+use crate::codec::kinds::TRACING_ENTRY_ID_BIT;
 use crate::codec::records::TraceContext;
 use crate::codec::{self, records, TraceEventKind};
 use crate::write::gate::*;
@@ -157,6 +158,18 @@ impl Writer {
         let start = self.ts(at);
         let id = self.next_span_id();
         let parent = self.top_id;
+        // An entry of a described `tracing` span (no name of its own) whose enclosing span is
+        // none or such an entry is written compact, as a TracingEntry: marked in its id, which
+        // a native span opened inside it names as its parent (see the kind table). Under a
+        // span with an id of its own it stays a TracingSpan, which names that parent.
+        let id = if tracing.is_some()
+            && name.is_empty()
+            && (parent == 0 || parent & TRACING_ENTRY_ID_BIT != 0)
+        {
+            id | TRACING_ENTRY_ID_BIT
+        } else {
+            id
+        };
         self.stack.push_kind(
             depth,
             name_at,
@@ -382,19 +395,38 @@ impl Writer {
             span_id: id,
             parent_span_id: parent,
         };
-        write_span(
-            &mut self.producer,
-            name,
-            ctx,
-            tracing,
-            self.slot,
-            start,
-            &ext,
-        );
+        if tracing && id & TRACING_ENTRY_ID_BIT != 0 {
+            // A compact entry: its key (the context's `hi`, see `bridge::enter_in`) and time.
+            let key = ctx.map_or(0, |c| c.hi);
+            write_entry(&mut self.producer, self.slot, start, ext.duration_ns, key);
+            self.last_entry = (key, self.producer.head());
+        } else {
+            write_span(
+                &mut self.producer,
+                name,
+                ctx,
+                tracing,
+                self.slot,
+                start,
+                &ext,
+            );
+        }
         if self.producer.passed_half() {
             self.wake_flusher();
         }
         self.last_raw = end;
+    }
+}
+
+/// Writes a TracingEntry (kind 226): an entry of the described span `key` from `start` (raw
+/// ticks) for `duration` ticks. Fixed in size, so framed by any page.
+#[inline(always)]
+pub(crate) fn write_entry(producer: &mut Producer, slot: u8, start: u64, duration: i64, key: u64) {
+    if let Some(r) = producer.reserve_framed(records::TRACING_ENTRY_SIZE) {
+        if let Ok(d) = producer.reserved(&r).try_into() {
+            records::fill_tracing_entry(d, slot, start as i64, duration, key);
+        }
+        producer.publish(r);
     }
 }
 

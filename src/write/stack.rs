@@ -410,6 +410,14 @@ impl SpanStack {
             };
             let ctx = (m & META_TRACED != 0).then_some(TraceContext { hi, lo });
             let tracing = m & META_TRACING != 0;
+            if tracing && id & crate::codec::kinds::TRACING_ENTRY_ID_BIT != 0 {
+                // A compact entry (see `Writer::open_span`): its key is the context's `hi`.
+                let mut rec = vec![0u8; records::TRACING_ENTRY_SIZE];
+                let dur = end.saturating_sub(start) as i64;
+                let _ = records::write_tracing_entry(&mut rec, slot, start as i64, dur, hi);
+                out.push(rec);
+                continue;
+            }
             let size = match ctx {
                 None => records::named_span_len(name),
                 Some(_) => records::traced_span_len(name),

@@ -440,11 +440,14 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
     .unwrap_or(false)
 }
 
-/// Writes a TracingSpanValues: span `key`'s (of `tracing` id `tracing_id`) description as its
-/// callsite's id and its fields' typed `values` ([`records::Values`]), every field with its
-/// last value (a reader keeps the last record of a key). A string of 3 to 64 bytes among them
-/// that the thread's slot has met before goes by id: the slot's NameDefinition of it is
-/// written first, once per slot ([`records::Value::StrId`]).
+/// Writes a TracingSpanValues: span `key`'s description (its `tracing` parent's key
+/// `parent_key`, 0 for a root) as its callsite's id and its fields' typed `values`
+/// ([`records::Values`]), every field with its last value (a reader keeps the last record of
+/// a key). A string of 3 to 64 bytes among them that the thread's slot has met before goes by
+/// id: the slot's NameDefinition of it is written first, once per slot
+/// ([`records::Value::StrId`]). The entries of a span described so, written with an empty
+/// [`SpanName`], are compact TracingEntry records (28 bytes) where they nest in none or in
+/// such an entry.
 ///
 /// # Errors
 /// [`WriteError::TooLarge`] for a record larger than 65534 bytes or than the running
@@ -455,15 +458,44 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
 /// ```
 pub fn span_values(
     key: u64,
-    tracing_id: u64,
+    parent_key: u64,
     callsite: u32,
     values: &[u8],
 ) -> Result<(), WriteError> {
     const FIXED: usize = records::TRACING_SPAN_VALUES_FIXED;
     put_values(K::TRACING_SPAN_VALUES, FIXED, values, |d, slot, t| {
-        records::fill_tracing_span_values_head(d, slot, t, key, tracing_id, callsite)
+        records::fill_tracing_span_values_head(d, slot, t, key, parent_key, callsite)
     })
 }
+
+/// Writes a TracingClose: span `key` closed now. For a span whose last exit need not be its
+/// end (entered more than once, or never): see the kind table. Nothing is written when this
+/// thread's last record is that span's entry (a TracingEntry): the close adds nothing to the
+/// exit just written (a future's span, entered once more to drop it, closes right after).
+///
+/// ```
+/// typhon_recorder::bridge::close(1); // no recorder installed: nothing written
+/// ```
+pub fn close(key: u64) {
+    if cfg!(feature = "compile-out") {
+        return;
+    }
+    let w = writer_as_is();
+    // SAFETY: the thread's own writer, read only within this call, which does not reenter
+    // the recorder (see `current_writer`).
+    if !w.is_null() && unsafe { (*w).last_entry == (key, (*w).producer.head()) } {
+        return;
+    }
+    let _ = write_var(
+        K::TRACING_CLOSE,
+        records::TRACING_CLOSE_SIZE,
+        &[],
+        |d, slot, t| {
+            let _ = records::write_tracing_close(d, slot, t, key);
+        },
+    );
+}
+
 /// Writes a TracingEventValues: an event of callsite `callsite` inside the span of key
 /// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field),
 /// strings that repeat by id as in [`span_values`].

@@ -39,6 +39,10 @@ pub(crate) struct Writer {
     pub(crate) span_counter: u64,
     /// `slot << 56`, the top byte of this writer's span ids (one OR makes an id).
     pub(crate) span_id_base: u64,
+    /// The key of the last TracingEntry this writer wrote and its ring's `head` after it: a
+    /// span closing with nothing written on the thread since its last exit needs no close
+    /// record (see [`crate::bridge::close`]).
+    pub(crate) last_entry: (u64, u64),
     /// The thread's open spans under this recorder, innermost last (see [`SpanGuard`]): the
     /// slot's fixed stack, shared with the flusher, which writes those still open at finish.
     pub(crate) stack: OwnStack,
@@ -221,6 +225,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             slot,
             producer: std::mem::ManuallyDrop::new(parked.producer),
             span_id_base: (slot as u64) << 56,
+            last_entry: (0, 0),
             // Relaxed: see SPAN_COUNTERS.
             span_counter: parked
                 .span_counter

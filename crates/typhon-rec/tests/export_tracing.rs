@@ -231,9 +231,12 @@ fn tracing_spans_fields_events_and_links_in_perfetto_chrome_and_otlp() {
             + st.tracing_descriptions
             + st.tracing_events
             + st.tracing_links
+            + st.tracing_closes
             + st.left_out,
         "{st:?}"
     );
+    // job, entered on three threads, closes on "main": its close is written.
+    assert_eq!(st.tracing_closes, 1, "{st:?}");
     // 5 entries (prev, job 3 times, child), 4 descriptions (job's again for its record), 3
     // events, 1 link, 4 callsites (3 spans, 1 event); 3 spans with 3 events between them.
     assert_eq!(

@@ -5,7 +5,8 @@
 //! TracingEvent it stands for, with the callsite's name, target, level and field names, so
 //! `report`, `stats`, the exports and OTLP read files before and after §15 alike, with no code
 //! of their own for it. A TracingSpan (a span's entry) written without its name is handed out
-//! with it, as its span's description gives it ([`crate::span_names`]).
+//! with it, as its span's description gives it, and a TracingEntry (a compact entry) as the
+//! TracingSpan it stands for ([`crate::span_names`]).
 //!
 //! A definition is in one slot's stream and used from every slot. Stream order usually puts it
 //! first (it is written before its first use), but a record may come first (another slot's
@@ -217,8 +218,13 @@ impl Definitions {
         let (slot, ts) = (h.slot, h.timestamp);
         let n =
             match body {
+                // The description's `parent_key` goes out in the info's `tracing_id` (the
+                // OTLP export reads it so, knowing the record's written kind); a file from
+                // before kind 226 held the span's `tracing` id there.
                 Record::TracingSpanValues {
-                    key, tracing_id, ..
+                    key,
+                    parent_key: tracing_id,
+                    ..
                 } => {
                     let mut text = String::new();
                     records::write_text(values, &names, &mut text);
@@ -452,14 +458,18 @@ impl Resolved<'_> {
 
 /// `data` (a record that is not a definition) as a reader shows it, with the definitions and
 /// span names learnt so far: a record naming a definition by id resolved, a span's
-/// description teaching `names` its name, a nameless `tracing` entry named; `None` when it
-/// reads as it is. What [`Resolved`] and the follower ([`crate::follow`]) both hand out.
+/// description teaching `names` its name, a nameless `tracing` entry named, a compact one
+/// (TracingEntry) handed out as the TracingSpan it stands for; `None` when it reads as it is. What [`Resolved`] and the follower ([`crate::follow`]) both hand out.
 pub(crate) fn resolve_use(
     defs: &mut Definitions,
     names: &mut SpanNames,
     data: &[u8],
 ) -> Option<Vec<u8>> {
     let kind = data.get(2).copied()?;
+    names.note_span(data);
+    if kind == K::TRACING_ENTRY.0 {
+        return names.resolve_entry(data);
+    }
     if uses_definition(kind) {
         if let Some((key, name)) = defs.span_name(data) {
             names.learn(key, &name);

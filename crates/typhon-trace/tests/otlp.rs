@@ -451,6 +451,7 @@ fn a_tracing_span_never_entered_is_counted_with_what_it_held() {
             + s.tracing_descriptions
             + s.tracing_events
             + s.tracing_links
+            + s.tracing_closes
             + s.left_out,
         "{s:?}"
     );
@@ -462,5 +463,137 @@ fn a_tracing_span_never_entered_is_counted_with_what_it_held() {
     );
     assert_eq!((s.tracing_descriptions, s.tracing_entries), (2, 1), "{s:?}");
     assert!(s.left_out >= 3, "the two events and the link: {s:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An async task's span as `TyphonLayer` writes it (issue 36): described against its callsite
+/// with its `tracing` parent's key (the request, current where it was created), entered on
+/// thread "game" inside the request's entry, again on thread "worker" (where nothing encloses
+/// it), and closed 30 ms after its last exit. Both entries are compact (TracingEntry). The
+/// official classes read one OTLP span for it: the request's child in the request's trace, from
+/// its first enter to its close, with its field as an attribute, its event as a span event
+/// and its `follows_from` as a Link.
+#[test]
+fn an_async_span_entered_on_two_threads_is_one_span_from_its_first_enter_to_its_close() {
+    use std::time::Duration;
+    use typhon_recorder::bridge;
+    use typhon_recorder::codec::records::{put_entry, Callsite, Value as V};
+    if !reader_available() {
+        return;
+    }
+    let _g = doc_lock();
+    let dir = common::scratch_dir("otlp-async");
+    let dat = dir.join("async.dat");
+    let rec = RecorderBuilder::new().output(&dat).start().unwrap();
+    let site = |name: &'static str, field_names: &'static str| {
+        let c = Callsite {
+            id: bridge::next_callsite_id(),
+            level: 3,
+            line: 1,
+            name,
+            target: "app",
+            file: "main.rs",
+            field_names,
+        };
+        assert!(bridge::callsite(&c));
+        c.id
+    };
+    let (req_cs, task_cs, ev_cs, other_cs) = (
+        site("request", ""),
+        site("task", "n"),
+        site("event", "message"),
+        site("other", ""),
+    );
+    let (req, task, other) = (bridge::next_key(), bridge::next_key(), bridge::next_key());
+    let empty = bridge::SpanName::new("");
+    bridge::span_values(other, 0, other_cs, &[]).unwrap();
+    assert!(bridge::enter(&empty, other, 9));
+    bridge::exit(9);
+    bridge::span_values(req, 0, req_cs, &[]).unwrap();
+    assert!(bridge::enter(&empty, req, 1));
+    let mut v = Vec::new();
+    put_entry(&mut v, 0, V::I64(7));
+    bridge::span_values(task, req, task_cs, &v).unwrap();
+    bridge::follows(task, other);
+    assert!(bridge::enter(&empty, task, 2));
+    std::thread::sleep(Duration::from_millis(2));
+    bridge::exit(2);
+    bridge::exit(1);
+    std::thread::Builder::new()
+        .name("worker".into())
+        .spawn(move || {
+            let empty = bridge::SpanName::new("");
+            assert!(bridge::enter(&empty, task, 2));
+            let mut v = Vec::new();
+            put_entry(&mut v, 0, V::Str("polled"));
+            bridge::event_values(task, ev_cs, &v).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+            bridge::exit(2);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    bridge::close(task);
+    assert_eq!(rec.finish().unwrap().total_missed(), 0);
+
+    // Both entries of the task are compact; the close is recorded.
+    let f = TraceFile::open(&dat).unwrap();
+    let raw: Vec<Vec<u8>> = (0..f.cpus())
+        .flat_map(|c| f.stream_cpu(c).map(|r| r.unwrap().data).collect::<Vec<_>>())
+        .collect();
+    let count =
+        |k: typhon_recorder::codec::TraceEventKind| raw.iter().filter(|d| d[2] == k.0).count();
+    use typhon_recorder::codec::TraceEventKind as K;
+    assert_eq!((count(K::TRACING_ENTRY), count(K::TRACING_SPAN)), (4, 0));
+    assert_eq!(count(K::TRACING_CLOSE), 1);
+
+    let (pb, s) = export(&dat, false, &OtlpOptions::new("async"));
+    let (json, _) = export(&dat, true, &OtlpOptions::new("async"));
+    assert_eq!(
+        (s.tracing_spans, s.tracing_entries, s.tracing_closes),
+        (3, 4, 1),
+        "{s:?}"
+    );
+    assert_eq!((s.orphans, s.split, s.tracing_late), (0, 0, 0), "{s:?}");
+    let v = decode(&pb, &json);
+    let spans = v["spans"].as_array().unwrap();
+    let named = |n: &str| -> Vec<&Value> { spans.iter().filter(|s| s["name"] == n).collect() };
+    assert_eq!(
+        named("task").len(),
+        1,
+        "one span for both entries: {spans:#?}"
+    );
+    let (t, r, o) = (named("task")[0], named("request")[0], named("other")[0]);
+    assert_eq!(
+        t["parent_span_id"], r["span_id"],
+        "the recorded tracing parent"
+    );
+    assert_eq!(t["trace_id"], r["trace_id"]);
+    assert_eq!(r["parent_span_id"], "", "the request is a root");
+    assert_eq!(
+        t["span_id"].as_str().unwrap(),
+        format!("{:016x}", otlp::tracing_span_id(task))
+    );
+    let (start, end) = (t["start"].as_u64().unwrap(), t["end"].as_u64().unwrap());
+    let a = &t["attributes"];
+    assert_eq!(
+        (a["typhon.entries"].as_u64(), a["n"].as_i64()),
+        (Some(2), Some(7))
+    );
+    let busy = a["typhon.busy_ns"].as_u64().unwrap();
+    // From its first enter (inside the request's entry) to its close, 30 ms after its last
+    // exit: not to that exit.
+    assert!(start >= r["start"].as_u64().unwrap() && start <= r["end"].as_u64().unwrap());
+    assert!(
+        end - start >= busy + 30_000_000,
+        "{start} {end} busy {busy}"
+    );
+    let ev = &t["events"].as_array().unwrap()[0];
+    assert_eq!(ev["name"], "polled");
+    assert_eq!(ev["attributes"]["thread.name"], "worker");
+    let links = t["links"].as_array().unwrap();
+    assert_eq!(links.len(), 1);
+    assert_eq!(links[0]["span_id"], o["span_id"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -29,6 +29,11 @@ const BUCKETS: usize = 4096;
 const CACHED: usize = 256;
 
 static LIVE: [AtomicU64; BUCKETS] = [const { AtomicU64::new(0) }; BUCKETS];
+/// Per bucket, the token of the span last entered a second time on one thread (its cache
+/// slot's first hit): such a span's last exit need not be its end, so its close is written.
+/// Two such spans live in one bucket leave only the later's mark: the other's close is then
+/// not written, and a reader ends it at its last exit.
+static AGAIN: [AtomicU64; BUCKETS] = [const { AtomicU64::new(0) }; BUCKETS];
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 /// The bucket of a `tracing` id of layer stack `stack`. Registry ids put the slab index in the
@@ -36,8 +41,13 @@ static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 /// hash them all.
 #[inline(always)]
 fn bucket(stack: u64, id: u64) -> &'static AtomicU64 {
+    &LIVE[bucket_index(stack, id)]
+}
+
+#[inline(always)]
+fn bucket_index(stack: u64, id: u64) -> usize {
     let h = (id ^ stack.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    &LIVE[(h >> (64 - 12)) as usize]
+    (h >> (64 - 12)) as usize
 }
 
 /// A token no span (nor layer stack) has had (never 0, the empty bucket).
@@ -68,9 +78,27 @@ pub(crate) fn reclaim(stack: u64, id: u64, token: u64) {
     let _ = bucket(stack, id).compare_exchange(0, token, Ordering::Release, Ordering::Relaxed);
 }
 
-/// Span `id` of `stack`, described by `token`, closed.
-pub(crate) fn retire(stack: u64, id: u64, token: u64) {
+/// Span `id` of `stack`, described by `token`, closed. Returns whether a thread entered it
+/// a second time (see [`AGAIN`]).
+pub(crate) fn retire(stack: u64, id: u64, token: u64) -> bool {
     let _ = bucket(stack, id).compare_exchange(token, 0, Ordering::Release, Ordering::Relaxed);
+    // Relaxed: the close that reads it comes after the enters (the span's handle orders them).
+    again_bucket(stack, id)
+        .compare_exchange(token, 0, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+}
+
+/// The bucket of `AGAIN` of span `id` of `stack` (the index of its `LIVE` one).
+#[inline(always)]
+fn again_bucket(stack: u64, id: u64) -> &'static AtomicU64 {
+    &AGAIN[bucket_index(stack, id)]
+}
+
+/// A span entered a second time on this thread: marked in [`AGAIN`] (once per thread).
+#[cold]
+#[inline(never)]
+fn mark_again(stack: u64, id: u64, token: u64) {
+    again_bucket(stack, id).store(token, Ordering::Relaxed);
 }
 
 /// What an enter needs of a span.
@@ -85,6 +113,8 @@ struct Slot {
     id: u64,
     stack: u64,
     token: u64,
+    /// Whether the span was entered again through this slot (its close is then written).
+    again: bool,
     span: Option<Entered>,
 }
 
@@ -143,6 +173,28 @@ pub(crate) fn with_cached<R>(stack: u64, id: u64, f: impl FnOnce(&Entered) -> R)
     s.span.as_ref().map(f)
 }
 
+/// [`with_cached`] for an enter: a hit is the span's second entry (or later) on this
+/// thread, the first of which marks it in [`AGAIN`].
+#[inline(always)]
+pub(crate) fn enter_cached<R>(stack: u64, id: u64, f: impl FnOnce(&Entered) -> R) -> Option<R> {
+    let table = TABLE.with(Cell::get);
+    if table.is_null() {
+        return None;
+    }
+    // SAFETY: as in `with_cached`; the slot is written (its `again`) before `f` runs, and no
+    // other reference into the table is live meanwhile (only this thread reaches it, and
+    // nothing here calls out).
+    let s = unsafe { &mut *(table as *mut Slot).add(index(id)) };
+    if s.id != id || s.stack != stack || bucket(stack, id).load(Ordering::Acquire) != s.token {
+        return None;
+    }
+    if !s.again {
+        s.again = true;
+        mark_again(stack, id, s.token);
+    }
+    s.span.as_ref().map(f)
+}
+
 /// Keeps span `id`'s (of `stack`) description, looked up under `token`, for this thread's next
 /// enters.
 pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
@@ -156,6 +208,7 @@ pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
             id: 0,
             stack: 0,
             token: 0,
+            again: false,
             span: None,
         }));
         table = Box::into_raw(b);
@@ -168,6 +221,7 @@ pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
         id,
         stack,
         token,
+        again: false,
         span: Some(span),
     };
 }
@@ -198,7 +252,7 @@ mod tests {
         // b is created in the bucket, then closes.
         let b_token = new_token();
         publish(stack, b, 0, b_token);
-        retire(stack, b, b_token);
+        assert!(!retire(stack, b, b_token), "never entered again");
         assert_eq!(
             with_cached(stack, a, |e| e.key),
             None,
@@ -213,6 +267,6 @@ mod tests {
         publish(stack, b, 0, c_token);
         reclaim(stack, a, a_token);
         assert_eq!(bucket(stack, a).load(Ordering::Relaxed), c_token);
-        retire(stack, b, c_token);
+        let _ = retire(stack, b, c_token);
     }
 }

@@ -1,9 +1,14 @@
 //! A [`tracing_subscriber::Layer`] that records `tracing` spans and events into the running
 //! typhon-recorder recording (SPEC §12).
 //!
-//! - Each enter → exit of a span on a thread is one TracingSpan record of that thread, nested
-//!   with its other spans (those of `typhon_recorder::span` too); a span entered on several
-//!   threads (an async task) gives one record per entry, all with the span's key.
+//! - Each enter → exit of a span on a thread is one record of that thread, nested with its
+//!   other spans (those of `typhon_recorder::span` too); a span entered on several threads (an
+//!   async task) gives one record per entry, all with the span's key. The entry of a span
+//!   described against its callsite is a TracingEntry (28 bytes: its time and key, readers
+//!   rebuild the rest), or a TracingSpan under a native span, which it then names as parent.
+//! - A span's description carries its `tracing` parent's key (an explicit `parent:`, or the
+//!   current span), so exports know it across threads; a span entered more than once (or
+//!   never) gives a TracingClose when it closes, so that OTLP ends it there.
 //! - Each layer knows which subscriber it is in, and an exit ends that subscriber's entry: a
 //!   global subscriber's span and a scoped (`with_default`) one's with the same id stay apart;
 //!   the other's entries open inside the one that ends go on as a second entry of their span.
@@ -215,12 +220,17 @@ fn field_names(meta: &'static Metadata<'static>) -> Vec<&'static str> {
     meta.fields().iter().map(|f| f.name()).collect()
 }
 
-/// Writes span `key`'s description: against its callsite's definition, or (no room for the
-/// callsite, its definition not written) with its strings inline. Returns whether it went
+/// Writes span `key`'s description (its `tracing` parent's key `parent_key`, its `tracing` id
+/// `id`): against its callsite's definition, or (no room for the callsite, its definition not
+/// written) with its strings inline (which carries the id, not the parent). Returns whether it went
 /// against the callsite: its entries then need not carry its name.
-fn write_span(key: u64, id: u64, meta: &'static Metadata<'static>, fields: &SpanFields) -> bool {
+fn write_span(
+    (key, parent_key, id): (u64, u64, u64),
+    meta: &'static Metadata<'static>,
+    fields: &SpanFields,
+) -> bool {
     if let Some(cs) = callsites::defined(meta) {
-        if bridge::span_values(key, id, cs, fields.bytes()).is_ok() {
+        if bridge::span_values(key, parent_key, cs, fields.bytes()).is_ok() {
             return true;
         }
     }
@@ -312,6 +322,7 @@ thread_local! {
 #[inline(never)]
 fn enter_slow(stack: u64, raw: u64) {
     let found = spans::with(stack, raw, |d| {
+        d.slow_enters = d.slow_enters.saturating_add(1);
         (
             d.token,
             cache::Entered {
@@ -336,16 +347,33 @@ where
         self.stack = cache::new_token();
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _ctx: Context<'_, S>) {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let meta = attrs.metadata();
         let raw = id.into_u64();
+        let stack = self.stack;
+        // Its `tracing` parent, as the Registry will know it: an explicit `parent:`, else the
+        // thread's current span (contextual), else none (a root).
+        let parent = if let Some(p) = attrs.parent() {
+            Some(p.into_u64())
+        } else if attrs.is_contextual() {
+            ctx.current_span().id().map(Id::into_u64)
+        } else {
+            None
+        };
+        let parent_key = parent
+            .and_then(|p| {
+                cache::with_cached(stack, p, |e| e.key).or_else(|| spans::with(stack, p, |d| d.key))
+            })
+            .unwrap_or(0);
         let mut fields = SpanFields::take();
         record_span_fields(&mut fields, &|v| attrs.record(v));
         let key = bridge::next_key();
-        let described = write_span(key, raw, meta, &fields);
+        let described = write_span((key, parent_key, raw), meta, &fields);
         let token = cache::new_token();
         let data = SpanData {
             key,
+            parent_key,
+            slow_enters: 0,
             token,
             meta,
             display: entry_name(meta, &fields, described),
@@ -359,15 +387,15 @@ where
         let (stack, raw) = (self.stack, id.into_u64());
         // The fields are taken out while they record: a field's `Debug` may log or record,
         // which takes the table's lock.
-        let Some((key, meta, mut fields)) = spans::with(stack, raw, |d| {
-            (d.key, d.meta, std::mem::take(&mut d.fields))
+        let Some((key, parent_key, meta, mut fields)) = spans::with(stack, raw, |d| {
+            (d.key, d.parent_key, d.meta, std::mem::take(&mut d.fields))
         }) else {
             return;
         };
         record_span_fields(&mut fields, &|v| values.record(v));
         // The whole description again, with every field's last value: a reader keeps the last.
         // Its values are bounded, so this costs the same however often the span records.
-        let described = write_span(key, raw, meta, &fields);
+        let described = write_span((key, parent_key, raw), meta, &fields);
         let display = entry_name(meta, &fields, described);
         spans::with(stack, raw, |d| {
             d.fields = fields;
@@ -443,7 +471,7 @@ where
     fn on_enter(&self, id: &Id, _ctx: Context<'_, S>) {
         let raw = id.into_u64();
         let stack = self.stack;
-        if cache::with_cached(stack, raw, |e| bridge::enter_in(stack, &e.name, e.key, raw))
+        if cache::enter_cached(stack, raw, |e| bridge::enter_in(stack, &e.name, e.key, raw))
             .is_some()
         {
             return;
@@ -455,7 +483,12 @@ where
         // Before the Registry frees the id for reuse (it calls this first): a span created
         // with it later gets an entry of its own. Its fields' room serves a new span.
         if let Some(d) = spans::remove(self.stack, id.into_u64()) {
-            cache::retire(self.stack, id.into_u64(), d.token);
+            let again = cache::retire(self.stack, id.into_u64(), d.token);
+            // A span whose last exit is not its end says when it closed (see the kind table:
+            // TracingClose): one entered on several threads or twice on one, or never.
+            if again || d.slow_enters != 1 {
+                bridge::close(d.key);
+            }
             d.fields.give();
         }
     }

@@ -19,6 +19,12 @@ use tracing_core::Metadata;
 /// What the layer keeps of a span: written once at its creation.
 pub(crate) struct SpanData {
     pub(crate) key: u64,
+    /// Its `tracing` parent's key (0: a root), which its description carries.
+    pub(crate) parent_key: u64,
+    /// Enters the thread caches could not serve: each thread's first of this span (and one
+    /// after its cache slot went to another span). Not 1 at close: it was entered on several
+    /// threads, or never, and its close is written ([`crate::cache::retire`] says the rest).
+    pub(crate) slow_enters: u32,
     /// Its token in the enter cache ([`crate::cache`]): replaced when it is renamed.
     pub(crate) token: u64,
     /// Its callsite.

@@ -3,7 +3,7 @@
 //! `typhon-trace/tests/data/tracing-v1.dat`), in fewer bytes, and a record whose definition is
 //! in another slot, even one read after it, is resolved. Span entries carry no name: readers
 //! take it from the span's description (a file from before that, the callsite format of
-//! `tracing-v2.dat`, still reads the same).
+//! `tracing-v2.dat`, still reads the same), and are compact TracingEntry records.
 
 mod common;
 
@@ -125,14 +125,16 @@ fn a_recording_with_definitions_reads_as_one_without_in_fewer_bytes() {
     rec.finish().unwrap();
     assert_eq!(seen(&dat), expected());
     assert_eq!(seen(&dat), seen(&fixture()));
-    // Its entries carry no name (the readers above gave them theirs), in fewer bytes than the
-    // same entries with their names.
-    let names = raw_entry_names(&dat);
-    assert_eq!(names.len(), 12);
-    assert!(names.iter().all(String::is_empty), "{names:?}");
-    let entries = raw_bytes(&dat, &[K::TRACING_SPAN]);
+    // Its entries are compact TracingEntry records, 28 bytes each, with no name, ids or
+    // parent (the readers above gave them theirs), in half the bytes or less of the same
+    // entries with their names. The request span, entered twice, closes right after its last
+    // exit, which ends it: no close is written.
+    assert!(raw_entry_names(&dat).is_empty());
+    let entries = raw_bytes(&dat, &[K::TRACING_ENTRY, K::TRACING_SPAN]);
+    assert_eq!(entries, 12 * 28);
     let named = raw_bytes(&fixture_v2(), &[K::TRACING_SPAN]);
-    assert!(entries < named, "{entries} B against {named} B named");
+    assert!(2 * entries <= named, "{entries} B against {named} B named");
+    assert_eq!(raw_bytes(&dat, &[K::TRACING_CLOSE]), 0);
     // Written as definitions and typed values: 6 callsites, and none of the old records.
     let old = [K::TRACING_SPAN_INFO, K::TRACING_EVENT];
     let f = TraceFile::open(&dat).unwrap();

@@ -359,7 +359,7 @@ pub fn decode_payload(
             found: size,
         });
     }
-    if def.shape == Shape::Span {
+    if def.shape == Shape::Span && def.field("flags").is_some() {
         // Bit 0 says 16 bytes of context follow the flags: a kind whose next field is a u64.
         let traced = def.fields.get(4).is_some_and(|f| f.ty == FieldType::U64);
         let want = if traced { SPAN_FLAG_TRACE_CONTEXT } else { 0 };

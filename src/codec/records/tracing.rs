@@ -1,5 +1,6 @@
 //! Encoders of the records a `tracing` layer writes (SPEC §12): TracingSpan (one entry of a
-//! span, laid out as a TracedSpan), TracingSpanInfo, TracingEvent and TracingFollows. The info
+//! span, laid out as a TracedSpan) and TracingEntry (one entry of a described span, compact),
+//! TracingClose, TracingSpanInfo, TracingEvent and TracingFollows. The info
 //! and event records carry their strings as the kernel's `__data_loc char[]` fields do, so
 //! trace-cmd prints them.
 
@@ -76,6 +77,87 @@ pub fn write_tracing_span(
     };
     fill_span(reserve(d, size)?, slot, ts, span, Some(ctx), true, name);
     Ok(size)
+}
+
+/// Size of a TracingEntry record (kind 226): 28 bytes, 32 on disk.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::records::TRACING_ENTRY_SIZE, 28);
+/// ```
+pub const TRACING_ENTRY_SIZE: usize = min_size(K::TRACING_ENTRY);
+/// Size of a TracingClose record (kind 227): 20 bytes, 24 on disk.
+///
+/// ```
+/// assert_eq!(typhon_recorder::codec::records::TRACING_CLOSE_SIZE, 20);
+/// ```
+pub const TRACING_CLOSE_SIZE: usize = min_size(K::TRACING_CLOSE);
+
+/// Writes a TracingEntry record: one entry, from `ts` for `duration_ns`, of the described
+/// `tracing` span of key `key` (its name, ids and parent are for readers to rebuild).
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than [`TRACING_ENTRY_SIZE`].
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 28];
+/// write_tracing_entry(&mut d, 1, 100, 5, 9).unwrap();
+/// assert_eq!(decode(&d).unwrap().1, Record::TracingEntry { duration_ns: 5, key: 9 });
+/// ```
+pub fn write_tracing_entry(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    duration_ns: i64,
+    key: u64,
+) -> Result<usize, EncodeError> {
+    let have = d.len();
+    let d: &mut [u8; TRACING_ENTRY_SIZE] = d
+        .get_mut(..TRACING_ENTRY_SIZE)
+        .and_then(|d| d.try_into().ok())
+        .ok_or(EncodeError::DstTooSmall {
+            need: TRACING_ENTRY_SIZE,
+            have,
+        })?;
+    fill_tracing_entry(d, slot, ts, duration_ns, key);
+    Ok(TRACING_ENTRY_SIZE)
+}
+
+/// [`write_tracing_entry`] into exactly its 28 bytes: the span end's path (no size checks).
+#[inline(always)]
+pub(crate) fn fill_tracing_entry(
+    d: &mut [u8; TRACING_ENTRY_SIZE],
+    slot: u8,
+    ts: i64,
+    duration_ns: i64,
+    key: u64,
+) {
+    header(d, TRACING_ENTRY_SIZE, K::TRACING_ENTRY, slot, ts);
+    put_u64(d, off(K::TRACING_ENTRY, "duration_ns"), duration_ns as u64);
+    put_u64(d, off(K::TRACING_ENTRY, "key"), key);
+}
+
+/// Writes a TracingClose record: the `tracing` span of key `key` closed at `ts`.
+///
+/// # Errors
+/// [`EncodeError::DstTooSmall`] if `d` is shorter than [`TRACING_CLOSE_SIZE`].
+///
+/// ```
+/// use typhon_recorder::codec::records::*;
+/// let mut d = [0u8; 20];
+/// write_tracing_close(&mut d, 1, 100, 9).unwrap();
+/// assert_eq!(decode(&d).unwrap().1, Record::TracingClose { key: 9 });
+/// ```
+pub fn write_tracing_close(
+    d: &mut [u8],
+    slot: u8,
+    ts: i64,
+    key: u64,
+) -> Result<usize, EncodeError> {
+    let d = reserve(d, TRACING_CLOSE_SIZE)?;
+    header(d, TRACING_CLOSE_SIZE, K::TRACING_CLOSE, slot, ts);
+    put_u64(d, off(K::TRACING_CLOSE, "key"), key);
+    Ok(TRACING_CLOSE_SIZE)
 }
 
 /// Writes `strs` back to back from `at` (each NUL-terminated) and their `__data_loc` words at
@@ -399,8 +481,8 @@ pub const fn tracing_event_values_len(values: usize) -> usize {
     EVENT_VALUES_FIXED + values
 }
 
-/// Writes a TracingSpanValues record: span `key` (its `tracing` id `tracing_id`) of callsite
-/// `callsite`, with its fields' typed `values` ([`super::Values`]).
+/// Writes a TracingSpanValues record: span `key` (child of the span of key `parent_key`, 0 for
+/// a root) of callsite `callsite`, with its fields' typed `values` ([`super::Values`]).
 ///
 /// # Errors
 /// [`EncodeError::RecordTooLarge`] past 65534 bytes, [`EncodeError::DstTooSmall`].
@@ -410,14 +492,14 @@ pub const fn tracing_event_values_len(values: usize) -> usize {
 /// let mut d = [0u8; 64];
 /// let n = write_tracing_span_values(&mut d, 1, 0, 9, 3, 4, &[0, 4, 1]).unwrap();
 /// let (_, r) = decode(&d[..n]).unwrap();
-/// assert_eq!(r, Record::TracingSpanValues { key: 9, tracing_id: 3, callsite: 4, values: &[0, 4, 1] });
+/// assert_eq!(r, Record::TracingSpanValues { key: 9, parent_key: 3, callsite: 4, values: &[0, 4, 1] });
 /// ```
 pub fn write_tracing_span_values(
     d: &mut [u8],
     slot: u8,
     ts: i64,
     key: u64,
-    tracing_id: u64,
+    parent_key: u64,
     callsite: u32,
     values: &[u8],
 ) -> Result<usize, EncodeError> {
@@ -430,7 +512,7 @@ pub fn write_tracing_span_values(
         slot,
         ts,
         key,
-        tracing_id,
+        parent_key,
         callsite,
         values,
     );
@@ -443,11 +525,11 @@ pub(crate) fn fill_tracing_span_values(
     slot: u8,
     ts: i64,
     key: u64,
-    tracing_id: u64,
+    parent_key: u64,
     callsite: u32,
     values: &[u8],
 ) {
-    fill_tracing_span_values_head(d, slot, ts, key, tracing_id, callsite);
+    fill_tracing_span_values_head(d, slot, ts, key, parent_key, callsite);
     d[SPAN_VALUES_FIXED..].copy_from_slice(values);
 }
 
@@ -458,13 +540,13 @@ pub(crate) fn fill_tracing_span_values_head(
     slot: u8,
     ts: i64,
     key: u64,
-    tracing_id: u64,
+    parent_key: u64,
     callsite: u32,
 ) {
     let size = d.len();
     header(d, size, K::TRACING_SPAN_VALUES, slot, ts);
     put_u64(d, off(K::TRACING_SPAN_VALUES, "key"), key);
-    put_u64(d, off(K::TRACING_SPAN_VALUES, "tracing_id"), tracing_id);
+    put_u64(d, off(K::TRACING_SPAN_VALUES, "parent_key"), parent_key);
     put_u32(d, off(K::TRACING_SPAN_VALUES, "callsite"), callsite);
 }
 

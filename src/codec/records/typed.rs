@@ -84,6 +84,19 @@ pub enum Record<'a> {
         /// take it from there, `typhon_trace`'s `stream_records` hands the entry out with it).
         name: &'a str,
     },
+    /// Kind 226: one entry of a described `tracing` span, compact (no ids, no name: readers
+    /// rebuild them, `typhon_trace`'s `stream_records` hands it out as a TracingSpan).
+    TracingEntry {
+        /// How long the entry lasted.
+        duration_ns: i64,
+        /// The span's recording-unique key.
+        key: u64,
+    },
+    /// Kind 227: a `tracing` span closed.
+    TracingClose {
+        /// The span's key.
+        key: u64,
+    },
     /// Kind 248: a `tracing` span's description.
     TracingSpanInfo {
         /// The span's key.
@@ -195,8 +208,9 @@ pub enum Record<'a> {
     TracingSpanValues {
         /// The span's key.
         key: u64,
-        /// `tracing`'s id of the span.
-        tracing_id: u64,
+        /// Its `tracing` parent's key (0: a root). Files from before kind 226 held the span's
+        /// `tracing` id here.
+        parent_key: u64,
         /// Its callsite's id.
         callsite: u32,
         /// Typed values ([`Values`]).
@@ -241,6 +255,8 @@ impl Record<'_> {
             Record::Correlation(c) => c.kind(),
             Record::NamedSpan { .. } => K::NAMED_SPAN,
             Record::TracingSpan { .. } => K::TRACING_SPAN,
+            Record::TracingEntry { .. } => K::TRACING_ENTRY,
+            Record::TracingClose { .. } => K::TRACING_CLOSE,
             Record::TracingSpanInfo { .. } => K::TRACING_SPAN_INFO,
             Record::TracingEvent { .. } => K::TRACING_EVENT,
             Record::TracingFollows { .. } => K::TRACING_FOLLOWS,
@@ -279,6 +295,8 @@ impl Record<'_> {
             Record::Correlation(c) => correlation::size_of(c.kind()),
             Record::NamedSpan { name, .. } => named_span_len(name),
             Record::TracingSpan { name, .. } => tracing_span_len(name),
+            Record::TracingEntry { .. } => TRACING_ENTRY_SIZE,
+            Record::TracingClose { .. } => TRACING_CLOSE_SIZE,
             Record::TracingSpanInfo {
                 name,
                 target,
@@ -359,6 +377,10 @@ impl Record<'_> {
                 tracing_id,
                 name,
             } => write_tracing_span(d, slot, ts, &span, key, tracing_id, name),
+            Record::TracingEntry { duration_ns, key } => {
+                write_tracing_entry(d, slot, ts, duration_ns, key)
+            }
+            Record::TracingClose { key } => write_tracing_close(d, slot, ts, key),
             Record::TracingSpanInfo {
                 key,
                 tracing_id,
@@ -406,10 +428,10 @@ impl Record<'_> {
             Record::TracingCallsite(c) => write_tracing_callsite(d, slot, ts, &c),
             Record::TracingSpanValues {
                 key,
-                tracing_id,
+                parent_key,
                 callsite,
                 values,
-            } => write_tracing_span_values(d, slot, ts, key, tracing_id, callsite, values),
+            } => write_tracing_span_values(d, slot, ts, key, parent_key, callsite, values),
             Record::TracingEventValues {
                 span_key,
                 callsite,
@@ -496,6 +518,13 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
             tracing_id: r.unsigned("tracing_id")?,
             name: r.string("name")?,
         },
+        K::TRACING_ENTRY => Record::TracingEntry {
+            duration_ns: r.signed("duration_ns")?,
+            key: r.unsigned("key")?,
+        },
+        K::TRACING_CLOSE => Record::TracingClose {
+            key: r.unsigned("key")?,
+        },
         K::TRACING_SPAN_INFO => Record::TracingSpanInfo {
             key: r.unsigned("key")?,
             tracing_id: r.unsigned("tracing_id")?,
@@ -566,7 +595,7 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
         }),
         K::TRACING_SPAN_VALUES => Record::TracingSpanValues {
             key: r.unsigned("key")?,
-            tracing_id: r.unsigned("tracing_id")?,
+            parent_key: r.unsigned("parent_key")?,
             callsite: r.unsigned("callsite")? as u32,
             values: r.bytes("values")?,
         },

@@ -247,6 +247,13 @@ impl Producer {
         self.base as usize
     }
 
+    /// Bytes written so far (the ring's head counter, never reset): equal at two moments
+    /// when nothing was written between them.
+    #[inline(always)]
+    pub(crate) fn head(&self) -> u64 {
+        self.head
+    }
+
     /// Capacity in bytes.
     ///
     /// ```

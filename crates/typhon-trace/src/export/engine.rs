@@ -430,8 +430,12 @@ impl Engine<'_> {
                 self.slice(sink, th, ts, end, rec)?;
             }
             // A thread's name names its track; a clock-sync re-anchors wall-clock times (SPEC
-            // §16): neither is an event.
-            Some((_, Body::ThreadInfo { .. } | Body::ClockSync { .. })) => {}
+            // §16); a `tracing` span's close ends its OTLP span, whose entries are the slices
+            // here: none is an event.
+            Some((
+                _,
+                Body::ThreadInfo { .. } | Body::ClockSync { .. } | Body::TracingClose { .. },
+            )) => {}
             // A `tracing` span's description is its slices' arguments, not an event of its own.
             Some((_, Body::TracingSpanInfo { key, fields, .. })) => {
                 self.stats.descriptions += 1;

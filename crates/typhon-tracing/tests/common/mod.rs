@@ -46,6 +46,15 @@ impl Entry {
     pub fn end(&self) -> i64 {
         self.ts + self.dur
     }
+
+    /// Whether it nests in `outer` on its thread: within its time, and naming it as parent or
+    /// (a compact entry, TracingEntry, handed out with parent 0: SPEC §12, readers rebuild its
+    /// nesting from its time) naming none.
+    #[allow(dead_code)]
+    pub fn nests_in(&self, outer: &Entry) -> bool {
+        let within = self.slot == outer.slot && self.ts >= outer.ts && self.end() <= outer.end();
+        within && (self.parent == outer.id || self.parent == 0)
+    }
 }
 
 /// The `tracing` records of a file.

@@ -17,9 +17,10 @@
 //!   big-endian), its name, kind INTERNAL, and UNIX times from the file's wall-clock anchor;
 //!   attributes `thread.id`, `thread.name`.
 //! - A `tracing` span is one span for all its entries, on whatever threads, from its first
-//!   entry's start to its last entry's end; its fields are attributes, its events span events,
-//!   its `follows_from` links Links, and the spans its entries hold its children (see
-//!   [`tracing`]: its id is [`tracing_span_id`] of its key).
+//!   entry's start to its close (a TracingClose record), or to its last entry's end when none
+//!   was written; its parent is its recorded `tracing` parent; its fields are attributes, its
+//!   events span events, its `follows_from` links Links, and the spans its entries hold its
+//!   children (see [`tracing`]: its id is [`tracing_span_id`] of its key).
 //! - A TracedSpan with a W3C trace id is a span of that trace; with a command's causal id, a
 //!   span of the command's trace (see [`commands`]: the trace id is the causal id, `hi` then
 //!   `lo` big-endian, and the span's parent is the command's root span "command S/Q", which
@@ -76,6 +77,7 @@ use std::io::{self, Write};
 use tracing::TracingSpans;
 use typhon_recorder::codec::correlation::command_of_causal_id;
 use typhon_recorder::codec::records::{self, Record as Body};
+use typhon_recorder::codec::TraceEventKind as K;
 use values::{hex, kv_int, kv_str, span, trace_id, Clock, ThreadId};
 
 /// What the export says about the recording, and how it batches.
@@ -189,6 +191,8 @@ pub struct OtlpStats {
     pub peak_commands: u64,
     /// Most `tracing` spans open at once.
     pub peak_tracing_open: u64,
+    /// `tracing` spans' closes (TracingClose records) that ended their span.
+    pub tracing_closes: u64,
 }
 
 /// Reads `file` and hands its spans to `out` as requests of at most `opts.batch` spans, with
@@ -245,7 +249,11 @@ pub fn export_batches(
     let mut cmds = Commands::default();
     let mut tracing = TracingSpans::default();
     let mut threads: Vec<Option<ThreadId>> = Vec::new();
-    for r in file.stream_records() {
+    let mut recs = file.stream_records();
+    while let Some(r) = recs.next() {
+        // A TracingSpan handed out for a compact entry, an info for a TracingSpanValues: what
+        // their ids and `tracing_id` mean depends on it.
+        let written = recs.written_kind();
         let r = match r {
             Ok(r) => r,
             Err(TraceDatError::DamagedPage { pages, .. }) => {
@@ -308,7 +316,7 @@ pub fn export_batches(
                     &mut b,
                     &mut trees,
                     &clock,
-                    (key, &x, name),
+                    (key, &x, name, written == K::TRACING_ENTRY),
                     (ts, end),
                     th,
                     r.ts,
@@ -323,7 +331,17 @@ pub fn export_batches(
                 ..
             } => {
                 b.stats.tracing_descriptions += 1;
-                tracing.describe((key, tracing_id), r.ts, (level, target, fields));
+                // A TracingSpanValues' info carries its `tracing` parent's key there.
+                let values = written == K::TRACING_SPAN_VALUES;
+                tracing.describe((key, tracing_id, values), r.ts, (level, target, fields));
+            }
+            Body::TracingClose { key } => {
+                if tracing.closed(key, ts, r.ts) {
+                    b.stats.tracing_closes += 1;
+                } else {
+                    b.stats.left_out += 1;
+                    b.stats.tracing_late += 1;
+                }
             }
             Body::TracingEvent {
                 span_key,

@@ -1,23 +1,29 @@
 //! `tracing` spans as OTLP spans: every entry of a span (on any thread), its description, its
 //! events and its `follows_from` links make one OTLP span, held until it is over.
 //!
-//! - The span runs from its first entry's start to its last entry's end (the recording has no
-//!   record of a span's close: its last exit is the last thing known of it), named as its last
-//!   entry read (a `name` field recorded later renames it). Its id is
-//!   [`tracing_span_id`] of its key; `typhon.entries` and `typhon.busy_ns` say how many entries
-//!   it had and how long they were, `thread.id` and `thread.name` are its first entry's.
-//! - Its parent is the span its first entry read lies in (the `tracing` span of an enclosing
-//!   entry, or a NamedSpan or TracedSpan), and it is in that span's trace; a span whose entry
-//!   lies in none roots a local trace of its own, named after its key-derived id (so a
-//!   TracedSpan with a W3C or a command's id around an entry puts the span in that trace).
+//! - The span runs from its first entry's start to its close (a TracingClose record, written
+//!   for a span entered more than once or never), else to its last entry's end (a span entered
+//!   once closes with its exit), named as its last entry read (a `name` field recorded later
+//!   renames it). Its id is [`tracing_span_id`] of its key; `typhon.entries` and
+//!   `typhon.busy_ns` say how many entries it had and how long they were, `thread.id` and
+//!   `thread.name` are its first entry's.
+//! - Its parent: for a span whose entries are compact (TracingEntry), the `tracing` parent its
+//!   description recorded (an explicit `parent:` or the span current where it was created,
+//!   on whatever thread), a root when none; for one whose entries are TracingSpan records
+//!   (under a native span, or a file from before kind 226), the span its first entry read
+//!   lies in (the `tracing` span of an enclosing entry, or a NamedSpan or TracedSpan). It is
+//!   in its parent's trace; a root span roots a local trace of its own, named after its
+//!   key-derived id (so a TracedSpan with a W3C or a command's id around a TracingSpan entry
+//!   puts the span in that trace).
 //! - Its fields (the latest description: `Span::record` values replace those before) are
 //!   attributes of their own types, with `level` and `target`; its events are span events
 //!   (name: the message; attributes: `level`, `target`, the fields, and the thread when not
 //!   the span's first entry's); `follows_from` is a Link to the span it follows.
-//! - The recording has no record of a span's close, but the Registry gives a closed span's id
-//!   to a new span: a span is over [`GRACE`] of the records' time after a new span is described
-//!   with its `tracing` id (so memory holds the spans open, not the recording's), else at the
-//!   end of the recording, or once no record of it came for [`IDLE`], or when more than
+//! - A span is over [`GRACE`] of the records' time after its close (other slots' records of
+//!   that time may still come), or, with no close recorded: when a description with its
+//!   `tracing` id (a TracingSpanInfo: the Registry gives a closed span's id to a new span)
+//!   came [`GRACE`] before, else at the end of the recording, or once no record of it came
+//!   for [`IDLE`], or when more than
 //!   [`MAX_OPEN`] are open (the least recently active first). An entry after that is written
 //!   as a span of its own under it, and an event or link after that is left out (both counted
 //!   in `tracing_late`): with two subscribers, whose Registries give out the same ids, a span
@@ -62,6 +68,10 @@ pub const fn tracing_span_id(key: u64) -> u64 {
 #[derive(Default)]
 struct Open {
     tracing_id: u64,
+    /// Its `tracing` parent's key, as its description (a TracingSpanValues) recorded it.
+    parent_key: u64,
+    /// When it closed (file ns), if its close was recorded.
+    closed: Option<u64>,
     name: String,
     level: u8,
     target: String,
@@ -148,12 +158,23 @@ impl TracingSpans {
     }
 
     /// A description of span `key`: its callsite's level and target, and its fields.
+    /// `values`: it was written as a TracingSpanValues, whose `id` is its `tracing` parent's
+    /// key; else (a TracingSpanInfo) `id` is its `tracing` id.
     pub(super) fn describe(
         &mut self,
-        (key, tracing_id): (u64, u64),
+        (key, id, values): (u64, u64, bool),
         now: u64,
         (level, target, fields): (u8, &str, &str),
     ) {
+        if values {
+            let o = self.touch(key, now);
+            o.parent_key = id;
+            o.level = level;
+            target.clone_into(&mut o.target);
+            fields.clone_into(&mut o.fields);
+            return;
+        }
+        let tracing_id = id;
         if let Some(old) = self.by_id.insert(tracing_id, key) {
             if old != key {
                 // The Registry gave `old`'s id to a new span: `old` is closed.
@@ -167,14 +188,15 @@ impl TracingSpans {
         fields.clone_into(&mut o.fields);
     }
 
-    /// An entry of span `key` (recorded as `x`, `name`, from `start` to `end`, on `th`).
+    /// An entry of span `key` (recorded as `x`, `name`, from `start` to `end`, on `th`;
+    /// `compact`: written as a TracingEntry, whose span's parent is its `tracing` parent).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn entry(
         &mut self,
         out: &mut Batch<'_>,
         trees: &mut Trees,
         clock: &Clock,
-        (key, x, name): (u64, &SpanExt, &str),
+        (key, x, name, compact): (u64, &SpanExt, &str, bool),
         (start, end): (u64, u64),
         th: &ThreadId,
         now: u64,
@@ -209,9 +231,29 @@ impl TracingSpans {
         o.busy = o.busy.saturating_add(end.saturating_sub(start));
         trees.alias(out, x.span_id, id)?;
         if first {
-            trees.node(out, id, x.parent_span_id)?;
+            let parent = if !compact {
+                x.parent_span_id
+            } else if o.parent_key != 0 {
+                tracing_span_id(o.parent_key)
+            } else {
+                0
+            };
+            trees.node(out, id, parent)?;
         }
         self.limit(out, trees, clock)
+    }
+
+    /// Span `key` closed at `ts`: it is over once [`GRACE`] of the records' time has passed
+    /// (another slot's entry or event of before then may still come). `false` when it was
+    /// written already.
+    pub(super) fn closed(&mut self, key: u64, ts: u64, now: u64) -> bool {
+        if self.late(key) {
+            return false;
+        }
+        let o = self.touch(key, now);
+        o.closed = Some(ts);
+        self.closing.push_back((now, key));
+        true
     }
 
     /// An event in span `key` at `ts`; `false` when it has none to join (written already).
@@ -352,13 +394,15 @@ impl TracingSpans {
             return Ok(());
         }
         let id = tracing_span_id(key);
+        // Its close, if recorded, ends it (never before its last exit).
+        let end = o.closed.map_or(o.end, |c| c.max(o.end));
         let mut s = span(
             [0; 16],
             id,
             0,
             &o.name,
             SpanKind::Internal as i32,
-            (clock.unix(o.start), clock.unix(o.end)),
+            (clock.unix(o.start), clock.unix(end)),
         );
         let mut extra = level_target(o.level, &o.target);
         let th = o.thread.unwrap_or_default();
