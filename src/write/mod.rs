@@ -15,8 +15,9 @@
 //!   guards under them; `named`: the instants and
 //!   phases that carry their names; `names`: the slots' static names, written once per slot
 //!   (SPEC §15); `celog`: the CeLog event builder; `locks`: the mutex whose contended waits
-//!   are spans.
+//!   are spans; `alloc`: the allocator whose totals are counters.
 
+pub mod alloc;
 pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;

@@ -130,6 +130,8 @@ impl Drop for Owner {
                 let now = w.clock.raw();
                 w.end_spans_from(0, now);
             }
+            // What a `TrackingAllocator` counted since its last sample.
+            crate::write::alloc::flush_exiting(&mut w);
             drop(w); // retires the slot
         }
     }
@@ -190,6 +192,8 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
     if h.gen == DEAD {
         return;
     }
+    // A claim allocates (a ring, a clock, the old writer's retirement) while it holds `h`.
+    let _busy = crate::write::alloc::RecorderBusy::enter();
     h.gen = gen;
     drop(h.writer.take()); // retires a slot of a previous recorder
     let claimed = OWNER.try_with(|o| {

@@ -1,0 +1,424 @@
+//! Allocation counters: [`TrackingAllocator`], a `#[global_allocator]` wrapper that counts each
+//! thread's allocations and frees (and their bytes) and writes the running totals as counters
+//! ([`ALLOC_COUNT`], [`ALLOC_BYTES`], [`FREE_COUNT`], [`FREE_BYTES`]) into the thread's own slot.
+//!
+//! Cost. An allocation adds to four thread-local running totals (a `const` thread-local of
+//! `Cell`s with no destructor: a thread-pointer offset, no registration, valid until the thread
+//! is gone) and counts down; every [`CHECK_EVERY`] allocations and frees it looks whether
+//! [`MIN_INTERVAL_NS`] has passed since the thread last wrote its totals, and writes them if so.
+//! The totals are cumulative, so a sample skipped loses nothing: the next one carries it, and
+//! what is left when the thread exits, when the finishing thread calls
+//! [`Recorder::finish`](crate::Recorder::finish), or at [`flush_thread`], is written then.
+//!
+//! Safety of writing from inside an allocator. The allocator runs inside whatever allocates,
+//! including the recorder itself (a thread's first event claims a slot and makes a ring; a
+//! callsite's definition is copied into a Vec while its record is being filled). So a sample is
+//! written only when (1) this module is not already writing on this thread (its own guard,
+//! which also makes every allocation the write makes count without recursing), (2) the recorder
+//! is not in one of its allocating paths on this thread ([`RecorderBusy`], set by them), and
+//! (3) the thread already has a writer of the installed recorder: the allocator never claims a
+//! slot (a claim takes the registry's locks, which a thread may hold while it allocates), so a
+//! thread's totals show once it has recorded anything or called
+//! [`register_thread`](crate::register_thread). Before a recorder is installed, after it
+//! finished, and on a thread being torn down, it only counts.
+
+use crate::codec::records::{self, CounterValue};
+use crate::codec::TraceEventKind as K;
+use crate::session::{GEN, KIND_ON};
+use crate::write::writer::{kind_state, Writer, DEAD, HOT};
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Name of the counter of allocations made by a thread (a reallocation counts as one free and
+/// one allocation), cumulative since the thread's first allocation.
+pub const ALLOC_COUNT: &str = "alloc.count";
+/// Name of the counter of bytes a thread allocated (the layouts' sizes), cumulative.
+pub const ALLOC_BYTES: &str = "alloc.bytes";
+/// Name of the counter of frees made by a thread, cumulative.
+pub const FREE_COUNT: &str = "free.count";
+/// Name of the counter of bytes a thread freed, cumulative.
+pub const FREE_BYTES: &str = "free.bytes";
+/// Name of the counter with one sample per allocation larger than
+/// [`TrackingAllocator::track_sizes_over`]: its value is that allocation's size, at its time.
+pub const ALLOC_LARGE: &str = "alloc.large";
+
+/// Allocations and frees between two looks at the clock.
+pub const CHECK_EVERY: u32 = 256;
+/// The least time between two samples of one thread's totals (100 µs): at most 10 000 samples
+/// of 4 counters a second per thread, however fast it allocates.
+pub const MIN_INTERVAL_NS: u64 = 100_000;
+
+/// A thread's running totals (see [`thread_totals`]).
+///
+/// ```
+/// let t = typhon_recorder::alloc::AllocTotals { allocs: 3, alloc_bytes: 96, frees: 1, free_bytes: 32 };
+/// assert_eq!(t.live_bytes(), 64);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AllocTotals {
+    /// Allocations made (each reallocation counts one).
+    pub allocs: u64,
+    /// Bytes allocated.
+    pub alloc_bytes: u64,
+    /// Frees made (each reallocation counts one).
+    pub frees: u64,
+    /// Bytes freed.
+    pub free_bytes: u64,
+}
+
+impl AllocTotals {
+    /// Bytes allocated less bytes freed by this thread (negative when it frees what others
+    /// allocated).
+    pub fn live_bytes(&self) -> i64 {
+        self.alloc_bytes.wrapping_sub(self.free_bytes) as i64
+    }
+}
+
+/// The thread-local state. Only `Cell`s of plain integers: no drop glue, so the `const`
+/// thread-local below needs no destructor registration (which could allocate) and is valid at
+/// every point of the thread's life, thread-local destruction included.
+struct Local {
+    allocs: Cell<u64>,
+    alloc_bytes: Cell<u64>,
+    frees: Cell<u64>,
+    free_bytes: Cell<u64>,
+    /// Allocations and frees left before the next look at the clock.
+    countdown: Cell<u32>,
+    /// Set while this module writes: allocations then only count.
+    writing: Cell<bool>,
+    /// Depth of the recorder's allocating paths on this thread (see [`RecorderBusy`]).
+    recorder_busy: Cell<u32>,
+    /// Raw time of the thread's last sample (0: none yet).
+    last_raw: Cell<u64>,
+    /// The totals (allocations + frees) of the last sample and the recorder it went to, to
+    /// write nothing when nothing changed.
+    written: Cell<(u64, u64)>,
+}
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local {
+            allocs: Cell::new(0),
+            alloc_bytes: Cell::new(0),
+            frees: Cell::new(0),
+            free_bytes: Cell::new(0),
+            countdown: Cell::new(CHECK_EVERY),
+            writing: Cell::new(false),
+            recorder_busy: Cell::new(0),
+            last_raw: Cell::new(0),
+            written: Cell::new((u64::MAX, 0)),
+        }
+    };
+}
+
+/// Marks one of the recorder's own paths that allocate while the thread's writer (or a lock a
+/// write takes) is held: no sample is written on this thread while it lives.
+pub(crate) struct RecorderBusy(());
+
+impl RecorderBusy {
+    #[inline]
+    pub(crate) fn enter() -> Self {
+        LOCAL.with(|l| l.recorder_busy.set(l.recorder_busy.get() + 1));
+        RecorderBusy(())
+    }
+}
+
+impl Drop for RecorderBusy {
+    #[inline]
+    fn drop(&mut self) {
+        LOCAL.with(|l| l.recorder_busy.set(l.recorder_busy.get().saturating_sub(1)));
+    }
+}
+
+/// A [`GlobalAlloc`] that passes every call to `A` and counts each thread's allocations and
+/// frees as counters (see the [module](crate::alloc) for when they are written and what it
+/// costs). It never allocates itself and never reenters the recorder.
+///
+/// ```no_run
+/// use std::alloc::System;
+/// use typhon_recorder::TrackingAllocator;
+///
+/// #[global_allocator]
+/// static A: TrackingAllocator<System> = TrackingAllocator::new(System).track_sizes_over(1 << 20);
+/// # fn main() {}
+/// ```
+pub struct TrackingAllocator<A> {
+    inner: A,
+    /// Allocations larger than this are each recorded ([`ALLOC_LARGE`]); `usize::MAX`: none.
+    large: AtomicUsize,
+}
+
+impl<A> TrackingAllocator<A> {
+    /// Wraps `inner`.
+    ///
+    /// ```
+    /// let a = typhon_recorder::TrackingAllocator::new(std::alloc::System);
+    /// assert_eq!(a.sizes_tracked_over(), None);
+    /// ```
+    pub const fn new(inner: A) -> Self {
+        Self {
+            inner,
+            large: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Records each allocation larger than `bytes` as a sample of [`ALLOC_LARGE`] whose value
+    /// is its size (a `const` builder, for the `static`; [`set_track_sizes_over`] changes it at
+    /// run time).
+    ///
+    /// [`set_track_sizes_over`]: Self::set_track_sizes_over
+    ///
+    /// ```
+    /// use typhon_recorder::TrackingAllocator;
+    /// static A: TrackingAllocator<std::alloc::System> =
+    ///     TrackingAllocator::new(std::alloc::System).track_sizes_over(4096);
+    /// assert_eq!(A.sizes_tracked_over(), Some(4096));
+    /// ```
+    pub const fn track_sizes_over(mut self, bytes: usize) -> Self {
+        self.large = AtomicUsize::new(bytes);
+        self
+    }
+
+    /// [`track_sizes_over`](Self::track_sizes_over) at run time; `None` records none.
+    ///
+    /// ```
+    /// let a = typhon_recorder::TrackingAllocator::new(std::alloc::System);
+    /// a.set_track_sizes_over(Some(1 << 20));
+    /// assert_eq!(a.sizes_tracked_over(), Some(1 << 20));
+    /// ```
+    pub fn set_track_sizes_over(&self, bytes: Option<usize>) {
+        // Relaxed: a threshold; an allocation racing with the change may use either value.
+        self.large
+            .store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
+    }
+
+    /// The size over which each allocation is recorded, if any.
+    ///
+    /// ```
+    /// let a = typhon_recorder::TrackingAllocator::new(std::alloc::System);
+    /// assert_eq!(a.sizes_tracked_over(), None);
+    /// ```
+    pub fn sizes_tracked_over(&self) -> Option<usize> {
+        // Relaxed: as in `set_track_sizes_over`.
+        Some(self.large.load(Ordering::Relaxed)).filter(|&b| b != usize::MAX)
+    }
+
+    /// The wrapped allocator.
+    ///
+    /// ```
+    /// let a = typhon_recorder::TrackingAllocator::new(std::alloc::System);
+    /// let _system: &std::alloc::System = a.inner();
+    /// ```
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+
+    #[inline(always)]
+    fn large(&self) -> usize {
+        // Relaxed: as in `set_track_sizes_over`.
+        self.large.load(Ordering::Relaxed)
+    }
+}
+
+#[inline(always)]
+fn count(l: &Local, alloc: Option<usize>, free: Option<usize>, large: usize) {
+    if let Some(size) = alloc {
+        l.allocs.set(l.allocs.get().wrapping_add(1));
+        l.alloc_bytes
+            .set(l.alloc_bytes.get().wrapping_add(size as u64));
+    }
+    if let Some(size) = free {
+        l.frees.set(l.frees.get().wrapping_add(1));
+        l.free_bytes
+            .set(l.free_bytes.get().wrapping_add(size as u64));
+    }
+    let c = l.countdown.get().wrapping_sub(1);
+    l.countdown.set(c);
+    let is_large = matches!(alloc, Some(s) if s > large);
+    if c == 0 || is_large {
+        sample(l, if is_large { alloc } else { None });
+    }
+}
+
+/// Counts an allocation of `size` bytes (and a free of `freed`) on this thread.
+#[inline(always)]
+fn note(alloc: Option<usize>, free: Option<usize>, large: usize) {
+    // `with` of a const thread-local without drop glue cannot fail.
+    LOCAL.with(|l| count(l, alloc, free, large));
+}
+
+// SAFETY: every method passes its arguments unchanged to `A`, whose contract is the caller's,
+// and returns `A`'s result unchanged; the counting around it neither allocates (thread-local
+// `Cell`s, and the recorder's ring when a sample is written, which allocates nothing once the
+// thread has a writer; whatever it might allocate anyway is only counted, under `writing`) nor
+// touches the memory involved, nor unwinds (no panicking operation: wrapping arithmetic).
+unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is `A::alloc`'s.
+        let p = unsafe { self.inner.alloc(layout) };
+        if !p.is_null() {
+            note(Some(layout.size()), None, self.large());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in `alloc`.
+        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        if !p.is_null() {
+            note(Some(layout.size()), None, self.large());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc` is `A::dealloc`'s (`ptr` came from this
+        // allocator, hence from `A`, with `layout`).
+        unsafe { self.inner.dealloc(ptr, layout) };
+        note(None, Some(layout.size()), usize::MAX);
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract for `realloc` is `A::realloc`'s.
+        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        // On failure the old block is still live and nothing changed.
+        if !p.is_null() {
+            note(Some(new_size), Some(layout.size()), self.large());
+        }
+        p
+    }
+}
+
+/// This thread's running totals: what a [`TrackingAllocator`] counted on it since it started
+/// (all zero without one).
+///
+/// ```
+/// let t = typhon_recorder::alloc::thread_totals();
+/// assert!(t.allocs >= t.frees || t.free_bytes > 0 || t == Default::default());
+/// ```
+pub fn thread_totals() -> AllocTotals {
+    LOCAL.with(totals)
+}
+
+fn totals(l: &Local) -> AllocTotals {
+    AllocTotals {
+        allocs: l.allocs.get(),
+        alloc_bytes: l.alloc_bytes.get(),
+        frees: l.frees.get(),
+        free_bytes: l.free_bytes.get(),
+    }
+}
+
+/// Writes this thread's totals now, if it has a writer of the installed recorder and they
+/// changed since its last sample (what thread exit and [`Recorder::finish`](crate::Recorder::finish)
+/// do for the thread they run on). Returns whether a sample was written.
+///
+/// ```
+/// assert!(!typhon_recorder::alloc::flush_thread()); // no recorder installed
+/// ```
+pub fn flush_thread() -> bool {
+    LOCAL.with(|l| write_sample(l, None, true))
+}
+
+/// The countdown reached 0, or `large` is an allocation to record.
+#[cold]
+#[inline(never)]
+fn sample(l: &Local, large: Option<usize>) {
+    l.countdown.set(CHECK_EVERY);
+    write_sample(l, large, false);
+}
+
+/// Writes the thread's totals (if `force`, or [`MIN_INTERVAL_NS`] passed since the last
+/// sample) and `large`, when the three conditions of the module's comment hold.
+fn write_sample(l: &Local, large: Option<usize>, force: bool) -> bool {
+    if cfg!(feature = "compile-out") || l.writing.get() || l.recorder_busy.get() != 0 {
+        return false;
+    }
+    if kind_state(K::COUNTER) != KIND_ON {
+        return false;
+    }
+    l.writing.set(true);
+    let h = HOT.with(|h| h.get());
+    // SAFETY: `HOT` has no destructor, so the pointer is valid for this thread's life. No other
+    // reference to it is live: the recorder's paths that allocate while they hold it run under
+    // `RecorderBusy` (checked above), its writes do not allocate otherwise, and this module
+    // does not reenter itself (`writing`). Only reads here, and the writer's use below.
+    let h = unsafe { &mut *h };
+    // Relaxed: compared with this thread's cached generation, as `refresh` does; no claim.
+    let gen = GEN.load(Ordering::Relaxed);
+    let wrote = match h.writer.as_mut() {
+        Some(w) if gen != 0 && h.gen == gen && h.gen != DEAD => put_sample(l, w, large, force),
+        _ => false,
+    };
+    l.writing.set(false);
+    wrote
+}
+
+/// Writes the sample into `w`: the totals (unless too soon and not `force`, or unchanged) and
+/// `large`'s size.
+fn put_sample(l: &Local, w: &mut Writer, large: Option<usize>, force: bool) -> bool {
+    let now = w.clock.raw();
+    let mut wrote = false;
+    if let Some(size) = large {
+        put_counter(w, ALLOC_LARGE, size as u64, now);
+        wrote = true;
+    }
+    let last = l.last_raw.get();
+    let due = force
+        || last == 0
+        || w.core
+            .clock
+            .to_ns(now)
+            .saturating_sub(w.core.clock.to_ns(last))
+            >= MIN_INTERVAL_NS;
+    let t = totals(l);
+    let stamp = (t.allocs.wrapping_add(t.frees), w.core.gen);
+    if due && stamp != l.written.get() {
+        put_counter(w, ALLOC_COUNT, t.allocs, now);
+        put_counter(w, ALLOC_BYTES, t.alloc_bytes, now);
+        put_counter(w, FREE_COUNT, t.frees, now);
+        put_counter(w, FREE_BYTES, t.free_bytes, now);
+        l.last_raw.set(now);
+        l.written.set(stamp);
+        wrote = true;
+    }
+    wrote
+}
+
+/// One counter into `w`'s ring at raw time `t`: its id form once the slot has the name's
+/// definition, else inline (as `counter` does).
+fn put_counter(w: &mut Writer, name: &'static str, value: u64, t: u64) {
+    let value = CounterValue::from_i64(i64::try_from(value).unwrap_or(i64::MAX));
+    w.last_raw = t;
+    let slot = w.slot;
+    let id = w.static_name_id(name, Some(t));
+    if id != 0 {
+        w.put(records::COUNTER_ID_SIZE, |d| {
+            let _ = records::write_counter_id(d, slot, t as i64, value, id);
+        });
+    } else {
+        w.put(records::counter_len(name), |d| {
+            let _ = records::write_counter(d, slot, t as i64, value, name);
+        });
+    }
+}
+
+/// Thread exit: the writer `w` was just taken out of the thread's state (see `Owner::drop`);
+/// writes what this thread counted since its last sample.
+pub(crate) fn flush_exiting(w: &mut Writer) {
+    LOCAL.with(|l| {
+        // Relaxed: as in `write_sample`; a recorder that finished meanwhile drops the sample.
+        let live = w.core.gen == GEN.load(Ordering::Relaxed);
+        if !live || l.writing.get() || kind_state(K::COUNTER) != KIND_ON {
+            return;
+        }
+        l.writing.set(true);
+        put_sample(l, w, None, true);
+        l.writing.set(false);
+    });
+}
