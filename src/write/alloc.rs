@@ -378,7 +378,8 @@ fn put_sample(l: &Local, w: &mut Writer, large: Option<usize>, force: bool) -> b
             >= MIN_INTERVAL_NS;
     let t = totals(l);
     let stamp = (t.allocs.wrapping_add(t.frees), w.core.gen);
-    if due && stamp != l.written.get() {
+    // All zero: no tracking allocator counts on this thread (a flush at finish without one).
+    if due && stamp.0 != 0 && stamp != l.written.get() {
         put_counter(w, ALLOC_COUNT, t.allocs, now);
         put_counter(w, ALLOC_BYTES, t.alloc_bytes, now);
         put_counter(w, FREE_COUNT, t.frees, now);
