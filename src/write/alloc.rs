@@ -2,9 +2,10 @@
 //! thread's allocations and frees (and their bytes) and writes the running totals as counters
 //! ([`ALLOC_COUNT`], [`ALLOC_BYTES`], [`FREE_COUNT`], [`FREE_BYTES`]) into the thread's own slot.
 //!
-//! Cost. An allocation adds to four thread-local running totals (a `const` thread-local of
-//! `Cell`s with no destructor: a thread-pointer offset, no registration, valid until the thread
-//! is gone) and counts down; every [`CHECK_EVERY`] allocations and frees it looks whether
+//! Cost. An allocation is one add to a thread-local accumulator (its count and bytes packed
+//! in one u64; a `const` thread-local of `Cell`s with no destructor: a thread-pointer offset,
+//! no registration, valid until the thread is gone) and a compare; every [`CHECK_EVERY`]
+//! allocations (or frees) it folds that into the running totals and looks whether
 //! [`MIN_INTERVAL_NS`] has passed since the thread last wrote its totals, and writes them if so.
 //! The totals are cumulative, so a sample skipped loses nothing: the next one carries it, and
 //! what is left when the thread exits, when the finishing thread calls
@@ -79,12 +80,17 @@ impl AllocTotals {
 /// thread-local below needs no destructor registration (which could allocate) and is valid at
 /// every point of the thread's life, thread-local destruction included.
 struct Local {
+    /// The allocations since the last fold, packed: their count in the top 16 bits, their bytes
+    /// in the low 48 (each under 2^32, see [`SMALL`]; at most [`CHECK_EVERY`] of them), so that
+    /// an allocation is one add and one compare.
+    alloc_acc: Cell<u64>,
+    /// The frees since the last fold, packed alike.
+    free_acc: Cell<u64>,
+    /// The totals up to the last fold.
     allocs: Cell<u64>,
     alloc_bytes: Cell<u64>,
     frees: Cell<u64>,
     free_bytes: Cell<u64>,
-    /// Allocations and frees left before the next look at the clock.
-    countdown: Cell<u32>,
     /// Set while this module writes: allocations then only count.
     writing: Cell<bool>,
     /// Depth of the recorder's allocating paths on this thread (see [`RecorderBusy`]).
@@ -99,11 +105,12 @@ struct Local {
 thread_local! {
     static LOCAL: Local = const {
         Local {
+            alloc_acc: Cell::new(0),
+            free_acc: Cell::new(0),
             allocs: Cell::new(0),
             alloc_bytes: Cell::new(0),
             frees: Cell::new(0),
             free_bytes: Cell::new(0),
-            countdown: Cell::new(CHECK_EVERY),
             writing: Cell::new(false),
             recorder_busy: Cell::new(0),
             last_raw: Cell::new(0),
@@ -147,6 +154,9 @@ pub struct TrackingAllocator<A> {
     inner: A,
     /// Allocations larger than this are each recorded ([`ALLOC_LARGE`]); `usize::MAX`: none.
     large: AtomicUsize,
+    /// `min(large, 2^32 - 1)`: the one compare of an allocation's fast path (a larger size
+    /// takes the slow path, which looks at `large`).
+    fast: AtomicUsize,
 }
 
 impl<A> TrackingAllocator<A> {
@@ -160,6 +170,7 @@ impl<A> TrackingAllocator<A> {
         Self {
             inner,
             large: AtomicUsize::new(usize::MAX),
+            fast: AtomicUsize::new(SMALL - 1),
         }
     }
 
@@ -177,6 +188,7 @@ impl<A> TrackingAllocator<A> {
     /// ```
     pub const fn track_sizes_over(mut self, bytes: usize) -> Self {
         self.large = AtomicUsize::new(bytes);
+        self.fast = AtomicUsize::new(if bytes < SMALL - 1 { bytes } else { SMALL - 1 });
         self
     }
 
@@ -189,8 +201,9 @@ impl<A> TrackingAllocator<A> {
     /// ```
     pub fn set_track_sizes_over(&self, bytes: Option<usize>) {
         // Relaxed: a threshold; an allocation racing with the change may use either value.
-        self.large
-            .store(bytes.unwrap_or(usize::MAX), Ordering::Relaxed);
+        let bytes = bytes.unwrap_or(usize::MAX);
+        self.large.store(bytes, Ordering::Relaxed);
+        self.fast.store(bytes.min(SMALL - 1), Ordering::Relaxed);
     }
 
     /// The size over which each allocation is recorded, if any.
@@ -215,37 +228,55 @@ impl<A> TrackingAllocator<A> {
     }
 
     #[inline(always)]
-    fn large(&self) -> usize {
+    fn fast(&self) -> usize {
         // Relaxed: as in `set_track_sizes_over`.
-        self.large.load(Ordering::Relaxed)
+        self.fast.load(Ordering::Relaxed)
     }
 }
 
+/// One packed allocation or free of a size under [`SMALL`].
+const ONE: u64 = 1 << 48;
+const BYTES: u64 = ONE - 1;
+/// The packed count that makes the slow path fold the accumulators: [`CHECK_EVERY`].
+const FOLD_AT: u64 = (CHECK_EVERY as u64) << 48;
+/// Sizes below this are packed; larger ones take the slow path (and are counted exactly).
+const SMALL: usize = 1 << 32;
+/// What the fast path adds of a size: its low 32 bits (all of a size under [`SMALL`]), so that
+/// [`CHECK_EVERY`] of them never carry into the count.
+const LOW: u64 = SMALL as u64 - 1;
+
 #[inline(always)]
-fn count(l: &Local, alloc: Option<usize>, free: Option<usize>, large: usize) {
-    if let Some(size) = alloc {
-        l.allocs.set(l.allocs.get().wrapping_add(1));
-        l.alloc_bytes
-            .set(l.alloc_bytes.get().wrapping_add(size as u64));
-    }
+fn count(l: &Local, alloc: Option<usize>, free: Option<usize>, fast: usize, large: &AtomicUsize) {
+    let mut slow = false;
     if let Some(size) = free {
-        l.frees.set(l.frees.get().wrapping_add(1));
-        l.free_bytes
-            .set(l.free_bytes.get().wrapping_add(size as u64));
+        let a = l
+            .free_acc
+            .get()
+            .wrapping_add(ONE)
+            .wrapping_add(size as u64 & LOW);
+        l.free_acc.set(a);
+        slow |= (a >= FOLD_AT) | (size >= SMALL);
     }
-    let c = l.countdown.get().wrapping_sub(1);
-    l.countdown.set(c);
-    let is_large = matches!(alloc, Some(s) if s > large);
-    if c == 0 || is_large {
-        sample(l, if is_large { alloc } else { None });
+    if let Some(size) = alloc {
+        let a = l
+            .alloc_acc
+            .get()
+            .wrapping_add(ONE)
+            .wrapping_add(size as u64 & LOW);
+        l.alloc_acc.set(a);
+        slow |= (a >= FOLD_AT) | (size > fast);
+    }
+    if slow {
+        // Relaxed: as in `set_track_sizes_over`.
+        slow_path(l, alloc, free, large.load(Ordering::Relaxed));
     }
 }
 
 /// Counts an allocation of `size` bytes (and a free of `freed`) on this thread.
 #[inline(always)]
-fn note(alloc: Option<usize>, free: Option<usize>, large: usize) {
+fn note(alloc: Option<usize>, free: Option<usize>, fast: usize, large: &AtomicUsize) {
     // `with` of a const thread-local without drop glue cannot fail.
-    LOCAL.with(|l| count(l, alloc, free, large));
+    LOCAL.with(|l| count(l, alloc, free, fast, large));
 }
 
 // SAFETY: every method passes its arguments unchanged to `A`, whose contract is the caller's,
@@ -259,7 +290,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         // SAFETY: the caller's contract for `alloc` is `A::alloc`'s.
         let p = unsafe { self.inner.alloc(layout) };
         if !p.is_null() {
-            note(Some(layout.size()), None, self.large());
+            note(Some(layout.size()), None, self.fast(), &self.large);
         }
         p
     }
@@ -269,7 +300,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         // SAFETY: as in `alloc`.
         let p = unsafe { self.inner.alloc_zeroed(layout) };
         if !p.is_null() {
-            note(Some(layout.size()), None, self.large());
+            note(Some(layout.size()), None, self.fast(), &self.large);
         }
         p
     }
@@ -279,7 +310,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         // SAFETY: the caller's contract for `dealloc` is `A::dealloc`'s (`ptr` came from this
         // allocator, hence from `A`, with `layout`).
         unsafe { self.inner.dealloc(ptr, layout) };
-        note(None, Some(layout.size()), usize::MAX);
+        note(None, Some(layout.size()), SMALL - 1, &self.large);
     }
 
     #[inline]
@@ -288,7 +319,12 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TrackingAllocator<A> {
         let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
         // On failure the old block is still live and nothing changed.
         if !p.is_null() {
-            note(Some(new_size), Some(layout.size()), self.large());
+            note(
+                Some(new_size),
+                Some(layout.size()),
+                self.fast(),
+                &self.large,
+            );
         }
         p
     }
@@ -306,12 +342,24 @@ pub fn thread_totals() -> AllocTotals {
 }
 
 fn totals(l: &Local) -> AllocTotals {
+    let (a, f) = (l.alloc_acc.get(), l.free_acc.get());
     AllocTotals {
-        allocs: l.allocs.get(),
-        alloc_bytes: l.alloc_bytes.get(),
-        frees: l.frees.get(),
-        free_bytes: l.free_bytes.get(),
+        allocs: l.allocs.get().wrapping_add(a >> 48),
+        alloc_bytes: l.alloc_bytes.get().wrapping_add(a & BYTES),
+        frees: l.frees.get().wrapping_add(f >> 48),
+        free_bytes: l.free_bytes.get().wrapping_add(f & BYTES),
     }
+}
+
+/// Moves the packed accumulators into the totals.
+fn fold(l: &Local) {
+    let t = totals(l);
+    l.allocs.set(t.allocs);
+    l.alloc_bytes.set(t.alloc_bytes);
+    l.frees.set(t.frees);
+    l.free_bytes.set(t.free_bytes);
+    l.alloc_acc.set(0);
+    l.free_acc.set(0);
 }
 
 /// Writes this thread's totals now, if it has a writer of the installed recorder and they
@@ -325,12 +373,26 @@ pub fn flush_thread() -> bool {
     LOCAL.with(|l| write_sample(l, None, true))
 }
 
-/// The countdown reached 0, or `large` is an allocation to record.
+/// An accumulator reached [`CHECK_EVERY`], or a size was too large to pack (`alloc` and
+/// `free` were added with their sizes cut to 32 bits: corrected here), or `alloc` is over
+/// `large`: folds, corrects, and writes a sample if one is due.
 #[cold]
 #[inline(never)]
-fn sample(l: &Local, large: Option<usize>) {
-    l.countdown.set(CHECK_EVERY);
-    write_sample(l, large, false);
+fn slow_path(l: &Local, alloc: Option<usize>, free: Option<usize>, large: usize) {
+    fold(l);
+    let fix = |bytes: &Cell<u64>, size: Option<usize>| {
+        if let Some(size) = size.filter(|&s| s >= SMALL) {
+            bytes.set(
+                bytes
+                    .get()
+                    .wrapping_sub(size as u64 & LOW)
+                    .wrapping_add(size as u64),
+            );
+        }
+    };
+    fix(&l.alloc_bytes, alloc);
+    fix(&l.free_bytes, free);
+    write_sample(l, alloc.filter(|&s| s > large), false);
 }
 
 /// Writes the thread's totals (if `force`, or [`MIN_INTERVAL_NS`] passed since the last
@@ -422,4 +484,50 @@ pub(crate) fn flush_exiting(w: &mut Writer) {
         put_sample(l, w, None, true);
         l.writing.set(false);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The packed fast path and the folds count exactly: sizes under and over 2^32 (counted
+    /// without allocating them), past many folds, reallocations as a free and an allocation.
+    #[test]
+    fn packed_counts_are_exact_across_folds_and_huge_sizes() {
+        std::thread::spawn(|| {
+            let (none, over) = (AtomicUsize::new(usize::MAX), AtomicUsize::new(1 << 40));
+            let t0 = thread_totals();
+            let mut want = AllocTotals::default();
+            let sizes = [1usize, 4095, (1 << 32) - 1, 1 << 32, (5 << 32) + 7, 1 << 47];
+            for i in 0..10_000usize {
+                let a = sizes[i % sizes.len()];
+                let f = sizes[(i * 7 + 3) % sizes.len()];
+                match i % 3 {
+                    0 => note(Some(a), None, SMALL - 1, &none),
+                    1 => note(None, Some(f), SMALL - 1, &none),
+                    _ => note(Some(a), Some(f), SMALL - 1, &over),
+                }
+                if i % 3 != 1 {
+                    want.allocs += 1;
+                    want.alloc_bytes += a as u64;
+                }
+                if i % 3 != 0 {
+                    want.frees += 1;
+                    want.free_bytes += f as u64;
+                }
+                if i % 997 == 0 {
+                    let t = thread_totals();
+                    assert_eq!(t.allocs - t0.allocs, want.allocs);
+                    assert_eq!(t.alloc_bytes - t0.alloc_bytes, want.alloc_bytes);
+                    assert_eq!(t.frees - t0.frees, want.frees);
+                    assert_eq!(t.free_bytes - t0.free_bytes, want.free_bytes);
+                }
+            }
+            let t = thread_totals();
+            assert_eq!(t.alloc_bytes - t0.alloc_bytes, want.alloc_bytes);
+            assert_eq!(t.free_bytes - t0.free_bytes, want.free_bytes);
+        })
+        .join()
+        .unwrap();
+    }
 }

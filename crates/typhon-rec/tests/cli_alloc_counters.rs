@@ -44,17 +44,27 @@ fn allocation_counters_show_in_stats_json() {
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();
     let c = &v["counters"];
-    let last = |n: &str| c[n]["last"].as_u64().unwrap_or_else(|| panic!("no {n} in {c}"));
+    let last = |n: &str| {
+        c[n]["last"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {n} in {c}"))
+    };
     assert!(last(talloc::ALLOC_COUNT) >= end.allocs, "{c}");
     assert!(last(talloc::ALLOC_BYTES) >= end.alloc_bytes, "{c}");
     assert!(last(talloc::FREE_COUNT) >= end.frees, "{c}");
     assert!(last(talloc::FREE_BYTES) >= end.free_bytes, "{c}");
     // At least 40 000 allocations and frees, about 2.2 MB each way, in 100 µs samples or more.
-    assert!(end.allocs > 20_000 && end.alloc_bytes > 2_000_000, "{end:?}");
+    assert!(
+        end.allocs > 20_000 && end.alloc_bytes > 2_000_000,
+        "{end:?}"
+    );
     for n in [talloc::ALLOC_COUNT, talloc::FREE_BYTES] {
         let s = &c[n];
         assert!(s["count"].as_u64().unwrap() >= 1, "{s}");
-        assert!(s["min"].as_u64().unwrap() <= s["max"].as_u64().unwrap(), "{s}");
+        assert!(
+            s["min"].as_u64().unwrap() <= s["max"].as_u64().unwrap(),
+            "{s}"
+        );
         assert_eq!(s["max"], s["last"], "{n} is cumulative: {s}");
     }
     let large = &c[talloc::ALLOC_LARGE];
