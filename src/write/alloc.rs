@@ -16,127 +16,25 @@
 //! callsite's definition is copied into a Vec while its record is being filled). So a sample is
 //! written only when (1) this module is not already writing on this thread (its own guard,
 //! which also makes every allocation the write makes count without recursing), (2) the recorder
-//! is not in one of its allocating paths on this thread ([`RecorderBusy`], set by them), and
+//! is not in one of its allocating paths on this thread (`RecorderBusy`, set by them), and
 //! (3) the thread already has a writer of the installed recorder: the allocator never claims a
 //! slot (a claim takes the registry's locks, which a thread may hold while it allocates), so a
 //! thread's totals show once it has recorded anything or called
 //! [`register_thread`](crate::register_thread). Before a recorder is installed, after it
 //! finished, and on a thread being torn down, it only counts.
 
-use crate::codec::records::{self, CounterValue};
 use crate::codec::TraceEventKind as K;
 use crate::session::{GEN, KIND_ON};
-use crate::write::writer::{kind_state, Writer, DEAD, HOT};
+use crate::write::alloc_state::{fold, put_sample, totals, Local, FOLD_AT, LOCAL, LOW, ONE, SMALL};
+use crate::write::writer::{kind_state, DEAD, HOT};
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Name of the counter of allocations made by a thread (a reallocation counts as one free and
-/// one allocation), cumulative since the thread's first allocation.
-pub const ALLOC_COUNT: &str = "alloc.count";
-/// Name of the counter of bytes a thread allocated (the layouts' sizes), cumulative.
-pub const ALLOC_BYTES: &str = "alloc.bytes";
-/// Name of the counter of frees made by a thread, cumulative.
-pub const FREE_COUNT: &str = "free.count";
-/// Name of the counter of bytes a thread freed, cumulative.
-pub const FREE_BYTES: &str = "free.bytes";
-/// Name of the counter with one sample per allocation larger than
-/// [`TrackingAllocator::track_sizes_over`]: its value is that allocation's size, at its time.
-pub const ALLOC_LARGE: &str = "alloc.large";
-
-/// Allocations and frees between two looks at the clock.
-pub const CHECK_EVERY: u32 = 256;
-/// The least time between two samples of one thread's totals (100 µs): at most 10 000 samples
-/// of 4 counters a second per thread, however fast it allocates.
-pub const MIN_INTERVAL_NS: u64 = 100_000;
-
-/// A thread's running totals (see [`thread_totals`]).
-///
-/// ```
-/// let t = typhon_recorder::alloc::AllocTotals { allocs: 3, alloc_bytes: 96, frees: 1, free_bytes: 32 };
-/// assert_eq!(t.live_bytes(), 64);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AllocTotals {
-    /// Allocations made (each reallocation counts one).
-    pub allocs: u64,
-    /// Bytes allocated.
-    pub alloc_bytes: u64,
-    /// Frees made (each reallocation counts one).
-    pub frees: u64,
-    /// Bytes freed.
-    pub free_bytes: u64,
-}
-
-impl AllocTotals {
-    /// Bytes allocated less bytes freed by this thread (negative when it frees what others
-    /// allocated).
-    pub fn live_bytes(&self) -> i64 {
-        self.alloc_bytes.wrapping_sub(self.free_bytes) as i64
-    }
-}
-
-/// The thread-local state. Only `Cell`s of plain integers: no drop glue, so the `const`
-/// thread-local below needs no destructor registration (which could allocate) and is valid at
-/// every point of the thread's life, thread-local destruction included.
-struct Local {
-    /// The allocations since the last fold, packed: their count in the top 16 bits, their bytes
-    /// in the low 48 (each under 2^32, see [`SMALL`]; at most [`CHECK_EVERY`] of them), so that
-    /// an allocation is one add and one compare.
-    alloc_acc: Cell<u64>,
-    /// The frees since the last fold, packed alike.
-    free_acc: Cell<u64>,
-    /// The totals up to the last fold.
-    allocs: Cell<u64>,
-    alloc_bytes: Cell<u64>,
-    frees: Cell<u64>,
-    free_bytes: Cell<u64>,
-    /// Set while this module writes: allocations then only count.
-    writing: Cell<bool>,
-    /// Depth of the recorder's allocating paths on this thread (see [`RecorderBusy`]).
-    recorder_busy: Cell<u32>,
-    /// Raw time of the thread's last sample (0: none yet).
-    last_raw: Cell<u64>,
-    /// The totals (allocations + frees) of the last sample and the recorder it went to, to
-    /// write nothing when nothing changed.
-    written: Cell<(u64, u64)>,
-}
-
-thread_local! {
-    static LOCAL: Local = const {
-        Local {
-            alloc_acc: Cell::new(0),
-            free_acc: Cell::new(0),
-            allocs: Cell::new(0),
-            alloc_bytes: Cell::new(0),
-            frees: Cell::new(0),
-            free_bytes: Cell::new(0),
-            writing: Cell::new(false),
-            recorder_busy: Cell::new(0),
-            last_raw: Cell::new(0),
-            written: Cell::new((u64::MAX, 0)),
-        }
-    };
-}
-
-/// Marks one of the recorder's own paths that allocate while the thread's writer (or a lock a
-/// write takes) is held: no sample is written on this thread while it lives.
-pub(crate) struct RecorderBusy(());
-
-impl RecorderBusy {
-    #[inline]
-    pub(crate) fn enter() -> Self {
-        LOCAL.with(|l| l.recorder_busy.set(l.recorder_busy.get() + 1));
-        RecorderBusy(())
-    }
-}
-
-impl Drop for RecorderBusy {
-    #[inline]
-    fn drop(&mut self) {
-        LOCAL.with(|l| l.recorder_busy.set(l.recorder_busy.get().saturating_sub(1)));
-    }
-}
+pub use crate::write::alloc_state::{
+    AllocTotals, ALLOC_BYTES, ALLOC_COUNT, ALLOC_LARGE, CHECK_EVERY, FREE_BYTES, FREE_COUNT,
+    MIN_INTERVAL_NS,
+};
 
 /// A [`GlobalAlloc`] that passes every call to `A` and counts each thread's allocations and
 /// frees as counters (see the [module](crate::alloc) for when they are written and what it
@@ -234,17 +132,6 @@ impl<A> TrackingAllocator<A> {
     }
 }
 
-/// One packed allocation or free of a size under [`SMALL`].
-const ONE: u64 = 1 << 48;
-const BYTES: u64 = ONE - 1;
-/// The packed count that makes the slow path fold the accumulators: [`CHECK_EVERY`].
-const FOLD_AT: u64 = (CHECK_EVERY as u64) << 48;
-/// Sizes below this are packed; larger ones take the slow path (and are counted exactly).
-const SMALL: usize = 1 << 32;
-/// What the fast path adds of a size: its low 32 bits (all of a size under [`SMALL`]), so that
-/// [`CHECK_EVERY`] of them never carry into the count.
-const LOW: u64 = SMALL as u64 - 1;
-
 #[inline(always)]
 fn count(l: &Local, alloc: Option<usize>, free: Option<usize>, fast: usize, large: &AtomicUsize) {
     let mut slow = false;
@@ -341,27 +228,6 @@ pub fn thread_totals() -> AllocTotals {
     LOCAL.with(totals)
 }
 
-fn totals(l: &Local) -> AllocTotals {
-    let (a, f) = (l.alloc_acc.get(), l.free_acc.get());
-    AllocTotals {
-        allocs: l.allocs.get().wrapping_add(a >> 48),
-        alloc_bytes: l.alloc_bytes.get().wrapping_add(a & BYTES),
-        frees: l.frees.get().wrapping_add(f >> 48),
-        free_bytes: l.free_bytes.get().wrapping_add(f & BYTES),
-    }
-}
-
-/// Moves the packed accumulators into the totals.
-fn fold(l: &Local) {
-    let t = totals(l);
-    l.allocs.set(t.allocs);
-    l.alloc_bytes.set(t.alloc_bytes);
-    l.frees.set(t.frees);
-    l.free_bytes.set(t.free_bytes);
-    l.alloc_acc.set(0);
-    l.free_acc.set(0);
-}
-
 /// Writes this thread's totals now, if it has a writer of the installed recorder and they
 /// changed since its last sample (what thread exit and [`Recorder::finish`](crate::Recorder::finish)
 /// do for the thread they run on). Returns whether a sample was written.
@@ -419,71 +285,6 @@ fn write_sample(l: &Local, large: Option<usize>, force: bool) -> bool {
     };
     l.writing.set(false);
     wrote
-}
-
-/// Writes the sample into `w`: the totals (unless too soon and not `force`, or unchanged) and
-/// `large`'s size.
-fn put_sample(l: &Local, w: &mut Writer, large: Option<usize>, force: bool) -> bool {
-    let now = w.clock.raw();
-    let mut wrote = false;
-    if let Some(size) = large {
-        put_counter(w, ALLOC_LARGE, size as u64, now);
-        wrote = true;
-    }
-    let last = l.last_raw.get();
-    let due = force
-        || last == 0
-        || w.core
-            .clock
-            .to_ns(now)
-            .saturating_sub(w.core.clock.to_ns(last))
-            >= MIN_INTERVAL_NS;
-    let t = totals(l);
-    let stamp = (t.allocs.wrapping_add(t.frees), w.core.gen);
-    // All zero: no tracking allocator counts on this thread (a flush at finish without one).
-    if due && stamp.0 != 0 && stamp != l.written.get() {
-        put_counter(w, ALLOC_COUNT, t.allocs, now);
-        put_counter(w, ALLOC_BYTES, t.alloc_bytes, now);
-        put_counter(w, FREE_COUNT, t.frees, now);
-        put_counter(w, FREE_BYTES, t.free_bytes, now);
-        l.last_raw.set(now);
-        l.written.set(stamp);
-        wrote = true;
-    }
-    wrote
-}
-
-/// One counter into `w`'s ring at raw time `t`: its id form once the slot has the name's
-/// definition, else inline (as `counter` does).
-fn put_counter(w: &mut Writer, name: &'static str, value: u64, t: u64) {
-    let value = CounterValue::from_i64(i64::try_from(value).unwrap_or(i64::MAX));
-    w.last_raw = t;
-    let slot = w.slot;
-    let id = w.static_name_id(name, Some(t));
-    if id != 0 {
-        w.put(records::COUNTER_ID_SIZE, |d| {
-            let _ = records::write_counter_id(d, slot, t as i64, value, id);
-        });
-    } else {
-        w.put(records::counter_len(name), |d| {
-            let _ = records::write_counter(d, slot, t as i64, value, name);
-        });
-    }
-}
-
-/// Thread exit: the writer `w` was just taken out of the thread's state (see `Owner::drop`);
-/// writes what this thread counted since its last sample.
-pub(crate) fn flush_exiting(w: &mut Writer) {
-    LOCAL.with(|l| {
-        // Relaxed: as in `write_sample`; a recorder that finished meanwhile drops the sample.
-        let live = w.core.gen == GEN.load(Ordering::Relaxed);
-        if !live || l.writing.get() || kind_state(K::COUNTER) != KIND_ON {
-            return;
-        }
-        l.writing.set(true);
-        put_sample(l, w, None, true);
-        l.writing.set(false);
-    });
 }
 
 #[cfg(test)]

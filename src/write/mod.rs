@@ -18,6 +18,7 @@
 //!   are spans; `alloc`: the allocator whose totals are counters.
 
 pub mod alloc;
+pub(crate) mod alloc_state;
 pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;
