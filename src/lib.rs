@@ -157,6 +157,9 @@ pub use write::span_api::{
 pub use write::spans::SpanGuard;
 pub use write::{WriteError, SPAN_DEPTH, SPAN_NAME_BYTES};
 
+/// Allocation counters: [`TrackingAllocator`]'s counter names, a thread's totals, a flush.
+pub use write::alloc;
+pub use write::alloc::TrackingAllocator;
 /// The writes of a `tracing` layer (the `typhon-tracing` crate's `TyphonLayer` makes them; SPEC
 /// §12). A program instruments with [`span()`] and the other free functions, or with `tracing`
 /// through that layer.

@@ -782,6 +782,8 @@ impl Recorder {
             return Ok(self.core.stats());
         }
         self.finished = true;
+        // What a `TrackingAllocator` counted on this thread since its last sample.
+        crate::write::alloc::flush_thread();
         let r = self.core.finish();
         #[cfg(target_os = "linux")]
         crate::term::disarm(self.core.gen);

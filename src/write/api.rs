@@ -491,6 +491,7 @@ pub fn celog_data_at(
                 data,
             };
             if let Err(e) = records::write_celog_record(d, slot, t, &ev) {
+                let _busy = crate::write::alloc_state::RecorderBusy::enter();
                 res = Err(WriteError::Invalid(e.to_string()));
             }
         });

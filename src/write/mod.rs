@@ -14,9 +14,12 @@
 //! - `api`, `span_api` and `spans`: the free functions, the span functions and the span
 //!   guards under them; `named`: the instants and
 //!   phases that carry their names; `names`: the slots' static names, written once per slot
-//!   (SPEC §15), and `strings` their interned value strings; `celog`: the CeLog event builder; `locks`: the mutex whose contended waits
-//!   are spans.
+//!   (SPEC §15), and `strings` their interned value strings; `celog`: the CeLog event builder;
+//!   `locks`: the mutex whose contended waits are spans; `alloc`: the allocator whose totals
+//!   are counters.
 
+pub mod alloc;
+pub(crate) mod alloc_state;
 pub(crate) mod api;
 pub(crate) mod celog;
 pub mod clock;

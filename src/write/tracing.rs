@@ -420,6 +420,8 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
         ));
         return false;
     }
+    // The definition is copied into a Vec while its record is filled.
+    let _busy = crate::write::alloc_state::RecorderBusy::enter();
     with_writer(|w| {
         if size > w.core.max_record {
             w.refuse();

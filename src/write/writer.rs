@@ -135,6 +135,10 @@ impl Drop for Owner {
                 let now = w.clock.raw();
                 w.end_spans_from(0, now);
             }
+            // What a `TrackingAllocator` counted since its last sample (Relaxed: as above).
+            if w.core.gen == GEN.load(Ordering::Relaxed) && enabled(TraceEventKind::COUNTER) {
+                crate::write::alloc_state::flush_exiting(&mut w);
+            }
             drop(w); // retires the slot
         }
     }
@@ -195,6 +199,8 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
     if h.gen == DEAD {
         return;
     }
+    // A claim allocates (a ring, a clock, the old writer's retirement) while it holds `h`.
+    let _busy = crate::write::alloc_state::RecorderBusy::enter();
     h.gen = gen;
     drop(h.writer.take()); // retires a slot of a previous recorder
     let claimed = OWNER.try_with(|o| {
@@ -571,6 +577,38 @@ impl Writer {
                 id
             }
             None => 0,
+        }
+    }
+}
+
+/// The allocation counters' samples go into the writer (see `crate::write::alloc_state`).
+impl crate::write::alloc_state::SampleTarget for Writer {
+    fn now(&mut self) -> u64 {
+        self.clock.raw()
+    }
+
+    fn to_ns(&self, raw: u64) -> u64 {
+        self.core.clock.to_ns(raw)
+    }
+
+    fn recorder_gen(&self) -> u64 {
+        self.core.gen
+    }
+
+    /// Its id form once the slot has the name's definition, else inline (as `counter` does).
+    fn put_counter(&mut self, name: &'static str, value: u64, t: u64) {
+        let value = records::CounterValue::from_i64(i64::try_from(value).unwrap_or(i64::MAX));
+        self.last_raw = t;
+        let slot = self.slot;
+        let id = self.static_name_id(name, Some(t));
+        if id != 0 {
+            self.put(records::COUNTER_ID_SIZE, |d| {
+                let _ = records::write_counter_id(d, slot, t as i64, value, id);
+            });
+        } else {
+            self.put(records::counter_len(name), |d| {
+                let _ = records::write_counter(d, slot, t as i64, value, name);
+            });
         }
     }
 }

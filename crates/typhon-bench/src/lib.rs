@@ -94,6 +94,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod alloc;
 mod bridges;
 mod disabled;
 mod floors;
@@ -174,6 +175,8 @@ pub fn run(opts: &BenchOptions) -> BenchReport {
     bridges::bridges(&mut r, &t);
     off.take(2);
     locks::mutexes(&mut r, &t);
+    off.take(2);
+    alloc::counters_and_allocator(&mut r, &t);
     off.take(2);
     let samples = if opts.quick { 1_000_000 } else { 10_000_000 };
     latency::latency(&mut r, samples, npt, no_spare);

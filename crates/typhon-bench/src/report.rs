@@ -255,6 +255,14 @@ pub struct BenchReport {
     pub mutex_plain: NsFigure,
     /// Lock + unlock of a free `TracedMutex` (records nothing), timed beside `mutex_plain`.
     pub mutex_traced: NsFigure,
+    /// `counter` of a static name (a CounterId), timed beside `counter_floor`.
+    pub counter: NsFigure,
+    /// The fixed 24-byte write with the recorder's clock, in the same rounds as `counter`.
+    pub counter_floor: NsFigure,
+    /// One allocation and one free through `System` in an allocation-heavy loop.
+    pub system_alloc: NsFigure,
+    /// The same loop through `TrackingAllocator<System>`, timed beside `system_alloc`.
+    pub tracking_alloc: NsFigure,
     /// A write with no recorder installed, in straight-line code (eight per loop iteration).
     pub disabled: NsFigure,
     /// The same, one call per loop iteration (context).
@@ -417,6 +425,10 @@ impl BenchReport {
             ("tracing_tracy_span_ns", self.tracing_tracy_span.median),
             ("parking_lot_mutex_ns", self.mutex_plain.median),
             ("traced_mutex_ns", self.mutex_traced.median),
+            ("counter_ns", self.counter.median),
+            ("counter_floor_ns", self.counter_floor.median),
+            ("system_alloc_ns", self.system_alloc.median),
+            ("tracking_alloc_ns", self.tracking_alloc.median),
             (
                 "flusher_cpu_ns_per_record",
                 self.recorder_threads.flusher_cpu_ns_per_record,
@@ -497,6 +509,10 @@ impl BenchReport {
         v["figures"]["tracing_tracy_span"] = fig(&self.tracing_tracy_span);
         v["figures"]["parking_lot_mutex"] = fig(&self.mutex_plain);
         v["figures"]["traced_mutex"] = fig(&self.mutex_traced);
+        v["figures"]["counter"] = fig(&self.counter);
+        v["figures"]["counter_floor"] = fig(&self.counter_floor);
+        v["figures"]["system_alloc"] = fig(&self.system_alloc);
+        v["figures"]["tracking_alloc"] = fig(&self.tracking_alloc);
         v["targets"] = json!(self
             .targets
             .iter()
@@ -566,6 +582,10 @@ mod tests {
             "page_fault_ns",
             "parking_lot_mutex_ns",
             "traced_mutex_ns",
+            "counter_ns",
+            "counter_floor_ns",
+            "system_alloc_ns",
+            "tracking_alloc_ns",
         ] {
             assert!(v.get(k).is_some(), "missing key {k}");
         }

@@ -227,6 +227,18 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             over(r.mutex_traced.median, r.mutex_plain.median),
             2.0,
         ),
+        le(
+            "counter_vs_write_clock",
+            "counter of a static name <= 1.25 x the fixed 24-byte write with the clock, side by side",
+            ratio(r.counter.median, r.counter_floor.median),
+            1.25,
+        ),
+        le(
+            "tracking_alloc_vs_system",
+            "TrackingAllocator<System> alloc+free in an allocation-heavy loop <= 1.10 x System, side by side",
+            ratio(r.tracking_alloc.median, r.system_alloc.median),
+            1.10,
+        ),
     ]
 }
 

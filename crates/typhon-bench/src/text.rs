@@ -103,6 +103,12 @@ impl fmt::Display for BenchReport {
         writeln!(f, "lock + unlock of a free mutex:")?;
         row(f, "  parking_lot::Mutex", &self.mutex_plain)?;
         row(f, "  TracedMutex (records only waits)", &self.mutex_traced)?;
+        writeln!(f, "counter write, beside its floor:")?;
+        row(f, "  24-byte write with the clock", &self.counter_floor)?;
+        row(f, "  counter (static name)", &self.counter)?;
+        writeln!(f, "allocation + free, allocation-heavy loop:")?;
+        row(f, "  System", &self.system_alloc)?;
+        row(f, "  TrackingAllocator<System>", &self.tracking_alloc)?;
         row(
             f,
             "disabled (no recorder), 8 calls per loop iteration",

@@ -35,6 +35,9 @@
 //!   values are formatted), and enters, exits and events allocate nothing.
 //! - Events give TracingEventValues records (callsite, typed values with the message, the
 //!   current span's key); `follows_from` gives a TracingFollows record, a flow in the Perfetto export.
+//! - An event with a `counter.NAME` or `monotonic_counter.NAME` field (tracing-opentelemetry's
+//!   metrics convention: `tracing::info!(counter.requests = 1)`) adds its value to the metric
+//!   NAME, recorded as a counter named NAME holding the running total, instead of an event.
 //!
 //! A complete program:
 //!
@@ -66,6 +69,7 @@
 
 mod cache;
 mod callsites;
+mod counters;
 mod fields;
 mod names;
 mod spans;
@@ -418,6 +422,11 @@ where
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
+        // tracing-opentelemetry's metrics convention: counters, not an event.
+        if counters::has_metric_fields(meta) {
+            counters::record(event);
+            return;
+        }
         let stack = self.stack;
         let span_key = ctx
             .event_span(event)
