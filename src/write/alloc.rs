@@ -24,8 +24,8 @@
 //! finished, and on a thread being torn down, it only counts.
 
 use crate::codec::TraceEventKind as K;
-use crate::write::gate::{GEN, KIND_ON};
 use crate::write::alloc_state::{fold, put_sample, totals, Local, FOLD_AT, LOCAL, LOW, ONE, SMALL};
+use crate::write::gate::{GEN, KIND_ON};
 use crate::write::writer::{kind_state, DEAD, HOT};
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;

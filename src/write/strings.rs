@@ -278,51 +278,6 @@ impl StrTable {
     }
 }
 
-impl crate::write::writer::Writer {
-    /// The id string `s` of a record's values has in this slot (its definition written
-    /// first when it needs one), or 0 to write it inline.
-    #[inline]
-    pub(crate) fn str_id(&mut self, s: &str) -> u32 {
-        match self.names.strs().find(s, self.name_epoch) {
-            Found::Id(id) => id,
-            Found::Inline => 0,
-            found => self.str_define(s, found),
-        }
-    }
-
-    /// Writes the definition of `s` ([`Found::Stale`] or [`Found::New`]); its id, or 0 when
-    /// it was not written (a full ring, a NUL, too large): inline this time.
-    #[cold]
-    #[inline(never)]
-    fn str_define(&mut self, s: &str, found: Found) -> u32 {
-        let size = crate::codec::records::name_definition_len(s);
-        if size > self.max_record || crate::codec::records::has_nul(s.as_bytes()) {
-            return 0;
-        }
-        // A clone, in this cold path, so that the definition's write can borrow the writer.
-        let names = self.names.clone();
-        let id = match found {
-            Found::Stale(_, id) => id,
-            _ => names.peek_id(),
-        };
-        let (t, slot, epoch) = (self.ts(None) as i64, self.slot, self.name_epoch);
-        if !self.put(size, |d| {
-            crate::codec::records::fill_name_definition(d, slot, t, id, s)
-        }) {
-            return 0;
-        }
-        match found {
-            Found::Stale(i, _) => names.strs().restated(i, epoch),
-            Found::New(i, h) => {
-                names.take_id();
-                names.strs().hold(i, h, s, id, epoch);
-            }
-            _ => {}
-        }
-        id
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
