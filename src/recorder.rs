@@ -615,17 +615,14 @@ impl Recorder {
         self.core.definition_records()
     }
 
-    /// The static names (SPEC §15) slot `slot` has defined so far, as NameDefinition records
-    /// of that slot stamped `ts` (raw ticks, or whatever time the caller's file starts at;
-    /// readers match a definition by slot and id, not by time), in id order, and how many of
-    /// the slot's records carried their name inline because its table of names was full. A
-    /// slot's ids never change meaning within a recording, whichever thread owns the slot, so
-    /// a file that starts in the middle of the recording (a snapshot's window, a new segment,
-    /// SPEC §16) writes these at the start of the slot's data, beside
-    /// [`definition_records`](Self::definition_records) (the `tracing` callsites, which are
-    /// per recording), and every record of the slot it keeps resolves. The flusher side calls
-    /// it as `core.registry.name_definitions(slot, ts)`: it reads the slot's table (a lock of
-    /// the slot's entry, no lock the writers take).
+    /// The names slot `slot` has defined so far (SPEC §15: its static names and its interned
+    /// value strings), as NameDefinition records of that slot stamped `ts` (readers match a
+    /// definition by slot and id, not by time), in id order, and how many of the slot's
+    /// records carried their name inline because its table was full. A slot's ids keep their
+    /// meaning for the whole recording, whoever owns the slot, so a file that starts mid-way
+    /// (a snapshot, a new segment, SPEC §16) writes these at the head of the slot's data,
+    /// beside [`definition_records`](Self::definition_records), and every record it keeps
+    /// resolves. It reads the slot's table under the slot entry's lock, which writers never take.
     ///
     /// ```
     /// # let _g = typhon_recorder::doc_lock();
