@@ -52,7 +52,7 @@ use std::time::Instant;
 pub const MAX_THREAD_IDS: usize = 64;
 
 /// How far ahead of the flusher's clock a record's time may lie, in ns, before it is clamped
-/// and counted in its slot's [`SlotSummary::clamped`]: 10 s. A clamped record takes the time of
+/// and counted in its slot's [`SlotSummary::clamped`](crate::sink::SlotSummary::clamped): 10 s. A clamped record takes the time of
 /// its slot's previous record (as a CeLog event without a timestamp does), so it moves no
 /// later record's page time (the flusher's own now would: it is later than the records written
 /// before the drain); a span whose end is clamped ends there, or at its start if that is later.
