@@ -125,11 +125,7 @@ pub fn enter_in(subscriber: u64, name: &SpanName, key: u64, tracing_id: u64) -> 
     if cfg!(feature = "compile-out") {
         return false;
     }
-    let state = kind_state(K::TRACING_SPAN);
-    if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
-        }
+    if !admitted(K::TRACING_SPAN) {
         return false;
     }
     if name.size == 0 {
@@ -405,11 +401,7 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
     if cfg!(feature = "compile-out") {
         return false;
     }
-    let state = kind_state(K::TRACING_CALLSITE);
-    if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
-        }
+    if !admitted(K::TRACING_CALLSITE) {
         return false;
     }
     let size = records::tracing_callsite_len(c);
@@ -530,11 +522,7 @@ fn put_values(
     if cfg!(feature = "compile-out") {
         return Ok(());
     }
-    let state = kind_state(kind);
-    if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
-        }
+    if !admitted(kind) {
         return Ok(());
     }
     let intern = kind_state(K::NAME_DEFINITION) == KIND_ON;

@@ -398,6 +398,17 @@ pub(crate) fn kind_state(kind: TraceEventKind) -> u8 {
     KIND_STATE[kind.0 as usize].load(Ordering::Relaxed)
 }
 
+/// Whether a record of `kind` goes on now: `false` while the kind is off (no recorder, or
+/// disabled), a filtered kind counted as such.
+#[inline(always)]
+pub(crate) fn admitted(kind: TraceEventKind) -> bool {
+    let state = kind_state(kind);
+    if state == KIND_FILTERED {
+        count_filtered();
+    }
+    state == KIND_ON
+}
+
 #[cold]
 #[inline(never)]
 pub(crate) fn count_filtered() {
@@ -492,11 +503,7 @@ pub(crate) fn put_variable(
     if cfg!(feature = "compile-out") {
         return Ok(());
     }
-    let state = kind_state(kind);
-    if state != KIND_ON {
-        if state == KIND_FILTERED {
-            count_filtered();
-        }
+    if !admitted(kind) {
         return Ok(());
     }
     with_writer(|w| {
