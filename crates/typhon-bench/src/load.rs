@@ -6,7 +6,7 @@ use crate::report::{BenchReport, FlusherThroughput, ThreadThroughput};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use typhon_recorder::sink::NullSink;
-use typhon_recorder::RecorderBuilder;
+use typhon_recorder::{Recorder, RecorderBuilder};
 
 /// The ring of the flusher phase: 64 MiB, 32 times the default ring.
 pub(crate) const BIG_RING: usize = 64 << 20;
@@ -71,6 +71,21 @@ pub(crate) fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
     let Ok(rec) = b.start() else {
         return FlusherThroughput::default();
     };
+    flat_out(rec, dur, |rec| {
+        drop(rec);
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(typhon_recorder::sink::parts_dir(&path));
+    })
+}
+
+/// One producer writes as fast as it can for `dur` into `rec`, in a ring it never fills; once
+/// the flusher caught up (it is otherwise idle), the records written to pages over the flusher
+/// thread's on-CPU time. `end` finishes the recording after that time is read.
+pub(crate) fn flat_out(
+    rec: Recorder,
+    dur: Duration,
+    end: impl FnOnce(Recorder),
+) -> FlusherThroughput {
     let cpu0 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
     let now = rec.now();
     let producer = std::thread::spawn(move || {
@@ -84,13 +99,10 @@ pub(crate) fn flusher(to_file: bool, dur: Duration) -> FlusherThroughput {
         }
     });
     let _ = producer.join();
-    // Wait until the flusher caught up (it is otherwise idle), then read its CPU time.
     rec.drain();
     let cpu1 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
     let stats = rec.stats();
-    drop(rec);
-    let _ = std::fs::remove_file(&path);
-    let _ = std::fs::remove_dir_all(typhon_recorder::sink::parts_dir(&path));
+    end(rec);
     let records = stats.user_written();
     let cpu_s = (cpu1.saturating_sub(cpu0)) as f64 / 1e9;
     let rps = records as f64 / cpu_s.max(1e-9);

@@ -8,7 +8,6 @@
 //! slow stretch of a shared machine falls on both alike.
 
 use crate::load::BIG_RING;
-use crate::own_threads::thread_cpu_ns;
 use crate::peers::rss_bytes;
 use crate::report::{BenchReport, FlusherThroughput, NsFigure};
 use crate::timer::{figure, ticks};
@@ -94,33 +93,10 @@ pub(crate) fn flusher(mode: Mode, dur: Duration) -> FlusherThroughput {
     let Some(rec) = start(mode, b, "flusher") else {
         return FlusherThroughput::default();
     };
-    let cpu0 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
-    let now = rec.now();
-    let producer = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        let mut i = 0u64;
-        while t0.elapsed() < dur {
-            for _ in 0..1024 {
-                typhon_recorder::ingress_received_at(Some(now + i), i as u32, 1, 2, 64);
-                i += 1;
-            }
-        }
-    });
-    let _ = producer.join();
-    rec.drain();
-    let cpu1 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
-    let stats = rec.stats();
-    let _ = rec.finish();
-    cleanup();
-    let records = stats.user_written();
-    let cpu_s = (cpu1.saturating_sub(cpu0)) as f64 / 1e9;
-    let rps = records as f64 / cpu_s.max(1e-9);
-    FlusherThroughput {
-        records_per_s: rps,
-        mb_per_s: rps * 24.0 / 1e6,
-        records,
-        cpu_s,
-    }
+    crate::load::flat_out(rec, dur, |rec| {
+        let _ = rec.finish();
+        cleanup();
+    })
 }
 
 /// Resident memory a window adds, over its byte budget: one thread fills a window of `budget`
