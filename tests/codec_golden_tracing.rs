@@ -110,8 +110,8 @@ fn written(sink: &MemorySink) -> Vec<(K, u64, u64, u64)> {
     out
 }
 
-/// An entry of a described span (an empty name) is a TracingEntry at top level and inside
-/// another, a TracingSpan under a native span (it names that parent); a native span inside a
+/// An entry of a described span (an empty name) is a compact entry (a TracingEntryShort, its
+/// key and duration fitting 32 bits) at top level and inside another, a TracingSpan under a native span (it names that parent); a native span inside a
 /// TracingEntry names the entry's id (bit 55 set); a named entry stays a TracingSpan.
 #[test]
 fn entries_are_compact_where_no_parent_needs_naming() {
@@ -148,11 +148,11 @@ fn entries_are_compact_where_no_parent_needs_naming() {
         [
             (K::TRACING_SPAN, 3),
             (K::NAMED_SPAN, 0),
-            (K::TRACING_ENTRY, 2),
+            (K::TRACING_ENTRY_SHORT, 2),
             (K::TRACING_SPAN, 4),
-            (K::TRACING_ENTRY, 1),
-            (K::TRACING_CLOSE, 2),
-            (K::TRACING_CLOSE, 2),
+            (K::TRACING_ENTRY_SHORT, 1),
+            (K::TRACING_CLOSE_SHORT, 2),
+            (K::TRACING_CLOSE_SHORT, 2),
         ]
     );
     let native = w[1];

@@ -230,7 +230,7 @@ pub const TRACING_ENTRY_ID_BIT: u64 = 1 << 55;
 ///
 /// ```
 /// use typhon_recorder::codec::KINDS;
-/// assert_eq!(KINDS.len(), 34);
+/// assert_eq!(KINDS.len(), 38);
 /// assert!(KINDS.iter().any(|d| d.name == "CeLog"));
 /// ```
 pub const KINDS: &[KindDef] = &[
@@ -302,6 +302,52 @@ pub const KINDS: &[KindDef] = &[
         ],
         min_size: 19,
         fixed: false,
+    },
+    // Compact forms of four `tracing` kinds (issue 33), each standing for the record of its
+    // full kind (226, 252, 253, 227) with the same slot and time: the typed decoder
+    // ([`crate::codec::records::decode`]) gives the full kind's `Record`, and
+    // [`crate::codec::records::expand`] its bytes, so a reader sees the full kind. A writer
+    // falls back to the full kind for what does not fit. TracingEntryShort: an entry whose
+    // key and duration (in ns) fit 32 bits; 20 bytes, 24 on disk (a TracingEntry: 28, 32).
+    KindDef {
+        kind: K::TRACING_ENTRY_SHORT,
+        name: "TracingEntryShort",
+        shape: Shape::Span,
+        fields: &[f("duration_ns", U32, 12), f("key", U32, 16)],
+        min_size: 20,
+        fixed: true,
+    },
+    // A span's description with its ids as varints (LEB128, see
+    // [`crate::codec::records::Values`]): key, parent (0 for a root, else `key - parent_key`:
+    // a parent is created before its child, so the difference is small and positive), then
+    // callsite, then the values as in a TracingSpanValues. trace-cmd prints them as bytes.
+    // A ten-span request's description: 12 + 3 + 1 + 1 + values, where a TracingSpanValues
+    // takes 32 + values.
+    KindDef {
+        kind: K::TRACING_SPAN_PACKED,
+        name: "TracingSpanPacked",
+        shape: Shape::Instant,
+        fields: &[f("packed", Rest, 12)],
+        min_size: 15,
+        fixed: false,
+    },
+    // An event with varint span_key (0: none) and callsite, then the values.
+    KindDef {
+        kind: K::TRACING_EVENT_PACKED,
+        name: "TracingEventPacked",
+        shape: Shape::Instant,
+        fields: &[f("packed", Rest, 12)],
+        min_size: 14,
+        fixed: false,
+    },
+    // A TracingClose of a key that fits 32 bits: 16 bytes, 20 on disk.
+    KindDef {
+        kind: K::TRACING_CLOSE_SHORT,
+        name: "TracingCloseShort",
+        shape: Shape::Instant,
+        fields: &[f("key", U32, 12)],
+        min_size: 16,
+        fixed: true,
     },
     // A described `tracing` span's entry, compact (issue 33): one per enter → exit, as a
     // TracingSpan (kind 247) is, but only what a reader cannot rebuild. The span's name, level,
@@ -784,6 +830,12 @@ mod tests {
                         if fd.ty == Rest && d.kind == K::CELOG {
                             min += 4; // a CeLog event is at least its header word
                         }
+                        if fd.ty == Rest && d.kind == K::TRACING_SPAN_PACKED {
+                            min += 3; // its three varints
+                        }
+                        if fd.ty == Rest && d.kind == K::TRACING_EVENT_PACKED {
+                            min += 2; // its two varints
+                        }
                     }
                 }
                 if fd.ty == DataLoc {
@@ -800,7 +852,7 @@ mod tests {
             if d.shape == Shape::Span {
                 assert_eq!(d.fields[0].offset, Some(SPAN_DURATION_OFFSET));
                 // A span with ids has the whole extension; a TracingEntry only the duration.
-                if d.kind != K::TRACING_ENTRY {
+                if d.kind != K::TRACING_ENTRY && d.kind != K::TRACING_ENTRY_SHORT {
                     assert_eq!(d.field("flags").unwrap().offset, Some(SPAN_FLAGS_OFFSET));
                 }
             }

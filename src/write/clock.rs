@@ -141,6 +141,22 @@ impl Clock {
         }
     }
 
+    /// How many ticks a duration may have for its conversion to stay within `ns`: the
+    /// difference of two [`Clock::to_ns`] conversions rounds up to one ns past the factor's
+    /// own (and across the anchor, once more), which the bound leaves room for.
+    ///
+    /// ```
+    /// let c = typhon_recorder::clock::Clock::new();
+    /// let t = c.raw();
+    /// let d = c.ticks_within_ns(u64::from(u32::MAX));
+    /// assert!(c.to_ns(t + d) - c.to_ns(t) <= u64::from(u32::MAX));
+    /// assert!(c.to_ns(t + 2 * d) - c.to_ns(t) > u64::from(u32::MAX));
+    /// ```
+    pub fn ticks_within_ns(&self, ns: u64) -> u64 {
+        let m = ns.saturating_sub(4) as u128;
+        u64::try_from((m << MULT_SHIFT) / self.mult as u128).unwrap_or(u64::MAX)
+    }
+
     /// Converts nanoseconds on the CLOCK_MONOTONIC time base to raw ticks, for callers that
     /// supply their own timestamps (inverse of [`Clock::to_ns`] up to rounding).
     ///

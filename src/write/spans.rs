@@ -398,7 +398,19 @@ impl Writer {
         if tracing && id & TRACING_ENTRY_ID_BIT != 0 {
             // A compact entry: its key (the context's `hi`, see `bridge::enter_in`) and time.
             let key = ctx.map_or(0, |c| c.hi);
-            write_entry(&mut self.producer, self.slot, start, ext.duration_ns, key);
+            let ticks = end.wrapping_sub(start);
+            if ticks < self.short_entry_ticks && key <= u64::from(u32::MAX) {
+                // Both fit 32 bits (the duration once in ns: see `short_entry_ticks`).
+                write_entry_short(
+                    &mut self.producer,
+                    self.slot,
+                    start,
+                    ticks as u32,
+                    key as u32,
+                );
+            } else {
+                write_entry(&mut self.producer, self.slot, start, ext.duration_ns, key);
+            }
             self.last_entry = (key, self.producer.head());
         } else {
             write_span(
@@ -425,6 +437,24 @@ pub(crate) fn write_entry(producer: &mut Producer, slot: u8, start: u64, duratio
     if let Some(r) = producer.reserve_framed(records::TRACING_ENTRY_SIZE) {
         if let Ok(d) = producer.reserved(&r).try_into() {
             records::fill_tracing_entry(d, slot, start as i64, duration, key);
+        }
+        producer.publish(r);
+    }
+}
+
+/// Writes a TracingEntryShort (kind 221): [`write_entry`] of a key and a duration that fit 32
+/// bits (the flusher converts the duration in place, as a span's).
+#[inline(always)]
+pub(crate) fn write_entry_short(
+    producer: &mut Producer,
+    slot: u8,
+    start: u64,
+    duration: u32,
+    key: u32,
+) {
+    if let Some(r) = producer.reserve_framed(records::TRACING_ENTRY_SHORT_SIZE) {
+        if let Ok(d) = producer.reserved(&r).try_into() {
+            records::fill_tracing_entry_short(d, slot, start as i64, duration, key);
         }
         producer.publish(r);
     }

@@ -434,14 +434,16 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
     .unwrap_or(false)
 }
 
-/// Writes a TracingSpanValues: span `key`'s description (its `tracing` parent's key
-/// `parent_key`, 0 for a root) as its callsite's id and its fields' typed `values`
+/// Writes span `key`'s description, as a TracingSpanPacked (its ids as varints, issue 33),
+/// or as a TracingSpanValues when that kind is disabled (the packed kind gives way to its full
+/// one; disabling TracingSpanValues disables both). The description: its `tracing` parent's key
+/// (`parent_key`, 0 for a root), its callsite's id and its fields' typed `values`
 /// ([`records::Values`]), every field with its last value (a reader keeps the last record of
 /// a key). A string of 3 to 64 bytes among them that the thread's slot has met before goes by
 /// id: the slot's NameDefinition of it is written first, once per slot
 /// ([`records::Value::StrId`]). The entries of a span described so, written with an empty
-/// [`SpanName`], are compact TracingEntry records (28 bytes) where they nest in none or in
-/// such an entry.
+/// [`SpanName`], are compact TracingEntryShort records (20 bytes; a TracingEntry, 28, for a
+/// key or a duration past 32 bits) where they nest in none or in such an entry.
 ///
 /// # Errors
 /// [`WriteError::TooLarge`] for a record larger than 65534 bytes or than the running
@@ -456,13 +458,21 @@ pub fn span_values(
     callsite: u32,
     values: &[u8],
 ) -> Result<(), WriteError> {
+    if kind_state(K::TRACING_SPAN_PACKED) == KIND_ON {
+        let mut ids = [0u8; records::PACKED_IDS_MAX];
+        let n = records::pack_span_ids(key, parent_key, callsite, &mut ids);
+        return put_values(K::TRACING_SPAN_VALUES, 12 + n, values, |d, slot, t| {
+            records::fill_packed_head(d, K::TRACING_SPAN_PACKED, slot, t, &ids[..n])
+        });
+    }
     const FIXED: usize = records::TRACING_SPAN_VALUES_FIXED;
     put_values(K::TRACING_SPAN_VALUES, FIXED, values, |d, slot, t| {
         records::fill_tracing_span_values_head(d, slot, t, key, parent_key, callsite)
     })
 }
 
-/// Writes a TracingClose: span `key` closed now. For a span whose last exit need not be its
+/// Writes a TracingCloseShort (a TracingClose for a key past 32 bits or with that kind
+/// disabled): span `key` closed now. For a span whose last exit need not be its
 /// end (entered more than once, or never): see the kind table. Nothing is written when this
 /// thread's last record is that span's entry (a TracingEntry): the close adds nothing to the
 /// exit just written (a future's span, entered once more to drop it, closes right after).
@@ -480,6 +490,13 @@ pub fn close(key: u64) {
     if !w.is_null() && unsafe { (*w).last_entry == (key, (*w).producer.head()) } {
         return;
     }
+    if let (Ok(short), KIND_ON) = (u32::try_from(key), kind_state(K::TRACING_CLOSE_SHORT)) {
+        let size = records::TRACING_CLOSE_SHORT_SIZE;
+        let _ = write_var(K::TRACING_CLOSE, size, &[], |d, slot, t| {
+            let _ = records::write_tracing_close_short(d, slot, t, short);
+        });
+        return;
+    }
     let _ = write_var(
         K::TRACING_CLOSE,
         records::TRACING_CLOSE_SIZE,
@@ -490,7 +507,8 @@ pub fn close(key: u64) {
     );
 }
 
-/// Writes a TracingEventValues: an event of callsite `callsite` inside the span of key
+/// Writes a TracingEventPacked (a TracingEventValues when that kind is disabled, as in
+/// [`span_values`]): an event of callsite `callsite` inside the span of key
 /// `span_key` (0: none), with its fields' typed `values` (the message is its `message` field),
 /// strings that repeat by id as in [`span_values`].
 ///
@@ -501,6 +519,13 @@ pub fn close(key: u64) {
 /// typhon_recorder::bridge::event_values(0, 3, &[]).unwrap();
 /// ```
 pub fn event_values(span_key: u64, callsite: u32, values: &[u8]) -> Result<(), WriteError> {
+    if kind_state(K::TRACING_EVENT_PACKED) == KIND_ON {
+        let mut ids = [0u8; records::PACKED_IDS_MAX];
+        let n = records::pack_event_ids(span_key, callsite, &mut ids);
+        return put_values(K::TRACING_EVENT_VALUES, 12 + n, values, |d, slot, t| {
+            records::fill_packed_head(d, K::TRACING_EVENT_PACKED, slot, t, &ids[..n])
+        });
+    }
     const FIXED: usize = records::TRACING_EVENT_VALUES_FIXED;
     put_values(K::TRACING_EVENT_VALUES, FIXED, values, |d, slot, t| {
         records::fill_tracing_event_values_head(d, slot, t, span_key, callsite)

@@ -39,6 +39,10 @@ pub(crate) struct Writer {
     pub(crate) span_counter: u64,
     /// `slot << 56`, the top byte of this writer's span ids (one OR makes an id).
     pub(crate) span_id_base: u64,
+    /// Entries of fewer ticks than this, of a key that fits 32 bits, are written as a
+    /// TracingEntryShort (their duration fits its u32 in ticks, and in ns once the flusher
+    /// converts it); 0 when that kind is off.
+    pub(crate) short_entry_ticks: u64,
     /// The key of the last TracingEntry this writer wrote and its ring's `head` after it: a
     /// span closing with nothing written on the thread since its last exit needs no close
     /// record (see [`crate::bridge::close`]).
@@ -224,6 +228,14 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
         // without the record that names its thread.
         let stack = OwnStack::new(core.registry.span_stack(slot));
         let (names, name_epoch) = core.registry.names(slot);
+        let short_entry_ticks = if kind_state(TraceEventKind::TRACING_ENTRY_SHORT) == KIND_ON {
+            // The ring holds the duration in ticks, the file in ns: both must fit.
+            core.clock
+                .ticks_within_ns(u64::from(u32::MAX))
+                .min(u64::from(u32::MAX))
+        } else {
+            0
+        };
         let mut w = Writer {
             clock: core.clock.raw_clock().into(),
             max_record: core.max_record,
@@ -232,6 +244,7 @@ pub(crate) fn claim(h: &mut Hot, gen: u64) {
             producer: std::mem::ManuallyDrop::new(parked.producer),
             span_id_base: (slot as u64) << 56,
             last_entry: (0, 0),
+            short_entry_ticks,
             // Relaxed: see SPAN_COUNTERS.
             span_counter: parked
                 .span_counter

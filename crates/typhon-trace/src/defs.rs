@@ -440,6 +440,11 @@ impl Resolved<'_> {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
+        // A compact kind reads as the full kind it stands for, from here on: so does its
+        // written kind (what it means, to the OTLP export, is the full kind's).
+        if let Some(full) = records::expand(&r.data) {
+            r.data = full;
+        }
         let kind = r.data.get(2).copied();
         self.written_kind = kind.unwrap_or(0);
         if kind == Some(K::TRACING_CALLSITE.0) || kind == Some(K::NAME_DEFINITION.0) {
@@ -459,12 +464,23 @@ impl Resolved<'_> {
 /// `data` (a record that is not a definition) as a reader shows it, with the definitions and
 /// span names learnt so far: a record naming a definition by id resolved, a span's
 /// description teaching `names` its name, a nameless `tracing` entry named, a compact one
-/// (TracingEntry) handed out as the TracingSpan it stands for; `None` when it reads as it is. What [`Resolved`] and the follower ([`crate::follow`]) both hand out.
+/// (TracingEntry) handed out as the TracingSpan it stands for, a record of a compact kind
+/// ([`records::expand`]) as its full kind's; `None` when it reads as it is. What
+/// [`Resolved`] and the follower ([`crate::follow`]) both hand out.
 pub(crate) fn resolve_use(
     defs: &mut Definitions,
     names: &mut SpanNames,
     data: &[u8],
 ) -> Option<Vec<u8>> {
+    // A compact kind as the full kind it stands for (done already for `Resolved`'s records).
+    let expanded = records::expand(data);
+    let data = expanded.as_deref().unwrap_or(data);
+    let resolved = resolve_full(defs, names, data);
+    resolved.or(expanded)
+}
+
+/// [`resolve_use`] of a record of a full kind.
+fn resolve_full(defs: &mut Definitions, names: &mut SpanNames, data: &[u8]) -> Option<Vec<u8>> {
     let kind = data.get(2).copied()?;
     names.note_span(data);
     if kind == K::TRACING_ENTRY.0 {

@@ -545,8 +545,11 @@ fn an_async_span_entered_on_two_threads_is_one_span_from_its_first_enter_to_its_
     let count =
         |k: typhon_recorder::codec::TraceEventKind| raw.iter().filter(|d| d[2] == k.0).count();
     use typhon_recorder::codec::TraceEventKind as K;
-    assert_eq!((count(K::TRACING_ENTRY), count(K::TRACING_SPAN)), (4, 0));
-    assert_eq!(count(K::TRACING_CLOSE), 1);
+    assert_eq!(
+        (count(K::TRACING_ENTRY_SHORT), count(K::TRACING_SPAN)),
+        (4, 0)
+    );
+    assert_eq!(count(K::TRACING_CLOSE_SHORT), 1);
 
     let (pb, s) = export(&dat, false, &OtlpOptions::new("async"));
     let (json, _) = export(&dat, true, &OtlpOptions::new("async"));

@@ -125,16 +125,22 @@ fn a_recording_with_definitions_reads_as_one_without_in_fewer_bytes() {
     rec.finish().unwrap();
     assert_eq!(seen(&dat), expected());
     assert_eq!(seen(&dat), seen(&fixture()));
-    // Its entries are compact TracingEntry records, 28 bytes each, with no name, ids or
+    // Its entries are compact TracingEntryShort records, 20 bytes each, with no name, ids or
     // parent (the readers above gave them theirs), in half the bytes or less of the same
     // entries with their names. The request span, entered twice, closes right after its last
     // exit, which ends it: no close is written.
     assert!(raw_entry_names(&dat).is_empty());
-    let entries = raw_bytes(&dat, &[K::TRACING_ENTRY, K::TRACING_SPAN]);
-    assert_eq!(entries, 12 * 28);
+    let entries = raw_bytes(
+        &dat,
+        &[K::TRACING_ENTRY_SHORT, K::TRACING_ENTRY, K::TRACING_SPAN],
+    );
+    assert_eq!(entries, 12 * 20);
     let named = raw_bytes(&fixture_v2(), &[K::TRACING_SPAN]);
     assert!(2 * entries <= named, "{entries} B against {named} B named");
-    assert_eq!(raw_bytes(&dat, &[K::TRACING_CLOSE]), 0);
+    assert_eq!(
+        raw_bytes(&dat, &[K::TRACING_CLOSE, K::TRACING_CLOSE_SHORT]),
+        0
+    );
     // Written as definitions and typed values: 6 callsites, and none of the old records.
     let old = [K::TRACING_SPAN_INFO, K::TRACING_EVENT];
     let f = TraceFile::open(&dat).unwrap();
@@ -157,6 +163,8 @@ fn a_recording_with_definitions_reads_as_one_without_in_fewer_bytes() {
             K::TRACING_CALLSITE,
             K::TRACING_SPAN_VALUES,
             K::TRACING_EVENT_VALUES,
+            K::TRACING_SPAN_PACKED,
+            K::TRACING_EVENT_PACKED,
         ],
     );
     let before = 20 * raw_bytes(&fixture(), &old);

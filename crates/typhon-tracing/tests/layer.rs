@@ -194,19 +194,20 @@ fn layer_records_read_back_by_every_reader() {
             assert!(!text.contains("FAILED TO PARSE"), "{text}");
             for want in [
                 // An entry carries its span's key, not its name: its description has it;
-                // compact (TracingEntry), its time and key only.
-                "TracingEntry:",
+                // compact (TracingEntryShort), its time and key only.
+                "TracingEntryShort: duration_ns=",
                 " key=",
                 // The task, entered on two threads, says when it closed.
-                "TracingClose:",
+                "TracingCloseShort: key=",
                 // Callsites are defined once (their strings), and the records that use
-                // them print the id and their typed values (as hex).
+                // them print their packed ids and typed values (as hex).
                 "TracingCallsite:",
                 "level=3 line=44 name=frame target=layer",
                 "field_names=n,late",
-                "TracingSpanValues:",
+                // Packed: their ids and values print as bytes.
+                "TracingSpanPacked: packed_len=",
                 "field_names=message,bodies",
-                "TracingEventValues:",
+                "TracingEventPacked: packed_len=",
                 "TracingFollows:",
             ] {
                 assert!(text.contains(want), "no {want:?} in:\n{text}");

@@ -62,12 +62,12 @@ fn repeated_strings_and_literal_messages_go_by_id() {
     };
     let spans: Vec<Vec<u8>> = recs
         .iter()
-        .filter(|(k, _)| *k == typhon_recorder::codec::TraceEventKind::TRACING_SPAN_VALUES.0)
+        .filter(|(k, _)| *k == typhon_recorder::codec::TraceEventKind::TRACING_SPAN_PACKED.0)
         .filter_map(|(_, d)| values(records::decode(d).unwrap().1))
         .collect();
     let events: Vec<Vec<u8>> = recs
         .iter()
-        .filter(|(k, _)| *k == typhon_recorder::codec::TraceEventKind::TRACING_EVENT_VALUES.0)
+        .filter(|(k, _)| *k == typhon_recorder::codec::TraceEventKind::TRACING_EVENT_PACKED.0)
         .filter_map(|(_, d)| values(records::decode(d).unwrap().1))
         .collect();
     // The first sight inline (field 0 a str of 7 bytes, field 1 a varint 300), then by id.
@@ -79,13 +79,41 @@ fn repeated_strings_and_literal_messages_go_by_id() {
     let msg_inline: &[u8] = &[0, 9, 7, b's', b't', b'e', b'p', b'p', b'e', b'd'];
     let msg_id: &[u8] = &[0, 11, stepped as u8];
     assert_eq!(events, [msg_inline, msg_id, msg_id]);
-    // A span description of 7 bytes' values and an event of 3, over their fixed parts.
-    let sizes: Vec<usize> = recs
+    // A span description of 7 bytes' values and an event of 3, over their packed ids.
+    let sizes: Vec<(usize, usize)> = recs
         .iter()
-        .filter(|(k, _)| *k == 252 || *k == 253)
-        .map(|(_, d)| u16::from_le_bytes([d[0], d[1]]) as usize)
+        .filter(|(k, _)| *k == 222 || *k == 223)
+        .map(|(_, d)| {
+            let size = u16::from_le_bytes([d[0], d[1]]) as usize;
+            match records::decode(d).unwrap().1 {
+                Record::TracingSpanValues {
+                    key,
+                    parent_key,
+                    callsite,
+                    values,
+                } => (
+                    size,
+                    records::tracing_span_packed_len(key, parent_key, callsite, values.len()),
+                ),
+                Record::TracingEventValues {
+                    span_key,
+                    callsite,
+                    values,
+                } => (
+                    size,
+                    records::tracing_event_packed_len(span_key, callsite, values.len()),
+                ),
+                r => panic!("{r:?}"),
+            }
+        })
         .collect();
-    assert_eq!(sizes, [32 + 14, 24 + 10, 32 + 7, 24 + 3, 32 + 7, 24 + 3]);
+    assert!(sizes.iter().all(|(a, b)| a == b), "{sizes:?}");
+    let values: Vec<usize> = spans
+        .iter()
+        .zip(&events)
+        .flat_map(|(s, e)| [s.len(), e.len()])
+        .collect();
+    assert_eq!(values, [14, 10, 7, 3, 7, 3]);
 
     // The readers show what the records carried before.
     let r = common::read(&dat);

@@ -23,6 +23,7 @@
 //! );
 //! ```
 
+mod compact;
 mod counter;
 mod fields;
 mod named;
@@ -30,6 +31,7 @@ mod tracing;
 mod typed;
 mod values;
 
+pub use compact::*;
 pub use counter::*;
 pub use fields::*;
 pub use named::*;

@@ -525,6 +525,16 @@ pub fn decode(record: &[u8]) -> Result<(CommonHeader, Record<'_>), DecodeError> 
         K::TRACING_CLOSE => Record::TracingClose {
             key: r.unsigned("key")?,
         },
+        // The compact kinds, as the full kinds they stand for (see `compact`).
+        K::TRACING_ENTRY_SHORT => Record::TracingEntry {
+            duration_ns: r.unsigned("duration_ns")? as i64,
+            key: r.unsigned("key")?,
+        },
+        K::TRACING_CLOSE_SHORT => Record::TracingClose {
+            key: r.unsigned("key")?,
+        },
+        K::TRACING_SPAN_PACKED => super::compact::decode_span_packed(r.bytes("packed")?)?,
+        K::TRACING_EVENT_PACKED => super::compact::decode_event_packed(r.bytes("packed")?)?,
         K::TRACING_SPAN_INFO => Record::TracingSpanInfo {
             key: r.unsigned("key")?,
             tracing_id: r.unsigned("tracing_id")?,

@@ -124,7 +124,7 @@ pub(crate) fn fill_varint(d: &mut [u8], mut n: u64) -> usize {
 }
 
 /// A varint at the start of `b`: its value and the bytes after it.
-fn take_varint(b: &[u8]) -> Option<(u64, &[u8])> {
+pub(crate) fn take_varint(b: &[u8]) -> Option<(u64, &[u8])> {
     let mut n = 0u64;
     for (i, &x) in b.iter().enumerate().take(10) {
         n |= u64::from(x & 0x7f) << (7 * i);

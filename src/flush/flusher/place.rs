@@ -86,8 +86,8 @@ impl Flusher {
         let kind = r[KIND];
         let mut dur = None;
         let mut page_ts = ts;
-        if self.is_span[kind as usize] && r.len() >= DUR + 8 {
-            let d = i64::from_le_bytes(r[DUR..DUR + 8].try_into().unwrap());
+        if self.is_span[kind as usize] && r.len() >= DUR + 4 {
+            let d = read_duration(r);
             let mut end = self.core.clock.to_ns(raw.wrapping_add(d as u64));
             // A span's page time is its end: an end far ahead is clamped as a start is (a
             // clamped start's end is then clamped too, to a duration of 0).
@@ -234,12 +234,27 @@ impl Flusher {
     }
 }
 
+/// A span record's duration as the ring holds it: an i64 of ticks, a TracingEntryShort's u32.
+fn read_duration(r: &[u8]) -> i64 {
+    if r[KIND] == TraceEventKind::TRACING_ENTRY_SHORT.0 {
+        return i64::from(u32::from_le_bytes(r[DUR..DUR + 4].try_into().unwrap()));
+    }
+    r.get(DUR..DUR + 8)
+        .map_or(0, |d| i64::from_le_bytes(d.try_into().unwrap()))
+}
+
 /// Writes the converted times into a record's copy in a page: the header timestamp, a span's
 /// duration, and a timestamped CeLog event's own 1 µs timestamp (low 32 bits).
 pub(super) fn patch_times(dst: &mut [u8], ts: u64, dur: Option<i64>) {
     dst[TS..TS + 8].copy_from_slice(&(ts as i64).to_le_bytes());
     if let Some(d) = dur {
-        dst[DUR..DUR + 8].copy_from_slice(&d.to_le_bytes());
+        if dst[KIND] == TraceEventKind::TRACING_ENTRY_SHORT.0 {
+            // The writer chose it for a duration that fits in ns too (`short_entry_ticks`).
+            let d = u32::try_from(d.max(0)).unwrap_or(u32::MAX);
+            dst[DUR..DUR + 4].copy_from_slice(&d.to_le_bytes());
+        } else {
+            dst[DUR..DUR + 8].copy_from_slice(&d.to_le_bytes());
+        }
     }
     // A CeLog record: the event's header word, whose T bit says a u32 timestamp follows it.
     if dst[KIND] == TraceEventKind::CELOG.0 && dst.len() >= CEL + 8 {
