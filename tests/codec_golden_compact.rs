@@ -408,3 +408,71 @@ fn compact_recording_reads_as_the_full_kinds() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The live view's follower hands out a finished compact recording's records as the file
+/// reader does: the full kinds, resolved the same (one shared path).
+#[test]
+fn the_follower_reads_compact_kinds_as_the_file_reader_does() {
+    let _g = doc_lock();
+    let d = dir("follow");
+    let a = d.join("compact.dat");
+    record(&a, &[]);
+    let f = TraceFile::open(&a).unwrap();
+    let want: Vec<Vec<u8>> = f.stream_records().map(|r| r.unwrap().data).collect();
+    let mut follower = typhon_trace::follow::Follower::open(&a).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        let b = follower.poll(usize::MAX).unwrap();
+        got.extend(b.records.into_iter().map(|r| r.data));
+        if b.state == typhon_trace::follow::RecordingState::Finished && !got.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(got.len(), want.len());
+    let sorted = |mut v: Vec<Vec<u8>>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(got.clone()), sorted(want));
+    assert!(got.iter().all(|r| !is_compact(K(r[2]))));
+    assert!(got.iter().any(|r| r[2] == K::TRACING_SPAN_INFO.0));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// An entry longer than a TracingEntryShort holds (2^32 ticks, or 2^32 ns: 1.4 to 4.3 s on
+/// this kind of machine) is a full TracingEntry, its duration whole; a short one beside it is
+/// short. The sleep is what makes the duration, no time is asserted but its lower bound.
+#[test]
+fn an_entry_past_32_bits_of_time_is_a_full_entry() {
+    let _g = doc_lock();
+    let d = dir("long");
+    let path = d.join("long.dat");
+    let clock = typhon_recorder::clock::Clock::new();
+    let ticks = clock
+        .ticks_within_ns(u64::from(u32::MAX))
+        .min(u64::from(u32::MAX));
+    let t = clock.raw();
+    let long_ns = clock.to_ns(t + ticks) - clock.to_ns(t);
+    let rec = RecorderBuilder::new().output(&path).start().unwrap();
+    let empty = bridge::SpanName::new("");
+    assert!(bridge::enter(&empty, 1, 101));
+    bridge::exit(101);
+    assert!(bridge::enter(&empty, 2, 102));
+    std::thread::sleep(std::time::Duration::from_nanos(long_ns + 50_000_000));
+    bridge::exit(102);
+    rec.finish().unwrap();
+    let r = raw(&path);
+    let entries: Vec<(u8, i64, u64)> = r
+        .iter()
+        .filter_map(|(k, d)| match decode(d).ok()?.1 {
+            Record::TracingEntry { duration_ns, key } => Some((*k, duration_ns, key)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!((entries[0].0, entries[0].2), (K::TRACING_ENTRY_SHORT.0, 1));
+    assert_eq!((entries[1].0, entries[1].2), (K::TRACING_ENTRY.0, 2));
+    assert!(entries[1].1 as u64 >= long_ns, "{entries:?}");
+    assert!(entries[0].1 < entries[1].1);
+    let _ = std::fs::remove_dir_all(&d);
+}
