@@ -303,12 +303,10 @@ pub const KINDS: &[KindDef] = &[
         min_size: 19,
         fixed: false,
     },
-    // Compact forms of four `tracing` kinds (issue 33), each standing for the record of its
-    // full kind (226, 252, 253, 227) with the same slot and time: the typed decoder
-    // ([`crate::codec::records::decode`]) gives the full kind's `Record`, and
-    // [`crate::codec::records::expand`] its bytes, so a reader sees the full kind. A writer
-    // falls back to the full kind for what does not fit. TracingEntryShort: an entry whose
-    // key and duration (in ns) fit 32 bits; 20 bytes, 24 on disk (a TracingEntry: 28, 32).
+    // Compact forms of four `tracing` kinds (issue 33): each stands for its full kind's record
+    // (226, 252, 253, 227; same slot and time), which `records::decode` and `records::expand`
+    // give, and the writer falls back to the full kind for what does not fit. This one: an
+    // entry whose key and duration fit 32 bits; 20 bytes, 24 on disk (a TracingEntry: 28, 32).
     KindDef {
         kind: K::TRACING_ENTRY_SHORT,
         name: "TracingEntryShort",
@@ -317,12 +315,9 @@ pub const KINDS: &[KindDef] = &[
         min_size: 20,
         fixed: true,
     },
-    // A span's description with its ids as varints (LEB128, see
-    // [`crate::codec::records::Values`]): key, parent (0 for a root, else `key - parent_key`:
-    // a parent is created before its child, so the difference is small and positive), then
-    // callsite, then the values as in a TracingSpanValues. trace-cmd prints them as bytes.
-    // A ten-span request's description: 12 + 3 + 1 + 1 + values, where a TracingSpanValues
-    // takes 32 + values.
+    // A span's description, its ids as varints (LEB128): key, parent (0 for a root, else
+    // `key - parent_key`, small: see `records::parent_code`), callsite, then the values as a
+    // TracingSpanValues holds them; 12 + ~5 + values bytes where that takes 32 + values.
     KindDef {
         kind: K::TRACING_SPAN_PACKED,
         name: "TracingSpanPacked",
@@ -802,60 +797,4 @@ pub(crate) const fn min_size(kind: K) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Offsets in the table are the packed running sums of the field sizes, and `min_size`
-    /// matches: the table cannot drift from itself.
-    #[test]
-    fn table_is_self_consistent() {
-        let mut last = 0u8;
-        for (i, d) in KINDS.iter().enumerate() {
-            assert!(i == 0 || d.kind.0 > last, "table must be in kind order");
-            last = d.kind.0;
-            let mut off = Some(12usize);
-            let mut min = 12usize;
-            for fd in d.fields {
-                assert_eq!(fd.offset, off, "{}.{}", d.name, fd.name);
-                match fd.ty.fixed_size() {
-                    Some(n) => {
-                        off = off.map(|o| o + n);
-                        min += n;
-                    }
-                    None => {
-                        off = None;
-                        if fd.ty == CStr {
-                            min += 1;
-                        }
-                        if fd.ty == Rest && d.kind == K::CELOG {
-                            min += 4; // a CeLog event is at least its header word
-                        }
-                        if fd.ty == Rest && d.kind == K::TRACING_SPAN_PACKED {
-                            min += 3; // its three varints
-                        }
-                        if fd.ty == Rest && d.kind == K::TRACING_EVENT_PACKED {
-                            min += 2; // its two varints
-                        }
-                    }
-                }
-                if fd.ty == DataLoc {
-                    min += 1; // an empty string is its NUL
-                }
-            }
-            assert_eq!(d.min_size, min, "{}", d.name);
-            assert_eq!(d.fixed, d.fields.iter().all(|f| !f.ty.is_variable()));
-            assert_eq!(kind_def(d.kind), Some(d));
-            assert!(d.fields.len() <= MAX_FIELDS);
-            for fd in d.fields {
-                assert_eq!(field_offset(d.kind, fd.name), fd.offset);
-            }
-            if d.shape == Shape::Span {
-                assert_eq!(d.fields[0].offset, Some(SPAN_DURATION_OFFSET));
-                // A span with ids has the whole extension; a TracingEntry only the duration.
-                if d.kind != K::TRACING_ENTRY && d.kind != K::TRACING_ENTRY_SHORT {
-                    assert_eq!(d.field("flags").unwrap().offset, Some(SPAN_FLAGS_OFFSET));
-                }
-            }
-        }
-    }
-}
+mod tests;
