@@ -6,7 +6,9 @@
 //! `report`, `stats`, the exports and OTLP read files before and after §15 alike, with no code
 //! of their own for it. A TracingSpan (a span's entry) written without its name is handed out
 //! with it, as its span's description gives it, and a TracingEntry (a compact entry) as the
-//! TracingSpan it stands for ([`crate::span_names`]).
+//! TracingSpan it stands for ([`crate::span_names`]). A record of a compact kind (221–224: a
+//! short entry or close, a packed description or event) is first made the record of its full
+//! kind ([`records::expand`]), so everything above, and every reader, sees only full kinds.
 //!
 //! A definition is in one slot's stream and used from every slot. Stream order usually puts it
 //! first (it is written before its first use), but a record may come first (another slot's

@@ -4,8 +4,11 @@
 //! - Each enter → exit of a span on a thread is one record of that thread, nested with its
 //!   other spans (those of `typhon_recorder::span` too); a span entered on several threads (an
 //!   async task) gives one record per entry, all with the span's key. The entry of a span
-//!   described against its callsite is a TracingEntry (28 bytes: its time and key, readers
-//!   rebuild the rest), or a TracingSpan under a native span, which it then names as parent.
+//!   described against its callsite is a TracingEntryShort (20 bytes: its time, u32 duration
+//!   and key; a TracingEntry, 28, past 32 bits; readers rebuild the rest), or a TracingSpan
+//!   under a native span, which it then names as parent. Descriptions and events carry their
+//!   ids as varints (TracingSpanPacked, TracingEventPacked), which readers take as the
+//!   TracingSpanValues and TracingEventValues below.
 //! - A span's description carries its `tracing` parent's key (an explicit `parent:`, or the
 //!   current span), so exports know it across threads; a span entered more than once (or
 //!   never) gives a TracingClose when it closes, so that OTLP ends it there.
