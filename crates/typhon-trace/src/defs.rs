@@ -403,7 +403,8 @@ impl<'f> Resolved<'f> {
     }
 
     /// The kind the last record handed out was written as (a resolved record's is the kind
-    /// of its typed form, not the one it is handed out as).
+    /// of its typed form, not the one it is handed out as; a compact kind's, the full kind it
+    /// stands for: what its ids mean is that kind's).
     pub fn written_kind(&self) -> K {
         K(self.written_kind)
     }
