@@ -360,7 +360,9 @@ impl RecorderBuilder {
     /// Filters out a kind: its writes cost one load and a branch and are counted as filtered,
     /// against the writing thread's slot. A thread claims its slot with its first recorded
     /// event (or [`crate::register_thread`]); a thread whose every write is filtered takes no
-    /// slot, and its filtered writes are counted in [`Stats::filtered_no_slot`].
+    /// slot, and its filtered writes are counted in [`Stats::filtered_no_slot`]. A compact
+    /// kind (221–224, issue 33) is a form, not a filter: disabled, its full kind is written
+    /// instead, and nothing is counted.
     ///
     /// ```
     /// use typhon_recorder::codec::TraceEventKind;
