@@ -469,8 +469,9 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             if let Some(m) = r.missed_before.filter(|&m| m > 0) {
                 missed_in_file += m as u64;
             }
-            // As written: a `tracing` span's description counts as the typed record it is.
-            let k = stream.written_kind();
+            // As written: a `tracing` span's description counts as the typed record it is, a
+            // compact kind as itself.
+            let k = stream.stored_kind();
             *kinds.entry(k.to_string()).or_default() += 1;
         }
         bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);

@@ -39,9 +39,18 @@ fn the_default_demo_is_a_light_first_look_with_every_kind() {
         (50_000..=400_000).contains(&written),
         "{written} records is no first look"
     );
+    use typhon_recorder::codec::records::full_kind;
+    let count = |name: &str| v["kinds"][name].as_u64().unwrap_or(0);
     for def in typhon_recorder::codec::KINDS {
+        // A full kind whose compact form holds every value the demo writes (a description's
+        // ids, an event's) is written as that form: the form stands for it.
+        let forms = typhon_recorder::codec::KINDS
+            .iter()
+            .filter(|c| c.kind != def.kind && full_kind(c.kind) == def.kind)
+            .map(|c| count(c.name))
+            .sum::<u64>();
         assert!(
-            v["kinds"][def.name].as_u64().unwrap_or(0) > 0,
+            count(def.name) > 0 || forms > 0,
             "the default demo records no {}: {}",
             def.name,
             v["kinds"]

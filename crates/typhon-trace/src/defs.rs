@@ -385,6 +385,8 @@ pub struct Resolved<'f> {
     scanned: bool,
     /// The kind the last record handed out was written as.
     written_kind: u8,
+    /// The kind byte the last record handed out has in the file.
+    stored_kind: u8,
     /// The file's record filter ([`TraceFile::set_record_filter`]).
     keep: Option<crate::tracedat::Keep>,
 }
@@ -398,6 +400,7 @@ impl<'f> Resolved<'f> {
             names: SpanNames::default(),
             scanned: false,
             written_kind: 0,
+            stored_kind: 0,
             keep: file.record_filter(),
         }
     }
@@ -407,6 +410,12 @@ impl<'f> Resolved<'f> {
     /// stands for: what its ids mean is that kind's).
     pub fn written_kind(&self) -> K {
         K(self.written_kind)
+    }
+
+    /// The kind byte the last record handed out has in the file: [`Self::written_kind`], but
+    /// a compact kind as itself.
+    pub fn stored_kind(&self) -> K {
+        K(self.stored_kind)
     }
 
     /// The definitions read so far, and what was not resolved.
@@ -445,6 +454,7 @@ impl Resolved<'_> {
         };
         // A compact kind reads as the full kind it stands for, from here on: so does its
         // written kind (what it means, to the OTLP export, is the full kind's).
+        self.stored_kind = r.data.get(2).copied().unwrap_or(0);
         if let Some(full) = records::expand(&r.data) {
             r.data = full;
         }

@@ -341,6 +341,23 @@ pub const fn is_compact(kind: K) -> bool {
     )
 }
 
+/// The full kind that a compact `kind` stands for; any other kind as it is.
+///
+/// ```
+/// use typhon_recorder::codec::{records::full_kind, TraceEventKind as K};
+/// assert_eq!(full_kind(K::TRACING_ENTRY_SHORT), K::TRACING_ENTRY);
+/// assert_eq!(full_kind(K::TICK_START), K::TICK_START);
+/// ```
+pub const fn full_kind(kind: K) -> K {
+    match kind {
+        K::TRACING_ENTRY_SHORT => K::TRACING_ENTRY,
+        K::TRACING_SPAN_PACKED => K::TRACING_SPAN_VALUES,
+        K::TRACING_EVENT_PACKED => K::TRACING_EVENT_VALUES,
+        K::TRACING_CLOSE_SHORT => K::TRACING_CLOSE,
+        k => k,
+    }
+}
+
 /// A compact record (see the module) as the record of its full kind it stands for, same slot
 /// and time, padded to 4 bytes as records are read; `None` for any other record, or one that
 /// does not decode (readers report it as it is).
