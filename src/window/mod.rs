@@ -13,8 +13,8 @@
 //! once there are [`crate::tracedat::DEFAULT_CHUNK_PAGES`] (the v7 file writer's chunk) the
 //! flusher compresses them into one chunk in the v7 file's own form, kept with its pages' least
 //! first and greatest last times, records and missed counts. The budget counts the compressed
-//! bytes, so the same budget holds several times the time (the records of a 4 KiB page
-//! compress 5–10 ×); a slot's newest pages, not yet a chunk, are held and counted raw.
+//! bytes, so the same budget holds several times the time (4–6 × in BENCHMARKS.md's
+//! measurements); a slot's newest pages, not yet a chunk, are held and counted raw.
 //! Eviction takes a whole chunk (the one that ends first) and counts every page and record in
 //! it, and the watermark is its last page's time: coarser steps than page by page, but never
 //! a record of `(W, T1]` missing from any slot. Chunks are made on the flusher's thread (a
