@@ -1,9 +1,11 @@
 //! The flusher's side of window mode: the store it fills, the cut it takes when a snapshot is
 //! due, and the `typhon-snapshot` thread that writes it.
 
-use super::snapshot::{self, Job, SlotCut};
-use super::store::{Store, StoredPage};
+use super::parts::SlotCut;
+use super::snapshot::{self, Job};
+use super::store::{Held, Packer, Store};
 use super::{Config, Owner, Pending, Rules, Shared};
+use crate::tracedat::{Compression, DEFAULT_CHUNK_PAGES};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -35,8 +37,15 @@ pub(crate) struct Window {
 
 impl Window {
     pub(crate) fn new(cfg: Config, shared: Arc<Shared>) -> Self {
+        // With compression on, the store holds chunks of the v7 file's size, made on this
+        // (the flusher's) thread. A compressor that cannot be made leaves the pages raw: the
+        // snapshot still compresses them (and reports the error, if zstd is missing).
+        let packer = match cfg.compression {
+            Compression::Zstd { level } => Packer::new(level, DEFAULT_CHUNK_PAGES).ok(),
+            Compression::None => None,
+        };
         Self {
-            store: Store::new(cfg.window_ns, cfg.budget),
+            store: Store::new(cfg.window_ns, cfg.budget, packer),
             rules: Rules::new(cfg.rules.clone()),
             cfg,
             shared,
@@ -52,17 +61,8 @@ impl Window {
 
     /// Keeps a page the flusher finished.
     pub(crate) fn store(&mut self, slot: u8, page: &[u8], last_ts: u64, records: u64, missed: u64) {
-        let first_ts = u64::from_le_bytes(page[..8].try_into().unwrap());
-        self.store.push(
-            slot,
-            StoredPage {
-                data: page.into(),
-                first_ts,
-                last_ts,
-                records,
-                missed,
-            },
-        );
+        self.store
+            .push(slot, Held::page(page.into(), last_ts, records, missed));
     }
 
     pub(crate) fn note_owner(&mut self, slot: u8, owner: Owner) {
@@ -80,8 +80,14 @@ impl Window {
         session: Session,
     ) {
         self.reap();
+        let from = t1
+            .saturating_sub(self.store.window_ns)
+            .max(self.store.watermark);
+        // What ended by W is in no snapshot from now on: evicted (and counted) here, so that
+        // every record written is either evicted or in this snapshot or after T1. A page of an
+        // idle slot emitted at this very cut is one (a budget short of one chunk keeps it).
+        self.store.evict_through(from);
         let s = &self.store;
-        let from = t1.saturating_sub(s.window_ns).max(s.watermark);
         let mut slots = Vec::new();
         let mut open = open.into_iter().peekable();
         for (i, q) in s.slots.iter().enumerate() {

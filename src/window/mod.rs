@@ -3,19 +3,39 @@
 //!
 //! The writers and the flusher's drain are those of a file recording; only where a finished
 //! page goes differs: into a `store::Store` the flusher owns, instead of a sink. The store evicts the
-//! page whose last record is oldest, across all slots (a min-heap over the slots' first pages),
+//! item whose last record is oldest, across all slots (a min-heap over the slots' first items),
 //! so that every slot reaches back to the same time: the largest page time ever evicted, the
 //! *watermark*. A snapshot covers `(W, T1]`, W being the later of `T1 − window` and the
 //! watermark, so every slot holds every record of that interval (page times: a span's is its
 //! end) and none older.
 //!
-//! The cut is taken on the flusher thread (pointer copies of the held pages and the slots'
-//! owners); a `typhon-snapshot` thread then trims the pages that cross W or T1, writes the file
-//! under a temporary name and renames it when complete (`snapshot`).
+//! With compression on, an item is a chunk: each slot's pages are gathered as they come, and
+//! once there are [`crate::tracedat::DEFAULT_CHUNK_PAGES`] (the v7 file writer's chunk) the
+//! flusher compresses them into one chunk in the v7 file's own form, kept with its pages' least
+//! first and greatest last times, records and missed counts. The budget counts the compressed
+//! bytes, so the same budget holds several times the time (4–6 × in BENCHMARKS.md's
+//! measurements); a slot's newest pages, not yet a chunk, are held and counted raw.
+//! Eviction takes a whole chunk (the one that ends first) and counts every page and record in
+//! it, and the watermark is its last page's time: coarser steps than page by page, but never
+//! a record of `(W, T1]` missing from any slot. Chunks are made on the flusher's thread (a
+//! zstd call of level 1 per 128 KiB; the file mode gives them to a thread of their own, as it
+//! must also write them to disk) so that the store, the cut and the eviction stay where they
+//! are, without a hand-over whose chunks in flight a cut would have to wait for.
+//!
+//! The cut is taken on the flusher thread (pointer copies of the held items and the slots'
+//! owners); a `typhon-snapshot` thread then builds each slot's data (`parts`) and writes the
+//! file under a temporary name and renames it when complete (`snapshot`). A held chunk wholly
+//! inside `(W, T1]` goes into the v7 file as it is (no decompression, no compression: the
+//! snapshot of a compressed window writes its already small bytes); one that crosses W or T1
+//! is decompressed and trimmed page by page like a raw page, and the pages the snapshot makes
+//! (restatements, trimmed records, open spans, raw pages held) are compressed into chunks of
+//! their own. The records are exactly those an uncompressed window gives for the same
+//! interval.
 
 #[cfg(unix)]
 mod control;
 mod cut;
+mod parts;
 pub(crate) mod request;
 mod snapshot;
 mod store;

@@ -1,30 +1,14 @@
-//! Writing a snapshot: the cut's pages of every slot, trimmed to `(W, T1]`, after a
-//! restatement of the slot's owner (and for slot 0 the session header and the definitions),
-//! into `<program>-<UTC time>-<n>.dat`, written as `.<name>.tmp` and linked to its name only
-//! when complete.
+//! Writing a snapshot: the cut's pages and chunks of every slot, trimmed to `(W, T1]`
+//! (`parts`), into `<program>-<UTC time>-<n>.dat`, written as `.<name>.tmp` and linked to its
+//! name only when complete.
 
+use super::parts::{self, Parts, SlotCut};
 use super::request::Snapshot;
-use super::store::StoredPage;
-use super::Owner;
-use crate::codec::{self, records};
-use crate::flush::page::{PageRecords, PageWriter};
 use crate::tracedat::{
     write_tracedat_v7, write_tracedat_with, Compression, FileMeta, SlotMeta, SlotPages,
 };
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-/// One slot's part of a cut.
-pub(crate) struct SlotCut {
-    pub(crate) slot: u8,
-    pub(crate) owner: Option<Owner>,
-    /// Records restated after the ThreadInfo at W (slot 0: the session header, definitions).
-    pub(crate) head: Vec<Vec<u8>>,
-    pub(crate) pages: Vec<Arc<StoredPage>>,
-    /// Records of the spans open at T1, times converted, ending at T1.
-    pub(crate) open: Vec<Vec<u8>>,
-}
 
 /// Everything the snapshot thread needs, taken on the flusher thread at the cut.
 pub(crate) struct Job {
@@ -43,161 +27,6 @@ pub(crate) struct Job {
     pub(crate) slots: Vec<SlotCut>,
 }
 
-/// A part of a slot's data in the file: a page made for the snapshot, or a held page as is.
-enum Part {
-    Owned(Vec<u8>),
-    Held(Arc<StoredPage>),
-}
-
-impl Part {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Part::Owned(v) => v,
-            Part::Held(p) => &p.data,
-        }
-    }
-}
-
-/// Reads a slot's parts in order.
-struct Parts {
-    parts: Vec<Part>,
-    at: usize,
-    off: usize,
-}
-
-impl Read for Parts {
-    /// Fills `buf` from as many parts as it holds: the writer's buffer goes to the file in one
-    /// system call, not one per 4 KiB page.
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut n = 0;
-        while let Some(p) = self.parts.get(self.at) {
-            let b = p.bytes();
-            if self.off < b.len() {
-                let k = (b.len() - self.off).min(buf.len() - n);
-                buf[n..n + k].copy_from_slice(&b[self.off..self.off + k]);
-                self.off += k;
-                n += k;
-                if n == buf.len() {
-                    break;
-                }
-                continue;
-            }
-            // Released as soon as it is written: a held page evicted meanwhile is freed here.
-            self.parts[self.at] = Part::Owned(Vec::new());
-            self.at += 1;
-            self.off = 0;
-        }
-        Ok(n)
-    }
-}
-
-/// A slot's pages for the file, and what they hold.
-struct Built {
-    parts: Parts,
-    len: u64,
-    written: u64,
-    missed: u64,
-    restated: u64,
-    open: u64,
-}
-
-/// Appends records to a slot's new pages, starting a page when one is full.
-struct Pages {
-    w: PageWriter,
-    parts: Vec<Part>,
-    written: u64,
-}
-
-impl Pages {
-    fn push(&mut self, ts: u64, rec: &[u8]) -> io::Result<()> {
-        if self.w.try_push(ts, rec).is_err() {
-            self.close();
-            self.w
-                .try_push(ts, rec)
-                .map_err(|e| io::Error::other(format!("a record does not fit a page: {e:?}")))?;
-        }
-        self.written += 1;
-        Ok(())
-    }
-
-    fn close(&mut self) {
-        if !self.w.is_empty() {
-            self.parts.push(Part::Owned(self.w.finish().to_vec()));
-        }
-    }
-}
-
-fn build(c: SlotCut, page_size: usize, w: u64, t1: u64) -> io::Result<Built> {
-    let mut p = Pages {
-        w: PageWriter::new(page_size).map_err(|e| io::Error::other(e.to_string()))?,
-        parts: Vec::new(),
-        written: 0,
-    };
-    let mut missed = 0;
-    let mut buf = Vec::new();
-    if let Some(o) = &c.owner {
-        let name = records::clamp_thread_name(&o.name);
-        buf.resize(records::thread_info_len(name), 0);
-        records::write_thread_info(&mut buf, c.slot, w as i64, o.tid, name, o.kind)
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        p.push(w, &buf)?;
-    }
-    for mut r in c.head {
-        r[TS..TS + 8].copy_from_slice(&(w as i64).to_le_bytes());
-        p.push(w, &r)?;
-    }
-    let restated = p.written;
-    for page in c.pages {
-        if page.first_ts > w && page.last_ts <= t1 {
-            p.close();
-            p.written += page.records;
-            missed += page.missed;
-            p.parts.push(Part::Held(page));
-            continue;
-        }
-        // A page across W or T1: only its records inside the interval. A missed count on a
-        // page that starts before W counts drops before W, which the window evicted.
-        let recs = PageRecords::new(&page.data).map_err(|e| io::Error::other(e.to_string()))?;
-        let mut kept = Vec::new();
-        for r in recs {
-            let (ts, data) = r.map_err(|e| io::Error::other(e.to_string()))?;
-            if ts > w && ts <= t1 {
-                kept.push((ts, data));
-            }
-        }
-        if kept.is_empty() {
-            continue;
-        }
-        if page.first_ts > w && page.missed > 0 {
-            p.close();
-            p.w.set_missed(page.missed)
-                .map_err(|e| io::Error::other(e.to_string()))?;
-            missed += page.missed;
-        }
-        for (ts, data) in &kept {
-            p.push(*ts, data)?;
-        }
-    }
-    let open = c.open.len() as u64;
-    for r in &c.open {
-        p.push(t1, r)?;
-    }
-    p.close();
-    let len = p.parts.iter().map(|x| x.bytes().len() as u64).sum();
-    Ok(Built {
-        parts: Parts {
-            parts: p.parts,
-            at: 0,
-            off: 0,
-        },
-        len,
-        written: p.written,
-        missed,
-        restated,
-        open,
-    })
-}
-
 /// Writes the snapshot of `job`; the path of the complete file.
 pub(crate) fn write(job: Job) -> io::Result<Snapshot> {
     let (w, t1) = (job.from_ns, job.to_ns);
@@ -209,7 +38,11 @@ pub(crate) fn write(job: Job) -> io::Result<Snapshot> {
     let mut per_slot = Vec::new();
     for c in job.slots {
         let (slot, owner) = (c.slot, c.owner.clone());
-        let b = build(c, job.page_size, w, t1)?;
+        let level = match job.compression {
+            Compression::Zstd { level } => Some(level),
+            Compression::None => None,
+        };
+        let b = parts::build(c, job.page_size, w, t1, level)?;
         if b.written == 0 && b.missed == 0 {
             continue;
         }
@@ -240,15 +73,11 @@ pub(crate) fn write(job: Job) -> io::Result<Snapshot> {
     let mut slot_pages: Vec<SlotPages<'_>> = built
         .iter_mut()
         .map(|(slot, b)| {
-            let parts = std::mem::replace(
-                &mut b.parts,
-                Parts {
-                    parts: Vec::new(),
-                    at: 0,
-                    off: 0,
-                },
-            );
-            SlotPages::new(*slot, b.len, parts)
+            let parts = std::mem::replace(&mut b.parts, Parts::empty());
+            match b.chunks {
+                Some(n) => SlotPages::chunked(*slot, b.len, n, parts),
+                None => SlotPages::new(*slot, b.len, parts),
+            }
         })
         .collect();
     let stamp = utc_stamp(std::time::SystemTime::now());
@@ -378,8 +207,6 @@ pub(crate) fn utc_stamp(t: std::time::SystemTime) -> String {
         d.subsec_millis()
     )
 }
-
-const TS: usize = codec::CommonHeader::TIMESTAMP_OFFSET;
 
 #[cfg(test)]
 mod tests {

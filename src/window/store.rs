@@ -1,32 +1,106 @@
-//! The held pages of a window, evicted oldest-first across all slots (see the module above).
+//! The held pages and chunks of a window, evicted oldest-first across all slots (see the
+//! module above).
 
 use super::Owner;
+use crate::tracedat::ChunkCompressor;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
-/// One finished page and what the flusher knew of it when it emitted it.
+/// A held item's bytes.
 #[derive(Debug)]
-pub(crate) struct StoredPage {
-    pub(crate) data: Box<[u8]>,
-    /// Page time of its first and last records (ns).
+pub(crate) enum Data {
+    /// One finished page, as the flusher made it.
+    Page(Box<[u8]>),
+    /// `pages` whole pages compressed as one chunk, in the v7 file's own form (`u32 compressed
+    /// size, u32 uncompressed size, zstd frame`), which a snapshot copies as it is.
+    Chunk { bytes: Box<[u8]>, pages: u32 },
+}
+
+/// One finished page, or a chunk of a slot's consecutive pages, and what the flusher knew of
+/// its pages when it emitted them.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) data: Data,
+    /// Page time of its first and last records (ns): of a chunk, the least and the greatest
+    /// over its pages.
     pub(crate) first_ts: u64,
     pub(crate) last_ts: u64,
     pub(crate) records: u64,
-    /// The missed count the page carries (drops before its first record).
+    /// The missed counts its pages carry (drops before their first records).
     pub(crate) missed: u64,
 }
 
-/// Bytes a held page costs beyond its data: the page's header, the `Arc`'s counts and its
-/// place in its slot's queue and in the heap.
-pub(crate) const PAGE_OVERHEAD: u64 = (std::mem::size_of::<StoredPage>() + 16 + 8 + 16) as u64;
+impl Held {
+    pub(crate) fn page(data: Box<[u8]>, last_ts: u64, records: u64, missed: u64) -> Self {
+        let first_ts = data
+            .get(..8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+        Self {
+            data: Data::Page(data),
+            first_ts,
+            last_ts,
+            records,
+            missed,
+        }
+    }
 
-/// The pages held, per slot in stream order, and the owners of each slot since the watermark.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match &self.data {
+            Data::Page(b) | Data::Chunk { bytes: b, .. } => b,
+        }
+    }
+
+    /// Pages it holds.
+    pub(crate) fn pages(&self) -> u64 {
+        match self.data {
+            Data::Page(_) => 1,
+            Data::Chunk { pages, .. } => u64::from(pages),
+        }
+    }
+
+    /// What it counts in the budget.
+    fn cost(&self) -> u64 {
+        self.bytes().len() as u64 + PAGE_OVERHEAD
+    }
+}
+
+/// Bytes a held page or chunk costs beyond its data: its header, the `Arc`'s counts, its place
+/// in its slot's queue and in the heap, and the allocator's own header of its bytes.
+pub(crate) const PAGE_OVERHEAD: u64 = (std::mem::size_of::<Held>() + 16 + 8 + 16 + 16) as u64;
+
+/// What turns a slot's newest raw pages into a chunk once there are `chunk_pages` of them.
+pub(crate) struct Packer {
+    z: ChunkCompressor,
+    chunk_pages: usize,
+    /// The pages of the chunk being made, back to back, and its compressed form (reused).
+    run: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Packer {
+    pub(crate) fn new(level: i32, chunk_pages: usize) -> std::io::Result<Self> {
+        Ok(Self {
+            z: ChunkCompressor::new(level)?,
+            chunk_pages: chunk_pages.max(1),
+            run: Vec::new(),
+            out: Vec::new(),
+        })
+    }
+}
+
+/// The pages and chunks held, per slot in stream order, and the owners of each slot since the
+/// watermark.
 pub(crate) struct Store {
-    pub(crate) slots: Vec<VecDeque<Arc<StoredPage>>>,
-    /// One entry per slot that holds a page: its first page's last time.
+    pub(crate) slots: Vec<VecDeque<Arc<Held>>>,
+    /// Per slot, how many of its newest items are raw pages not yet in a chunk (all of them are
+    /// at the back of its queue).
+    raw: Vec<usize>,
+    /// One entry per slot that holds anything: a last time of it, at most its first item's
+    /// (a slot whose first pages became a chunk has a later one; its entry is raised when it
+    /// comes to the top).
     heap: BinaryHeap<Reverse<(u64, u8)>>,
-    /// Bytes held (data and [`PAGE_OVERHEAD`] per page).
+    /// Bytes held (data and [`PAGE_OVERHEAD`] per item).
     pub(crate) bytes: u64,
     pub(crate) budget: u64,
     pub(crate) window_ns: u64,
@@ -41,14 +115,17 @@ pub(crate) struct Store {
     /// Per slot, the threads that owned it, oldest first; the entries before the watermark are
     /// pruned but for the last (the owner at the watermark).
     pub(crate) owners: Vec<VecDeque<Owner>>,
+    /// With compression on: what makes the chunks.
+    packer: Option<Packer>,
 }
 
 impl Store {
-    pub(crate) fn new(window_ns: u64, budget: u64) -> Self {
+    pub(crate) fn new(window_ns: u64, budget: u64, packer: Option<Packer>) -> Self {
         Self {
             slots: (0..crate::write::slots::SLOTS)
                 .map(|_| VecDeque::new())
                 .collect(),
+            raw: vec![0; crate::write::slots::SLOTS],
             heap: BinaryHeap::new(),
             bytes: 0,
             budget,
@@ -61,44 +138,110 @@ impl Store {
             owners: (0..crate::write::slots::SLOTS)
                 .map(|_| VecDeque::new())
                 .collect(),
+            packer,
         }
     }
 
-    /// Keeps a page of `slot` (pages of a slot come in stream order), then evicts down to the
-    /// budget and the window ending at the page's last time.
-    pub(crate) fn push(&mut self, slot: u8, page: StoredPage) {
+    /// Keeps a page of `slot` (pages of a slot come in stream order), makes the slot's newest
+    /// raw pages a chunk when there are enough of them, then evicts down to the budget and the
+    /// window ending at the page's last time.
+    pub(crate) fn push(&mut self, slot: u8, page: Held) {
         let q = &mut self.slots[slot as usize];
         if q.is_empty() {
             self.heap.push(Reverse((page.last_ts, slot)));
         }
-        self.bytes += page.data.len() as u64 + PAGE_OVERHEAD;
+        self.bytes += page.cost();
         let last = page.last_ts;
         q.push_back(Arc::new(page));
+        self.raw[slot as usize] += 1;
+        if self
+            .packer
+            .as_ref()
+            .is_some_and(|p| self.raw[slot as usize] >= p.chunk_pages)
+        {
+            self.pack(slot);
+        }
         self.evict(last);
     }
 
-    /// Evicts the oldest pages while the held bytes exceed the budget, or while the oldest
-    /// page ended at or before `now_ns − window`.
+    /// Replaces the raw pages at the back of `slot`'s queue by one chunk of them. If zstd
+    /// fails they stay pages (a snapshot compresses raw pages itself).
+    fn pack(&mut self, slot: u8) {
+        let Some(p) = self.packer.as_mut() else {
+            return;
+        };
+        let (q, n) = (&mut self.slots[slot as usize], self.raw[slot as usize]);
+        let start = q.len() - n;
+        p.run.clear();
+        let (mut first, mut last, mut records, mut missed) = (u64::MAX, 0, 0, 0);
+        for h in q.range(start..) {
+            p.run.extend_from_slice(h.bytes());
+            first = first.min(h.first_ts);
+            last = last.max(h.last_ts);
+            records += h.records;
+            missed += h.missed;
+        }
+        p.out.clear();
+        self.raw[slot as usize] = 0;
+        if p.z.chunk(&p.run, &mut p.out).is_err() {
+            return;
+        }
+        let chunk = Held {
+            data: Data::Chunk {
+                bytes: p.out.as_slice().into(),
+                pages: n as u32,
+            },
+            first_ts: first,
+            last_ts: last,
+            records,
+            missed,
+        };
+        let freed: u64 = q.drain(start..).map(|h| h.cost()).sum();
+        self.bytes = self.bytes - freed + chunk.cost();
+        q.push_back(Arc::new(chunk));
+    }
+
+    /// Evicts the oldest items while the held bytes exceed the budget, or while the oldest
+    /// ended at or before `now_ns − window`.
     pub(crate) fn evict(&mut self, now_ns: u64) {
-        let horizon = now_ns.saturating_sub(self.window_ns);
-        while let Some(&Reverse((last, slot))) = self.heap.peek() {
+        self.evict_through(now_ns.saturating_sub(self.window_ns));
+    }
+
+    /// Evicts the oldest items while the held bytes exceed the budget, or while the oldest
+    /// ended at or before `horizon`: at a cut, W (no later snapshot reaches back before its
+    /// W, so what ends by it is aged out of the window now, and counted so).
+    pub(crate) fn evict_through(&mut self, horizon: u64) {
+        while let Some(&Reverse((key, slot))) = self.heap.peek() {
+            let q = &mut self.slots[slot as usize];
+            let Some(front) = q.front() else {
+                self.heap.pop();
+                continue;
+            };
+            if front.last_ts != key {
+                // Its first pages became a chunk, which ends later.
+                let at = front.last_ts;
+                self.heap.pop();
+                self.heap.push(Reverse((at, slot)));
+                continue;
+            }
             let over = self.bytes > self.budget;
-            if !over && last > horizon {
+            if !over && key > horizon {
                 break;
             }
             self.heap.pop();
-            let q = &mut self.slots[slot as usize];
             let Some(p) = q.pop_front() else { continue };
             if let Some(next) = q.front() {
                 self.heap.push(Reverse((next.last_ts, slot)));
             }
-            if over && last > horizon {
+            let raw = &mut self.raw[slot as usize];
+            *raw = (*raw).min(q.len());
+            if over && key > horizon {
                 self.budget_evicted = true;
             }
-            self.bytes -= p.data.len() as u64 + PAGE_OVERHEAD;
+            self.bytes -= p.cost();
             self.watermark = self.watermark.max(p.last_ts);
             self.evicted_records += p.records;
-            self.evicted_pages += 1;
+            self.evicted_pages += p.pages();
             self.evicted_missed += p.missed;
         }
         self.prune_owners();
@@ -136,9 +279,9 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn page(first: u64, last: u64, records: u64) -> StoredPage {
-        StoredPage {
-            data: vec![0; 4096].into_boxed_slice(),
+    fn page(first: u64, last: u64, records: u64) -> Held {
+        Held {
+            data: Data::Page(vec![0; 4096].into_boxed_slice()),
             first_ts: first,
             last_ts: last,
             records,
@@ -149,7 +292,7 @@ mod tests {
     #[test]
     fn the_oldest_page_of_any_slot_goes_first_and_sets_the_watermark() {
         let cost = 4096 + PAGE_OVERHEAD;
-        let mut s = Store::new(u64::MAX, 3 * cost);
+        let mut s = Store::new(u64::MAX, 3 * cost, None);
         s.push(1, page(10, 20, 5));
         s.push(2, page(5, 15, 7));
         s.push(1, page(21, 30, 5));
@@ -167,7 +310,7 @@ mod tests {
 
     #[test]
     fn pages_older_than_the_window_are_evicted_by_time() {
-        let mut s = Store::new(100, u64::MAX);
+        let mut s = Store::new(100, u64::MAX, None);
         s.push(1, page(0, 50, 1));
         s.push(3, page(60, 120, 1));
         s.evict(151);
@@ -179,7 +322,7 @@ mod tests {
 
     #[test]
     fn owners_before_the_watermark_are_pruned_but_the_last() {
-        let mut s = Store::new(100, u64::MAX);
+        let mut s = Store::new(100, u64::MAX, None);
         let o = |since, tid: i32| Owner {
             since,
             tid,
@@ -196,5 +339,114 @@ mod tests {
         assert_eq!(s.owners[1].len(), 2);
         assert_eq!(s.owner_at(1, 50).unwrap().tid, 2);
         assert_eq!(s.owner_at(1, 300).unwrap().tid, 3);
+    }
+
+    /// A page of real records, `n` instants at `t0, t0 + 1, ...`, carrying `missed`.
+    #[cfg(feature = "zstd")]
+    fn real_page(t0: u64, n: u64, missed: u64) -> Held {
+        let mut w = crate::flush::page::PageWriter::new(4096).unwrap();
+        w.set_missed(missed).unwrap();
+        for i in 0..n {
+            w.try_push(t0 + i, &[i as u8; 16]).unwrap();
+        }
+        Held::page(w.finish().into(), t0 + n - 1, n, missed)
+    }
+
+    /// With a packer of 4 pages a chunk: every 4th page of a slot makes its last 4 one chunk,
+    /// counted at its compressed size; eviction takes whole chunks, the one that ends first
+    /// across slots, counts the pages and records inside it, and the watermark is its last
+    /// page's time; raw pages not yet in a chunk are evicted one by one.
+    #[test]
+    #[cfg(feature = "zstd")]
+    fn chunks_are_made_of_four_pages_and_evicted_whole_by_their_end() {
+        let mut s = Store::new(u64::MAX, u64::MAX, Some(Packer::new(1, 4).unwrap()));
+        for k in 0..4 {
+            s.push(1, real_page(100 * k, 10, u64::from(k == 1)));
+        }
+        for k in 0..4 {
+            s.push(2, real_page(50 + 120 * k, 10, 0));
+        }
+        s.push(1, real_page(400, 10, 0));
+        // Slot 1: a chunk of pages 0..4 (times 0..=309), then one raw page; slot 2: a chunk
+        // (times 50..=419).
+        let kinds: Vec<Vec<u64>> = [1, 2]
+            .iter()
+            .map(|&i| s.slots[i].iter().map(|h| h.pages()).collect())
+            .collect();
+        assert_eq!(kinds, [vec![4, 1], vec![4]]);
+        let c = &s.slots[1][0];
+        assert_eq!(
+            (c.first_ts, c.last_ts, c.records, c.missed),
+            (0, 309, 40, 1)
+        );
+        assert!(matches!(c.data, Data::Chunk { pages: 4, .. }));
+        let chunk_bytes = c.bytes().len() as u64;
+        assert!(chunk_bytes < 4 * 4096 / 4, "compressed: {chunk_bytes}");
+        let held: u64 = s.slots.iter().flatten().map(|h| h.cost()).sum();
+        assert_eq!(s.bytes, held);
+        assert_eq!(
+            s.bytes,
+            2 * PAGE_OVERHEAD
+                + chunk_bytes
+                + s.slots[2][0].bytes().len() as u64
+                + 4096
+                + PAGE_OVERHEAD
+        );
+        // A budget one byte under what is held: slot 1's chunk ended first (309 < 419).
+        s.budget = s.bytes - 1;
+        s.evict(0);
+        assert_eq!(
+            (
+                s.evicted_pages,
+                s.evicted_records,
+                s.evicted_missed,
+                s.watermark
+            ),
+            (4, 40, 1, 309)
+        );
+        assert!(s.budget_evicted);
+        assert_eq!(s.slots[1].len(), 1);
+        // Then slot 1's raw page alone (ends 409), before slot 2's chunk (419).
+        s.budget = s.bytes - 1;
+        s.evict(0);
+        assert_eq!((s.evicted_pages, s.watermark), (5, 409));
+        assert!(s.slots[1].is_empty());
+        s.budget = 0;
+        s.evict(0);
+        assert_eq!(
+            (s.evicted_pages, s.evicted_records, s.watermark, s.bytes),
+            (9, 90, 419, 0)
+        );
+        // The slot's raw count went with its pages: four new pages make a chunk again.
+        for k in 0..4 {
+            s.budget = u64::MAX;
+            s.push(1, real_page(1000 + 100 * k, 10, 0));
+        }
+        assert_eq!(s.slots[1].len(), 1);
+        assert_eq!(s.slots[1][0].pages(), 4);
+    }
+
+    /// A slot whose first pages became a chunk has a later end than its heap entry said: the
+    /// other slot's page that ends before the chunk goes first.
+    #[test]
+    #[cfg(feature = "zstd")]
+    fn a_chunk_made_at_the_front_is_ordered_by_its_own_end() {
+        let mut s = Store::new(u64::MAX, u64::MAX, Some(Packer::new(1, 2).unwrap()));
+        s.push(1, real_page(0, 10, 0)); // heap: slot 1 at 9
+        s.push(2, real_page(20, 10, 0)); // heap: slot 2 at 29
+        s.push(1, real_page(40, 10, 0)); // slot 1: one chunk ending at 49
+        s.budget = s.bytes - 1;
+        s.evict(0);
+        assert_eq!(
+            (s.evicted_pages, s.watermark),
+            (1, 29),
+            "slot 2's page first"
+        );
+        s.budget = 0;
+        s.evict(0);
+        assert_eq!(
+            (s.evicted_pages, s.evicted_records, s.watermark),
+            (3, 30, 49)
+        );
     }
 }

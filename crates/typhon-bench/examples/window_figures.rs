@@ -17,6 +17,16 @@ fn main() {
         "attempted_at_5m_window",
         "snapshots_at_5m_window",
         "snapshot_s_at_5m_window",
+        "window_zstd_memory_vs_budget",
+        "flusher_file_zstd_ns_per_record",
+        "flusher_window_zstd_ns_per_record",
+        "window_held_ms_per_mib",
+        "window_zstd_held_ms_per_mib",
+        "drops_at_5m_window_zstd",
+        "drops_at_5m_window_zstd_quiet",
+        "attempted_at_5m_window_zstd",
+        "snapshots_at_5m_window_zstd",
+        "snapshot_s_at_5m_window_zstd",
     ] {
         println!("{k}: {}", v[k]);
     }
@@ -27,6 +37,8 @@ fn main() {
                 | "flusher_window_vs_file"
                 | "window_memory_vs_budget"
                 | "drops_at_5m_window"
+                | "flusher_window_zstd_vs_file_zstd"
+                | "window_zstd_memory_vs_budget"
         )
     }) {
         println!(

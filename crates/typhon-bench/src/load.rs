@@ -86,7 +86,20 @@ pub(crate) fn flat_out(
     dur: Duration,
     end: impl FnOnce(Recorder),
 ) -> FlusherThroughput {
+    flat_out_threads(rec, dur, &[], end)
+}
+
+/// [`flat_out`], over the on-CPU time of the flusher and of the recorder's threads named in
+/// `also` (the file mode's compressor: read once it went idle, as it works on the chunks the
+/// last drain queued).
+pub(crate) fn flat_out_threads(
+    rec: Recorder,
+    dur: Duration,
+    also: &[&str],
+    end: impl FnOnce(Recorder),
+) -> FlusherThroughput {
     let cpu0 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
+    let also0: Vec<u64> = also.iter().map(|n| thread_cpu_ns(n).unwrap_or(0)).collect();
     let now = rec.now();
     let producer = std::thread::spawn(move || {
         let t0 = Instant::now();
@@ -101,10 +114,15 @@ pub(crate) fn flat_out(
     let _ = producer.join();
     rec.drain();
     let cpu1 = thread_cpu_ns("typhon-flusher").unwrap_or(0);
+    let others: u64 = also
+        .iter()
+        .zip(&also0)
+        .map(|(n, c0)| crate::own_threads::settled_cpu_ns(n).map_or(0, |c| c.saturating_sub(*c0)))
+        .sum();
     let stats = rec.stats();
     end(rec);
     let records = stats.user_written();
-    let cpu_s = (cpu1.saturating_sub(cpu0)) as f64 / 1e9;
+    let cpu_s = (cpu1.saturating_sub(cpu0) + others) as f64 / 1e9;
     let rps = records as f64 / cpu_s.max(1e-9);
     FlusherThroughput {
         records_per_s: rps,

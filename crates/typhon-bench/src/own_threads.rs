@@ -31,7 +31,7 @@ pub(crate) fn thread_cpu_ns(name: &str) -> Option<u64> {
 /// The CPU time of the thread `name` once it went idle: the compressor works on the chunks
 /// queued when the flusher last drained, so its count is read once it grew by under 0.2 ms in
 /// 20 ms (an idle flusher still wakes at every flush interval), within a second.
-fn settled_cpu_ns(name: &str) -> Option<u64> {
+pub(crate) fn settled_cpu_ns(name: &str) -> Option<u64> {
     let mut last = thread_cpu_ns(name)?;
     let start = Instant::now();
     loop {

@@ -111,6 +111,33 @@ pub struct FlusherThroughput {
     pub cpu_s: f64,
 }
 
+/// Window mode with compression on (zstd at the default level: the store holds chunks),
+/// beside its twins: the same figures uncompressed and in a compressed file recording.
+#[derive(Clone, Debug, Default)]
+pub struct WindowZstd {
+    /// Resident memory a compressed window added while filled four times over, ÷ its budget.
+    pub memory_vs_budget: f64,
+    /// Flusher and compressor threads into a compressed file, per record (the file mode makes
+    /// its chunks on a thread of its own).
+    pub flusher_file: FlusherThroughput,
+    /// Flusher into a compressed window (it makes the chunks itself).
+    pub flusher_window: FlusherThroughput,
+    /// Time an uncompressed window holds per MiB of budget, ms at 1 M records/s.
+    pub held_ms_per_mib_raw: f64,
+    /// The same for a compressed window.
+    pub held_ms_per_mib: f64,
+    /// Drops at 5 M records/s into a compressed window, 2 snapshots a second.
+    pub drops_at_5m: u64,
+    /// Records attempted in that phase.
+    pub attempted_at_5m: u64,
+    /// The same phase with no snapshot (its control).
+    pub drops_at_5m_quiet: u64,
+    /// Snapshots taken in that phase.
+    pub snapshots_at_5m: u64,
+    /// Their median duration, seconds.
+    pub snapshot_s_at_5m: f64,
+}
+
 /// The recorder's own threads at a steady rate into the file sink (one producer, paced): their
 /// CPU time per record, uncompressed and compressed at the default zstd level.
 #[derive(Clone, Debug, Default)]
@@ -313,6 +340,8 @@ pub struct BenchReport {
     pub snapshots_at_5m_window: u64,
     /// Their median duration (`Recorder::snapshot`, request to complete file), seconds.
     pub snapshot_s_at_5m_window: f64,
+    /// The compressed window's figures.
+    pub window_zstd: WindowZstd,
     /// Targets, checked.
     pub targets: Vec<TargetCheck>,
     /// Wall time of the whole run, seconds.
@@ -406,6 +435,46 @@ impl BenchReport {
             ("attempted_at_5m_window", self.attempted_at_5m_window as f64),
             ("snapshots_at_5m_window", self.snapshots_at_5m_window as f64),
             ("snapshot_s_at_5m_window", self.snapshot_s_at_5m_window),
+            (
+                "window_zstd_memory_vs_budget",
+                self.window_zstd.memory_vs_budget,
+            ),
+            (
+                "flusher_file_zstd_ns_per_record",
+                ns_per(self.window_zstd.flusher_file.records_per_s),
+            ),
+            (
+                "flusher_window_zstd_ns_per_record",
+                ns_per(self.window_zstd.flusher_window.records_per_s),
+            ),
+            (
+                "window_held_ms_per_mib",
+                self.window_zstd.held_ms_per_mib_raw,
+            ),
+            (
+                "window_zstd_held_ms_per_mib",
+                self.window_zstd.held_ms_per_mib,
+            ),
+            (
+                "drops_at_5m_window_zstd",
+                self.window_zstd.drops_at_5m as f64,
+            ),
+            (
+                "drops_at_5m_window_zstd_quiet",
+                self.window_zstd.drops_at_5m_quiet as f64,
+            ),
+            (
+                "attempted_at_5m_window_zstd",
+                self.window_zstd.attempted_at_5m as f64,
+            ),
+            (
+                "snapshots_at_5m_window_zstd",
+                self.window_zstd.snapshots_at_5m as f64,
+            ),
+            (
+                "snapshot_s_at_5m_window_zstd",
+                self.window_zstd.snapshot_s_at_5m,
+            ),
             ("tsc_p999_ns", self.latency.tsc_p999),
             ("latency_mean_ns", self.latency.mean),
             ("resolution_ns", self.latency.resolution_ns),
@@ -570,6 +639,13 @@ mod tests {
             "flusher_file_ns_per_record",
             "window_memory_vs_budget",
             "drops_at_5m_window",
+            "window_zstd_memory_vs_budget",
+            "flusher_file_zstd_ns_per_record",
+            "flusher_window_zstd_ns_per_record",
+            "window_held_ms_per_mib",
+            "window_zstd_held_ms_per_mib",
+            "drops_at_5m_window_zstd",
+            "snapshot_s_at_5m_window_zstd",
             "tracing_span_ns",
             "tracing_floor_ns",
             "tracing_event_ns",

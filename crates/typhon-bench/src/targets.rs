@@ -188,6 +188,21 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             1.10,
         ),
         le(
+            "flusher_window_zstd_vs_file_zstd",
+            "compressed: the flusher's CPU per record in a compressed window (which makes its chunks) <= a compressed file recording's flusher and compressor",
+            ratio(
+                crate::report::ns_per(r.window_zstd.flusher_window.records_per_s),
+                crate::report::ns_per(r.window_zstd.flusher_file.records_per_s),
+            ),
+            1.0,
+        ),
+        le(
+            "window_zstd_memory_vs_budget",
+            "memory a compressed window holds <= its byte budget + 10 %",
+            r.window_zstd.memory_vs_budget,
+            1.10,
+        ),
+        le(
             "drops_at_5m_window",
             "no drops at 5 M records/s from 2 threads in window mode, 2 snapshots a second",
             if r.snapshots_at_5m_window > 0 {

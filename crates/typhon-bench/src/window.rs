@@ -14,7 +14,13 @@ use crate::timer::{figure, ticks};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use typhon_recorder::{Recorder, RecorderBuilder};
+use typhon_recorder::tracedat::DEFAULT_ZSTD_LEVEL;
+use typhon_recorder::{Compression, Recorder, RecorderBuilder};
+
+/// The compression of the `*_zstd` figures: the default level.
+const ZSTD: Compression = Compression::Zstd {
+    level: DEFAULT_ZSTD_LEVEL,
+};
 
 /// What a window-mode figure is measured against: the same recording kept in a window or
 /// written to a file.
@@ -84,32 +90,66 @@ pub(crate) fn write_file_vs_window(rounds: usize, npt: f64) -> (NsFigure, NsFigu
 }
 
 /// The flusher's CPU per record (as [`crate::load::flusher`]): one producer writes as fast as
-/// it can for `dur` into a ring it never fills, into a file or a window.
-pub(crate) fn flusher(mode: Mode, dur: Duration) -> FlusherThroughput {
+/// it can for `dur` into a ring it never fills, into a file or a window, compressed as `c`.
+/// A compressed file recording's chunks are made on a thread of their own
+/// (`typhon-compress`), a compressed window's on the flusher: that thread's time is counted
+/// too, so that both figures hold the same work.
+pub(crate) fn flusher(mode: Mode, dur: Duration, c: Compression) -> FlusherThroughput {
     let b = RecorderBuilder::new()
         .ring_bytes(BIG_RING)
         .spare_rings(0)
+        .compression(c)
         .flush_interval(Duration::from_millis(1));
     let Some(rec) = start(mode, b, "flusher") else {
         return FlusherThroughput::default();
     };
-    crate::load::flat_out(rec, dur, |rec| {
+    let also: &[&str] = if c.is_compressed() {
+        &["typhon-compress"]
+    } else {
+        &[]
+    };
+    crate::load::flat_out_threads(rec, dur, also, |rec| {
         let _ = rec.finish();
         cleanup();
     })
 }
 
-/// Resident memory a window adds, over its byte budget: one thread fills a window of `budget`
-/// bytes four times over; the growth of the process's resident set from before the fill (ring
-/// and slot already made) to its end, divided by the budget.
-pub(crate) fn memory_vs_budget(budget: u64) -> f64 {
-    let Ok(rec) = RecorderBuilder::new()
+/// A window recording of `budget` bytes compressed as `c`, no time bound.
+fn window_of(budget: u64, c: Compression) -> Option<Recorder> {
+    RecorderBuilder::new()
         .window(Duration::from_secs(3600))
         .window_bytes(budget)
+        .compression(c)
         .snapshot_dir(scratch())
         .flush_interval(Duration::from_millis(1))
         .start()
-    else {
+        .ok()
+}
+
+/// This thread writes 24-byte records into `rec`'s window in half rings drained between them
+/// (none dropped), until the window evicted and then three times as many again: the window
+/// is full, filled four times over. Calls `sample` after each batch.
+fn fill(rec: &Recorder, mut sample: impl FnMut()) {
+    let batch = typhon_recorder::DEFAULT_RING_BYTES as u64 / 24 / 2;
+    let (mut i, mut until) = (0u64, u64::MAX);
+    while i < until {
+        for _ in 0..batch {
+            typhon_recorder::ingress_received(black_box(i as u32), 1, 2, 64);
+            i += 1;
+        }
+        rec.drain();
+        sample();
+        if until == u64::MAX && rec.stats().evicted_records > 0 {
+            until = 4 * i;
+        }
+    }
+}
+
+/// Resident memory a window adds, over its byte budget: one thread fills a window of `budget`
+/// bytes compressed as `c` four times over ([`fill`]); the growth of the process's resident
+/// set from before the fill (ring and slot already made) to its end, divided by the budget.
+pub(crate) fn memory_vs_budget(budget: u64, c: Compression) -> f64 {
+    let Some(rec) = window_of(budget, c) else {
         return f64::NAN;
     };
     // The ring, written through once, and the slot: not the window's.
@@ -127,21 +167,27 @@ pub(crate) fn memory_vs_budget(budget: u64) -> f64 {
     }
     let before = rss_bytes();
     let mut peak = before;
-    // Four budgets of 24-byte records, in half rings, drained between them: none dropped.
-    let total = 4 * budget / 24;
-    let batch = ring_records / 2;
-    let mut i = 0;
-    while i < total {
-        for _ in 0..batch {
-            typhon_recorder::ingress_received(black_box(i as u32), 1, 2, 64);
-            i += 1;
-        }
-        rec.drain();
-        peak = peak.max(rss_bytes());
-    }
+    fill(&rec, || peak = peak.max(rss_bytes()));
     let _ = rec.finish();
     cleanup();
     peak.saturating_sub(before) as f64 / budget as f64
+}
+
+/// Time a full window of `budget` bytes compressed as `c` holds per MiB of its budget, in ms
+/// at 1 M records/s of [`fill`]'s 24-byte records (numbered: they compress as a server's
+/// steady stream of alike records does, better than varied ones): its snapshot's records
+/// ÷ 1000 ÷ MiB.
+pub(crate) fn held_ms_per_mib(budget: u64, c: Compression) -> f64 {
+    let Some(rec) = window_of(budget, c) else {
+        return f64::NAN;
+    };
+    fill(&rec, || {});
+    let held = rec.snapshot().map(|s| s.records - s.restated);
+    let _ = rec.finish();
+    cleanup();
+    held.map_or(f64::NAN, |n| {
+        n as f64 / 1000.0 / (budget as f64 / f64::from(1 << 20))
+    })
 }
 
 /// Drops at 5 M records/s (as [`crate::load::drops_at_5m`]: 2 threads of 2.5 M records/s in
@@ -151,8 +197,9 @@ pub(crate) fn memory_vs_budget(budget: u64) -> f64 {
 pub(crate) fn drops_at_5m_snapshots(
     dur: Duration,
     every: Option<Duration>,
+    c: Compression,
 ) -> (u64, u64, u64, f64) {
-    let Some(rec) = start(Mode::Window, RecorderBuilder::new(), "5m") else {
+    let Some(rec) = start(Mode::Window, RecorderBuilder::new().compression(c), "5m") else {
         return (0, 0, 0, f64::NAN);
     };
     const PER_THREAD_PER_MS: u64 = 2_500;
@@ -200,19 +247,30 @@ pub(crate) fn drops_at_5m_snapshots(
 /// Every window-mode figure, into `r`.
 pub(crate) fn window(r: &mut BenchReport, quick: bool, npt: f64) {
     // First: the other phases' freed heap would hide the window's growth.
-    r.window_memory_vs_budget = memory_vs_budget(32 << 20);
+    r.window_memory_vs_budget = memory_vs_budget(32 << 20, Compression::None);
+    r.window_zstd.memory_vs_budget = memory_vs_budget(32 << 20, ZSTD);
     let (file, window) = write_file_vs_window(if quick { 15 } else { 45 }, npt);
     r.write_clock_file_alt = file;
     r.write_clock_window = window;
     let fd = Duration::from_millis(if quick { 500 } else { 2000 });
-    r.flusher_file_alt = flusher(Mode::File, fd);
-    r.flusher_window = flusher(Mode::Window, fd);
+    r.flusher_file_alt = flusher(Mode::File, fd, Compression::None);
+    r.flusher_window = flusher(Mode::Window, fd, Compression::None);
+    r.window_zstd.flusher_file = flusher(Mode::File, fd, ZSTD);
+    r.window_zstd.flusher_window = flusher(Mode::Window, fd, ZSTD);
+    r.window_zstd.held_ms_per_mib_raw = held_ms_per_mib(8 << 20, Compression::None);
+    r.window_zstd.held_ms_per_mib = held_ms_per_mib(8 << 20, ZSTD);
     let dur = Duration::from_millis(if quick { 2000 } else { 6000 });
-    r.drops_at_5m_window_quiet = drops_at_5m_snapshots(dur, None).0;
-    let (drops, attempted, snaps, median) =
-        drops_at_5m_snapshots(dur, Some(Duration::from_millis(500)));
+    r.drops_at_5m_window_quiet = drops_at_5m_snapshots(dur, None, Compression::None).0;
+    let every = Some(Duration::from_millis(500));
+    let (drops, attempted, snaps, median) = drops_at_5m_snapshots(dur, every, Compression::None);
     r.drops_at_5m_window = drops;
     r.attempted_at_5m_window = attempted;
     r.snapshots_at_5m_window = snaps;
     r.snapshot_s_at_5m_window = median;
+    r.window_zstd.drops_at_5m_quiet = drops_at_5m_snapshots(dur, None, ZSTD).0;
+    let (drops, attempted, snaps, median) = drops_at_5m_snapshots(dur, every, ZSTD);
+    r.window_zstd.drops_at_5m = drops;
+    r.window_zstd.attempted_at_5m = attempted;
+    r.window_zstd.snapshots_at_5m = snaps;
+    r.window_zstd.snapshot_s_at_5m = median;
 }

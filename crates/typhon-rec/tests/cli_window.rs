@@ -116,3 +116,43 @@ fn snapshot_dir_asks_the_running_recording() {
     assert_eq!(snapshots(&d).len(), 2, "this one and the demo's last");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A compressed windowed demo (its window holds zstd chunks): the snapshot is v7, and `stats`
+/// reads in it exactly the records the demo says it holds, no page damaged or missing.
+#[test]
+fn a_compressed_windowed_demo_writes_v7_snapshots_the_readers_read() {
+    let d = tmp("cli-window-zstd");
+    let (ok, json, err) = rec(&[
+        "demo",
+        "--window",
+        "1s",
+        "--window-bytes",
+        "262144",
+        "--compress",
+        "zstd",
+        "--snapshot-dir",
+        d.to_str().unwrap(),
+        "--duration",
+        "1.5",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert!(v["evicted_pages"].as_u64().unwrap() > 0, "{v}");
+    let p = v["snapshot"].as_str().unwrap();
+    let f = TraceFile::open(p).unwrap();
+    assert_eq!((f.version(), f.compression()), (7, Some("zstd")));
+    let (ok, sj, err) = rec(&["stats", "--json", p]);
+    assert!(ok, "{err}");
+    let s: serde_json::Value = serde_json::from_str(&sj).unwrap();
+    assert_eq!(s["records"], v["snapshot_records"], "{s}");
+    assert_eq!(s["written"], v["snapshot_records"], "{s}");
+    assert_eq!(
+        (&s["missed"], &s["damaged_pages"]),
+        (&0.into(), &0.into()),
+        "{s}"
+    );
+    let (ok, _, err) = rec(&["report", p]);
+    assert!(ok, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
