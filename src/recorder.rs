@@ -332,7 +332,11 @@ impl RecorderBuilder {
         self
     }
 
-    /// How often the flusher drains every ring (it also wakes when a ring passes half full).
+    /// How often the flusher drains every ring while some ring fills fast; while every ring
+    /// fills slowly (under a quarter of its size in the time) it sleeps longer, up to 5 times
+    /// this, and it also wakes when a ring passes half full. Pages reach the OS once a drain,
+    /// so this times 5 bounds what a kill loses of a slow thread's records (window mode: this,
+    /// always).
     ///
     /// ```
     /// let b = typhon_recorder::RecorderBuilder::new()

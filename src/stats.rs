@@ -29,7 +29,8 @@ pub struct Stats {
     pub sink_errors: u64,
     /// The longest time, in ns, between the starts of two consecutive drains of the rings (the
     /// flusher's cycles); 0 before the second. It is about the flush interval (10 ms by
-    /// default), or less while busy rings wake the flusher early. A ring fills in its size
+    /// default), up to 5 times it while every ring fills slowly, or less while busy rings wake
+    /// the flusher early. A ring fills in its size
     /// divided by its thread's write rate (about 38 ms for the default 2 MiB at 2.5 M
     /// records/s), so a gap longer than that can drop the records of a thread writing at that
     /// rate: the flusher was not scheduled, or the sink held it up. Drops with every gap well

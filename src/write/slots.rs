@@ -152,6 +152,15 @@ impl Registry {
         Self::with_spares(ring_bytes, 0)
     }
 
+    /// The size of each slot's ring, in bytes.
+    ///
+    /// ```
+    /// assert_eq!(typhon_recorder::registry::Registry::new(8192).ring_bytes(), 8192);
+    /// ```
+    pub fn ring_bytes(&self) -> usize {
+        self.ring_bytes
+    }
+
     /// A registry that keeps `spares` rings ready for first claims once
     /// [`top_up_spares`](Self::top_up_spares) has run (nothing is allocated here).
     ///

@@ -34,6 +34,16 @@ static LIVE: [AtomicU64; BUCKETS] = [const { AtomicU64::new(0) }; BUCKETS];
 /// Two such spans live in one bucket leave only the later's mark: the other's close is then
 /// not written, and a reader ends it at its last exit.
 static AGAIN: [AtomicU64; BUCKETS] = [const { AtomicU64::new(0) }; BUCKETS];
+/// Per bucket, the token of the span whose first entry on the thread that created it was
+/// served by the cache slot its creation filled ([`prime`]): that entry counts as one of the
+/// span's enters, as one through the span table does. A bucket another live span's mark holds
+/// is not taken: that entry is counted in the span's table entry instead ([`mark_first`]).
+/// Marks are plain stores, not compare-and-swaps (a locked instruction on the enter's path
+/// waits for the records just written to leave the store buffer: it cost more than the table
+/// lookup it replaces). So two threads marking one bucket at the same instant can leave only
+/// one mark; the other span then counts one enter too few, and its close is written although
+/// its last exit was its end: a close more than needed, never one missing.
+static FIRST: [AtomicU64; BUCKETS] = [const { AtomicU64::new(0) }; BUCKETS];
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 /// The bucket of a `tracing` id of layer stack `stack`. Registry ids put the slab index in the
@@ -50,10 +60,32 @@ fn bucket_index(stack: u64, id: u64) -> usize {
     (h >> (64 - 12)) as usize
 }
 
+/// Tokens a thread takes from [`NEXT_TOKEN`] at once.
+const TOKEN_BLOCK: u64 = 1024;
+
+thread_local! {
+    /// The thread's block of tokens: the next one, and the end of the block. A shared atomic
+    /// add per span (a locked instruction, which waits for the records just written to leave
+    /// the store buffer) becomes one per 1024 spans.
+    static TOKENS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
 /// A token no span (nor layer stack) has had (never 0, the empty bucket).
 pub(crate) fn new_token() -> u64 {
-    // Relaxed: only uniqueness is needed.
-    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+    TOKENS
+        .try_with(|t| {
+            let (next, end) = t.get();
+            if next < end {
+                t.set((next + 1, end));
+                return next;
+            }
+            // Relaxed: only uniqueness is needed. NEXT_TOKEN starts at 1: no block holds 0.
+            let start = NEXT_TOKEN.fetch_add(TOKEN_BLOCK, Ordering::Relaxed);
+            t.set((start + 1, start + TOKEN_BLOCK));
+            start
+        })
+        // During the thread's exit: one of its own.
+        .unwrap_or_else(|_| NEXT_TOKEN.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Span `id` of `stack` is now described by `token` (created, or renamed from `old`, 0 for
@@ -78,14 +110,46 @@ pub(crate) fn reclaim(stack: u64, id: u64, token: u64) {
     let _ = bucket(stack, id).compare_exchange(0, token, Ordering::Release, Ordering::Relaxed);
 }
 
-/// Span `id` of `stack`, described by `token`, closed. Returns whether a thread entered it
-/// a second time (see [`AGAIN`]).
-pub(crate) fn retire(stack: u64, id: u64, token: u64) -> bool {
-    let _ = bucket(stack, id).compare_exchange(token, 0, Ordering::Release, Ordering::Relaxed);
-    // Relaxed: the close that reads it comes after the enters (the span's handle orders them).
-    again_bucket(stack, id)
-        .compare_exchange(token, 0, Ordering::Relaxed, Ordering::Relaxed)
-        .is_ok()
+/// What the cache knew of a span when it closed.
+pub(crate) struct Retired {
+    /// A thread entered it a second time (see [`AGAIN`]).
+    pub(crate) again: bool,
+    /// Its creating thread's first entry was served by the slot its creation filled (see
+    /// [`FIRST`]): one enter the span table did not count.
+    pub(crate) first: bool,
+}
+
+/// Span `id` of `stack`, described by `token`, closed.
+///
+/// [`LIVE`] and [`FIRST`] are cleared with a load and a store where they still hold the
+/// span's token, not with a locked compare-and-swap (which waits for the records just written
+/// to leave the store buffer). Another thread may store its own span's token into the bucket
+/// between the two, and the store then erases it: for `LIVE` that span's next enter misses
+/// and takes its bucket back ([`reclaim`]); for `FIRST` it counts one enter too few, at most
+/// a close written that was not needed. An [`AGAIN`] mark erased would be a close missing:
+/// that one is swapped, but only where the load finds the span's token (most spans were
+/// entered once).
+pub(crate) fn retire(stack: u64, id: u64, token: u64) -> Retired {
+    let i = bucket_index(stack, id);
+    // Release for LIVE: an enter of a span that reuses the id after this close cannot see
+    // this span's token (see the module). Relaxed for the marks: the close that reads them
+    // comes after the enters (the span's handle orders them).
+    let take = |a: &AtomicU64, o: Ordering| {
+        let ours = a.load(Ordering::Relaxed) == token;
+        if ours {
+            a.store(0, o);
+        }
+        ours
+    };
+    take(&LIVE[i], Ordering::Release);
+    let again = &AGAIN[i];
+    Retired {
+        again: again.load(Ordering::Relaxed) == token
+            && again
+                .compare_exchange(token, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok(),
+        first: take(&FIRST[i], Ordering::Relaxed),
+    }
 }
 
 /// The bucket of `AGAIN` of span `id` of `stack` (the index of its `LIVE` one).
@@ -99,6 +163,30 @@ fn again_bucket(stack: u64, id: u64) -> &'static AtomicU64 {
 #[inline(never)]
 fn mark_again(stack: u64, id: u64, token: u64) {
     again_bucket(stack, id).store(token, Ordering::Relaxed);
+}
+
+/// The creating thread's first entry of span `id` of `stack` (described by `token`), served by
+/// the slot its creation filled: marked in [`FIRST`], or, where another live span's mark holds
+/// the bucket, counted in the span's table entry as an enter the cache did not serve.
+#[inline(always)]
+fn mark_first(stack: u64, id: u64, token: u64) {
+    let b = &FIRST[bucket_index(stack, id)];
+    // Relaxed: as `mark_again`; a load and a store, not a locked swap (see `FIRST`).
+    if b.load(Ordering::Relaxed) == 0 {
+        b.store(token, Ordering::Relaxed);
+    } else {
+        count_first(stack, id);
+    }
+}
+
+/// [`mark_first`] where another live span's mark holds the bucket: the entry counted in the
+/// span's table entry.
+#[cold]
+#[inline(never)]
+fn count_first(stack: u64, id: u64) {
+    crate::spans::with(stack, id, |d| {
+        d.slow_enters = d.slow_enters.saturating_add(1);
+    });
 }
 
 /// What an enter needs of a span.
@@ -115,6 +203,9 @@ struct Slot {
     token: u64,
     /// Whether the span was entered again through this slot (its close is then written).
     again: bool,
+    /// Filled at the span's creation ([`prime`]) and not entered through yet: its first hit is
+    /// the thread's first entry of the span, not a second.
+    primed: bool,
     span: Option<Entered>,
 }
 
@@ -188,7 +279,10 @@ pub(crate) fn enter_cached<R>(stack: u64, id: u64, f: impl FnOnce(&Entered) -> R
     if s.id != id || s.stack != stack || bucket(stack, id).load(Ordering::Acquire) != s.token {
         return None;
     }
-    if !s.again {
+    if s.primed {
+        s.primed = false;
+        mark_first(stack, id, s.token);
+    } else if !s.again {
         s.again = true;
         mark_again(stack, id, s.token);
     }
@@ -198,6 +292,18 @@ pub(crate) fn enter_cached<R>(stack: u64, id: u64, f: impl FnOnce(&Entered) -> R
 /// Keeps span `id`'s (of `stack`) description, looked up under `token`, for this thread's next
 /// enters.
 pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
+    put(stack, id, token, span, false);
+}
+
+/// Keeps the description of span `id` of `stack`, just created under `token` on this thread,
+/// for its enters here: a span is mostly entered where it was made (a request's span on its
+/// worker, a system's run on the frame's thread), and its first enter then needs no lookup
+/// in the span table.
+pub(crate) fn prime(stack: u64, id: u64, token: u64, span: Entered) {
+    put(stack, id, token, span, true);
+}
+
+fn put(stack: u64, id: u64, token: u64, span: Entered, primed: bool) {
     let mut table = TABLE.with(Cell::get);
     if table.is_null() {
         // Only once `OWNER` will free it (not during or after this thread's exit).
@@ -209,6 +315,7 @@ pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
             stack: 0,
             token: 0,
             again: false,
+            primed: false,
             span: None,
         }));
         table = Box::into_raw(b);
@@ -222,6 +329,7 @@ pub(crate) fn fill(stack: u64, id: u64, token: u64, span: Entered) {
         stack,
         token,
         again: false,
+        primed,
         span: Some(span),
     };
 }
@@ -252,7 +360,7 @@ mod tests {
         // b is created in the bucket, then closes.
         let b_token = new_token();
         publish(stack, b, 0, b_token);
-        assert!(!retire(stack, b, b_token), "never entered again");
+        assert!(!retire(stack, b, b_token).again, "never entered again");
         assert_eq!(
             with_cached(stack, a, |e| e.key),
             None,

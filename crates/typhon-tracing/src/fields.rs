@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use tracing_core::field::Field;
-use typhon_recorder::codec::records::{put_entry, string_span, Value};
+use typhon_recorder::codec::records::{put_entry, Value};
 
 /// Closed spans' fields kept (emptied, their buffers' room kept) for spans created later on
 /// the thread: a span's fields then allocate nothing once the program is warm.
@@ -103,6 +103,11 @@ impl<'a> Bounded<'a> {
 
 impl fmt::Write for Bounded<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Most text has no NUL: one scan for it instead of a split's search and iterator.
+        if !s.as_bytes().contains(&0) {
+            self.push(s);
+            return Ok(());
+        }
         let mut parts = s.split('\0');
         if let Some(first) = parts.next() {
             self.push(first);
@@ -163,15 +168,66 @@ impl SpanFields {
     }
 
     /// Sets `field`'s value to `v` (a `Debug` value formatted into `scratch`, a buffer the
-    /// caller lends), replacing the one it had. Returns the string kept, for a string or a
-    /// `Debug` value.
-    pub(crate) fn set(
+    /// caller lends), replacing the one it had.
+    pub(crate) fn set(&mut self, field: &Field, scratch: &mut String, v: crate::Value<'_>) {
+        let at = self.spots.iter().position(|s| s.field == field.index());
+        if at.is_none() && self.append(field, v) {
+            return;
+        }
+        self.replace(at, field, scratch, v);
+    }
+
+    /// The common case of [`set`](Self::set), a span's creation: a field given for the first
+    /// time, nothing cut so far, and a value that fits whole with no NUL in it (a number, or a
+    /// string as it is) goes straight onto the end of the values, without the copies and the
+    /// splice of [`replace`](Self::replace), which would write the same bytes. Returns whether
+    /// it did.
+    #[inline]
+    fn append(&mut self, field: &Field, v: crate::Value<'_>) -> bool {
+        if self.buf.len() != self.body {
+            // A cut entry: something is cut, the general path keeps its count.
+            return false;
+        }
+        let room = BODY_CAP.saturating_sub(self.body);
+        let value = match v {
+            // `replace` bounds a string to the room less its entry's 4 header bytes, and
+            // writes a NUL as U+FFFD: one within that bound and with no NUL is kept as it is.
+            crate::Value::Str(s)
+                if s.len() <= room.saturating_sub(4) && !s.as_bytes().contains(&0) =>
+            {
+                Value::Str(s)
+            }
+            crate::Value::I64(n) => Value::I64(n),
+            crate::Value::U64(n) => Value::U64(n),
+            crate::Value::F64(x) => Value::F64(x),
+            crate::Value::Bool(t) => Value::Bool(t),
+            _ => return false,
+        };
+        if value.entry_len() > room {
+            return false;
+        }
+        let start = self.body;
+        put_entry(&mut self.buf, field.index().min(254) as u8, value);
+        self.spots.push(Spot {
+            field: field.index(),
+            start,
+            end: self.buf.len(),
+            cut: 0,
+        });
+        self.body = self.buf.len();
+        true
+    }
+
+    /// [`set`](Self::set) in general: the value bounded (a string cut to the room left, a
+    /// `Debug` value formatted), put where the field's old value was (`at`), and the cut entry
+    /// made again.
+    fn replace(
         &mut self,
+        at: Option<usize>,
         field: &Field,
         scratch: &mut String,
         v: crate::Value<'_>,
-    ) -> Option<&str> {
-        let at = self.spots.iter().position(|s| s.field == field.index());
+    ) {
         let old = at.map_or(0, |i| self.spots[i].end - self.spots[i].start);
         let room = BODY_CAP.saturating_sub(self.body - old);
         let idx = field.index().min(254) as u8;
@@ -253,15 +309,6 @@ impl SpanFields {
         let total = self.spots.iter().fold(0u64, |a, s| a.saturating_add(s.cut));
         if total > 0 {
             put_entry(&mut self.buf, 0, Value::Cut(total));
-        }
-        // A string entry is field, tag, varint length, then the string.
-        match v {
-            crate::Value::Str(_) | crate::Value::Debug(_) => {
-                let entry = &self.buf[start..start + len];
-                let at = string_span(entry)?;
-                std::str::from_utf8(&entry[at]).ok()
-            }
-            _ => None,
         }
     }
 }

@@ -377,17 +377,23 @@ where
         let key = bridge::next_key();
         let described = write_span((key, parent_key, raw), meta, &fields);
         let token = cache::new_token();
+        let display = entry_name(meta, &fields, described);
+        let entered = cache::Entered {
+            key,
+            name: display.clone(),
+        };
         let data = SpanData {
             key,
             parent_key,
             slow_enters: 0,
             token,
             meta,
-            display: entry_name(meta, &fields, described),
+            display,
             fields,
         };
-        spans::insert(self.stack, raw, data);
-        cache::publish(self.stack, raw, 0, token);
+        spans::insert(stack, raw, data);
+        cache::publish(stack, raw, 0, token);
+        cache::prime(stack, raw, token, entered);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
@@ -495,10 +501,11 @@ where
         // Before the Registry frees the id for reuse (it calls this first): a span created
         // with it later gets an entry of its own. Its fields' room serves a new span.
         if let Some(d) = spans::remove(self.stack, id.into_u64()) {
-            let again = cache::retire(self.stack, id.into_u64(), d.token);
+            let r = cache::retire(self.stack, id.into_u64(), d.token);
+            let enters = d.slow_enters.saturating_add(u32::from(r.first));
             // A span whose last exit is not its end says when it closed (see the kind table:
             // TracingClose): one entered on several threads or twice on one, or never.
-            if again || d.slow_enters != 1 {
+            if r.again || enters != 1 {
                 bridge::close(d.key);
             }
             d.fields.give();

@@ -21,9 +21,11 @@ pub(crate) struct SpanData {
     pub(crate) key: u64,
     /// Its `tracing` parent's key (0: a root), which its description carries.
     pub(crate) parent_key: u64,
-    /// Enters the thread caches could not serve: each thread's first of this span (and one
-    /// after its cache slot went to another span). Not 1 at close: it was entered on several
-    /// threads, or never, and its close is written ([`crate::cache::retire`] says the rest).
+    /// Enters the thread caches did not count: each thread's first of this span (and one
+    /// after its cache slot went to another span), but the creating thread's first, which the
+    /// slot its creation filled serves and [`crate::cache::retire`] reports. Not 1 at close,
+    /// with that one: it was entered on several threads, or never, and its close is written
+    /// (`retire` says the rest).
     pub(crate) slow_enters: u32,
     /// Its token in the enter cache ([`crate::cache`]): replaced when it is renamed.
     pub(crate) token: u64,
