@@ -332,11 +332,8 @@ impl RecorderBuilder {
         self
     }
 
-    /// How often the flusher drains every ring while some ring fills fast; while every ring
-    /// fills slowly (under a quarter of its size in the time) it sleeps longer, up to 5 times
-    /// this, and it also wakes when a ring passes half full. Pages reach the OS once a drain,
-    /// so this times 5 bounds what a kill loses of a slow thread's records (window mode: this,
-    /// always).
+    /// How often the flusher drains the rings while one fills fast (all slow: up to 5× this, not
+    /// in window mode, which bounds a kill's loss); it also wakes when a ring passes half full.
     ///
     /// ```
     /// let b = typhon_recorder::RecorderBuilder::new()
@@ -365,8 +362,7 @@ impl RecorderBuilder {
     /// against the writing thread's slot. A thread claims its slot with its first recorded
     /// event (or [`crate::register_thread`]); a thread whose every write is filtered takes no
     /// slot, and its filtered writes are counted in [`Stats::filtered_no_slot`]. A compact
-    /// kind (221–224, issue 33) is a form, not a filter: disabled, its full kind is written
-    /// instead, and nothing is counted.
+    /// kind (221–224) is a form, not a filter: disabled, its full kind is written instead.
     ///
     /// ```
     /// use typhon_recorder::codec::TraceEventKind;

@@ -303,7 +303,7 @@ pub const KINDS: &[KindDef] = &[
         min_size: 19,
         fixed: false,
     },
-    // Compact forms of four `tracing` kinds (issue 33): each stands for its full kind's record
+    // Compact forms of four `tracing` kinds: each stands for its full kind's record
     // (226, 252, 253, 227; same slot and time), which `records::decode` and `records::expand`
     // give, and the writer falls back to the full kind for what does not fit. This one: an
     // entry whose key and duration fit 32 bits; 20 bytes, 24 on disk (a TracingEntry: 28, 32).
@@ -344,7 +344,7 @@ pub const KINDS: &[KindDef] = &[
         min_size: 16,
         fixed: true,
     },
-    // A described `tracing` span's entry, compact (issue 33): one per enter → exit, as a
+    // A described `tracing` span's entry, compact: one per enter → exit, as a
     // TracingSpan (kind 247) is, but only what a reader cannot rebuild. The span's name, level,
     // target and fields are in its description (TracingSpanValues, by `key`), its tracing
     // parent too (`parent_key` there); its nesting with the thread's other spans is the

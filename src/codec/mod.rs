@@ -188,7 +188,7 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_EVENT_VALUES.0, 253);
     /// ```
     pub const TRACING_EVENT_VALUES: Self = Self(253);
-    /// Kind 221: a TracingEntry in 20 bytes (issue 33): u32 duration_ns, u32 key. Written for
+    /// Kind 221: a TracingEntry in 20 bytes: u32 duration_ns, u32 key. Written for
     /// an entry whose key and duration fit 32 bits; readers take it as the TracingEntry it
     /// stands for.
     ///
@@ -197,7 +197,7 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_ENTRY_SHORT.0, 221);
     /// ```
     pub const TRACING_ENTRY_SHORT: Self = Self(221);
-    /// Kind 222: a TracingSpanValues packed (issue 33): varint key, varint parent (0: a root,
+    /// Kind 222: a TracingSpanValues packed: varint key, varint parent (0: a root,
     /// else `key - parent_key`), varint callsite, then the values. Readers take it as the
     /// TracingSpanValues it stands for.
     ///
@@ -206,7 +206,7 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_SPAN_PACKED.0, 222);
     /// ```
     pub const TRACING_SPAN_PACKED: Self = Self(222);
-    /// Kind 223: a TracingEventValues packed (issue 33): varint span_key, varint callsite,
+    /// Kind 223: a TracingEventValues packed: varint span_key, varint callsite,
     /// then the values.
     ///
     /// ```
@@ -214,7 +214,7 @@ impl TraceEventKind {
     /// assert_eq!(TraceEventKind::TRACING_EVENT_PACKED.0, 223);
     /// ```
     pub const TRACING_EVENT_PACKED: Self = Self(223);
-    /// Kind 224: a TracingClose in 16 bytes (issue 33): u32 key.
+    /// Kind 224: a TracingClose in 16 bytes: u32 key.
     ///
     /// ```
     /// # use typhon_recorder::codec::TraceEventKind;

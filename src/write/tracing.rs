@@ -434,7 +434,7 @@ pub fn callsite(c: &Callsite<'_>) -> bool {
     .unwrap_or(false)
 }
 
-/// Writes span `key`'s description, as a TracingSpanPacked (its ids as varints, issue 33),
+/// Writes span `key`'s description, as a TracingSpanPacked (its ids as varints),
 /// or as a TracingSpanValues when that kind is disabled (the packed kind gives way to its full
 /// one; disabling TracingSpanValues disables both). The description: its `tracing` parent's key
 /// (`parent_key`, 0 for a root), its callsite's id and its fields' typed `values`

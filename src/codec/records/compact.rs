@@ -1,4 +1,4 @@
-//! Compact forms of four `tracing` records (issue 33): TracingEntryShort (221),
+//! Compact forms of four `tracing` records: TracingEntryShort (221),
 //! TracingSpanPacked (222), TracingEventPacked (223) and TracingCloseShort (224), each standing
 //! for the record of its full kind (TracingEntry, TracingSpanValues, TracingEventValues,
 //! TracingClose) with the same slot and time. [`super::decode`] gives a compact record as the
