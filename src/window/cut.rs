@@ -1,9 +1,10 @@
 //! The flusher's side of window mode: the store it fills, the cut it takes when a snapshot is
 //! due, and the `typhon-snapshot` thread that writes it.
 
+use super::pack::Packer;
 use super::parts::SlotCut;
 use super::snapshot::{self, Job};
-use super::store::{Held, Packer, Store};
+use super::store::{Held, Store};
 use super::{Config, Owner, Pending, Rules, Shared};
 use crate::tracedat::{Compression, DEFAULT_CHUNK_PAGES};
 use std::sync::Arc;
@@ -37,8 +38,8 @@ pub(crate) struct Window {
 
 impl Window {
     pub(crate) fn new(cfg: Config, shared: Arc<Shared>) -> Self {
-        // With compression on, the store holds chunks of the v7 file's size, made on this
-        // (the flusher's) thread. A compressor that cannot be made leaves the pages raw: the
+        // With compression on, the store holds chunks of the v7 file's size, made on a
+        // thread of their own (`pack`). A compressor that cannot be made leaves the pages raw: the
         // snapshot still compresses them (and reports the error, if zstd is missing).
         let packer = match cfg.compression {
             Compression::Zstd { level } => Packer::new(level, DEFAULT_CHUNK_PAGES).ok(),
@@ -80,6 +81,9 @@ impl Window {
         session: Session,
     ) {
         self.reap();
+        // The chunks made by now replace their pages; those still being made are cut as the
+        // raw pages they are (not waited for).
+        self.store.install_made(false);
         let from = t1
             .saturating_sub(self.store.window_ns)
             .max(self.store.watermark);

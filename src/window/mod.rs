@@ -10,17 +10,17 @@
 //! end) and none older.
 //!
 //! With compression on, an item is a chunk: each slot's pages are gathered as they come, and
-//! once there are [`crate::tracedat::DEFAULT_CHUNK_PAGES`] (the v7 file writer's chunk) the
-//! flusher compresses them into one chunk in the v7 file's own form, kept with its pages' least
+//! once there are [`crate::tracedat::DEFAULT_CHUNK_PAGES`] (the v7 file writer's chunk),
+//! they are compressed into one chunk in the v7 file's own form, kept with its pages' least
 //! first and greatest last times, records and missed counts. The budget counts the compressed
 //! bytes, so the same budget holds several times the time (4–6 × in BENCHMARKS.md's
 //! measurements); a slot's newest pages, not yet a chunk, are held and counted raw.
 //! Eviction takes a whole chunk (the one that ends first) and counts every page and record in
 //! it, and the watermark is its last page's time: coarser steps than page by page, but never
-//! a record of `(W, T1]` missing from any slot. Chunks are made on the flusher's thread (a
-//! zstd call of level 1 per 128 KiB; the file mode gives them to a thread of their own, as it
-//! must also write them to disk) so that the store, the cut and the eviction stay where they
-//! are, without a hand-over whose chunks in flight a cut would have to wait for.
+//! a record of `(W, T1]` missing from any slot. Chunks are made on a `typhon-compress` thread
+//! of their own (`pack`), as the file mode's are: the flusher gives a slot's pages over and,
+//! at its next page, puts the chunk in their place if they are all still held. Until then the
+//! pages are held and counted raw, and a cut takes them as they are, so it waits for no chunk.
 //!
 //! The cut is taken on the flusher thread (pointer copies of the held items and the slots'
 //! owners); a `typhon-snapshot` thread then builds each slot's data (`parts`) and writes the
@@ -35,6 +35,7 @@
 #[cfg(unix)]
 mod control;
 mod cut;
+mod pack;
 mod parts;
 pub(crate) mod request;
 mod snapshot;

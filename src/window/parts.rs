@@ -304,7 +304,8 @@ pub(crate) fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::window::store::{Packer, Store};
+    use crate::window::pack::Packer;
+    use crate::window::store::Store;
 
     /// 100 pages of one slot, 100 records each 10 ns apart; pages 5, 37 and 60 carry a missed
     /// count.
@@ -385,6 +386,8 @@ mod tests {
             raw.push(1, a);
             zst.push(1, b);
         }
+        // On the packer's thread: every chunk given, made and installed.
+        zst.install_made(true);
         assert_eq!(zst.slots[1].len(), 12 + 4);
         for (w, t1) in [
             (3_455, 90_500),

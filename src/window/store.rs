@@ -1,8 +1,8 @@
 //! The held pages and chunks of a window, evicted oldest-first across all slots (see the
 //! module above).
 
+use super::pack::{Done, Packer};
 use super::Owner;
-use crate::tracedat::ChunkCompressor;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -29,6 +29,8 @@ pub(crate) struct Held {
     pub(crate) records: u64,
     /// The missed counts its pages carry (drops before their first records).
     pub(crate) missed: u64,
+    /// Its (first) page's number in its slot's stream, given by [`Store::push`].
+    pub(crate) seq: u64,
 }
 
 impl Held {
@@ -42,6 +44,7 @@ impl Held {
             last_ts,
             records,
             missed,
+            seq: 0,
         }
     }
 
@@ -69,33 +72,15 @@ impl Held {
 /// in its slot's queue and in the heap, and the allocator's own header of its bytes.
 pub(crate) const PAGE_OVERHEAD: u64 = (std::mem::size_of::<Held>() + 16 + 8 + 16 + 16) as u64;
 
-/// What turns a slot's newest raw pages into a chunk once there are `chunk_pages` of them.
-pub(crate) struct Packer {
-    z: ChunkCompressor,
-    chunk_pages: usize,
-    /// The pages of the chunk being made, back to back, and its compressed form (reused).
-    run: Vec<u8>,
-    out: Vec<u8>,
-}
-
-impl Packer {
-    pub(crate) fn new(level: i32, chunk_pages: usize) -> std::io::Result<Self> {
-        Ok(Self {
-            z: ChunkCompressor::new(level)?,
-            chunk_pages: chunk_pages.max(1),
-            run: Vec::new(),
-            out: Vec::new(),
-        })
-    }
-}
-
 /// The pages and chunks held, per slot in stream order, and the owners of each slot since the
 /// watermark.
 pub(crate) struct Store {
     pub(crate) slots: Vec<VecDeque<Arc<Held>>>,
-    /// Per slot, how many of its newest items are raw pages not yet in a chunk (all of them are
-    /// at the back of its queue).
+    /// Per slot, how many of its newest items are raw pages not yet given to be a chunk (all
+    /// of them are at the back of its queue; before them may be pages given and not yet back).
     raw: Vec<usize>,
+    /// Per slot, the stream number its next page gets.
+    next_seq: Vec<u64>,
     /// One entry per slot that holds anything: a last time of it, at most its first item's
     /// (a slot whose first pages became a chunk has a later one; its entry is raised when it
     /// comes to the top).
@@ -126,6 +111,7 @@ impl Store {
                 .map(|_| VecDeque::new())
                 .collect(),
             raw: vec![0; crate::write::slots::SLOTS],
+            next_seq: vec![0; crate::write::slots::SLOTS],
             heap: BinaryHeap::new(),
             bytes: 0,
             budget,
@@ -142,63 +128,74 @@ impl Store {
         }
     }
 
-    /// Keeps a page of `slot` (pages of a slot come in stream order), makes the slot's newest
-    /// raw pages a chunk when there are enough of them, then evicts down to the budget and the
-    /// window ending at the page's last time.
-    pub(crate) fn push(&mut self, slot: u8, page: Held) {
-        let q = &mut self.slots[slot as usize];
+    /// Keeps a page of `slot` (pages of a slot come in stream order), installs the chunks made
+    /// meanwhile and gives the slot's oldest raw pages to be one when there are enough of them
+    /// ([`super::pack`]), then evicts down to the budget and the window ending at the page's
+    /// last time.
+    pub(crate) fn push(&mut self, slot: u8, mut page: Held) {
+        let i = slot as usize;
+        page.seq = self.next_seq[i];
+        self.next_seq[i] += 1;
+        let q = &mut self.slots[i];
         if q.is_empty() {
             self.heap.push(Reverse((page.last_ts, slot)));
         }
         self.bytes += page.cost();
         let last = page.last_ts;
         q.push_back(Arc::new(page));
-        self.raw[slot as usize] += 1;
-        if self
-            .packer
-            .as_ref()
-            .is_some_and(|p| self.raw[slot as usize] >= p.chunk_pages)
-        {
-            self.pack(slot);
-        }
+        self.raw[i] += 1;
+        self.give(slot);
+        self.install_made(false);
         self.evict(last);
     }
 
-    /// Replaces the raw pages at the back of `slot`'s queue by one chunk of them. If zstd
-    /// fails they stay pages (a snapshot compresses raw pages itself).
-    fn pack(&mut self, slot: u8) {
+    /// Gives `slot`'s oldest raw pages not yet given to the packer while a chunk's worth is
+    /// there.
+    fn give(&mut self, slot: u8) {
+        let i = slot as usize;
         let Some(p) = self.packer.as_mut() else {
             return;
         };
-        let (q, n) = (&mut self.slots[slot as usize], self.raw[slot as usize]);
-        let start = q.len() - n;
-        p.run.clear();
-        let (mut first, mut last, mut records, mut missed) = (u64::MAX, 0, 0, 0);
-        for h in q.range(start..) {
-            p.run.extend_from_slice(h.bytes());
-            first = first.min(h.first_ts);
-            last = last.max(h.last_ts);
-            records += h.records;
-            missed += h.missed;
+        while self.raw[i] >= p.chunk_pages {
+            let q = &self.slots[i];
+            let start = q.len() - self.raw[i];
+            let pages: Vec<_> = q.range(start..start + p.chunk_pages).cloned().collect();
+            p.give(slot, pages[0].seq, pages, self.budget / 32);
+            self.raw[i] -= p.chunk_pages;
         }
-        p.out.clear();
-        self.raw[slot as usize] = 0;
-        if p.z.chunk(&p.run, &mut p.out).is_err() {
+    }
+
+    /// Replaces the pages of each chunk made by the chunk, where all of them are still held;
+    /// with `wait`, once every chunk given is made.
+    pub(crate) fn install_made(&mut self, wait: bool) {
+        let Some(p) = self.packer.as_mut() else {
+            return;
+        };
+        for d in p.take(wait) {
+            self.install(d);
+        }
+    }
+
+    fn install(&mut self, d: Done) {
+        let Some(chunk) = d.chunk else {
+            return;
+        };
+        let q = &mut self.slots[d.slot as usize];
+        // Stream numbers grow along a queue (a chunk has its first page's).
+        let Ok(at) = q.binary_search_by_key(&d.first, |h| h.seq) else {
+            // Its first page was evicted meanwhile: the chunk is dropped, the rest stay raw.
+            return;
+        };
+        let end = at + d.pages;
+        let whole = q
+            .get(end - 1)
+            .is_some_and(|h| h.seq == d.first + d.pages as u64 - 1 && h.pages() == 1);
+        if !whole {
             return;
         }
-        let chunk = Held {
-            data: Data::Chunk {
-                bytes: p.out.as_slice().into(),
-                pages: n as u32,
-            },
-            first_ts: first,
-            last_ts: last,
-            records,
-            missed,
-        };
-        let freed: u64 = q.drain(start..).map(|h| h.cost()).sum();
+        let freed: u64 = q.drain(at..end).map(|h| h.cost()).sum();
         self.bytes = self.bytes - freed + chunk.cost();
-        q.push_back(Arc::new(chunk));
+        q.insert(at, Arc::new(chunk));
     }
 
     /// Evicts the oldest items while the held bytes exceed the budget, or while the oldest
@@ -286,6 +283,7 @@ mod tests {
             last_ts: last,
             records,
             missed: 0,
+            seq: 0,
         }
     }
 
@@ -359,7 +357,7 @@ mod tests {
     #[test]
     #[cfg(feature = "zstd")]
     fn chunks_are_made_of_four_pages_and_evicted_whole_by_their_end() {
-        let mut s = Store::new(u64::MAX, u64::MAX, Some(Packer::new(1, 4).unwrap()));
+        let mut s = Store::new(u64::MAX, u64::MAX, Some(Packer::inline(1, 4).unwrap()));
         for k in 0..4 {
             s.push(1, real_page(100 * k, 10, u64::from(k == 1)));
         }
@@ -431,7 +429,7 @@ mod tests {
     #[test]
     #[cfg(feature = "zstd")]
     fn a_chunk_made_at_the_front_is_ordered_by_its_own_end() {
-        let mut s = Store::new(u64::MAX, u64::MAX, Some(Packer::new(1, 2).unwrap()));
+        let mut s = Store::new(u64::MAX, u64::MAX, Some(Packer::inline(1, 2).unwrap()));
         s.push(1, real_page(0, 10, 0)); // heap: slot 1 at 9
         s.push(2, real_page(20, 10, 0)); // heap: slot 2 at 29
         s.push(1, real_page(40, 10, 0)); // slot 1: one chunk ending at 49
@@ -448,5 +446,65 @@ mod tests {
             (s.evicted_pages, s.evicted_records, s.watermark),
             (3, 30, 49)
         );
+    }
+
+    /// With a thread (its 4 jobs in flight at most, the rest made inline): the same chunks as
+    /// inline once every one is back, and a chunk
+    /// whose pages were evicted while it was made is dropped, the bytes held still those of
+    /// what is held.
+    #[test]
+    #[cfg(feature = "zstd")]
+    fn chunks_made_on_the_thread_replace_their_pages_only_if_all_are_held() {
+        let mut a = Store::new(u64::MAX, u64::MAX, Some(Packer::inline(1, 4).unwrap()));
+        let mut b = Store::new(u64::MAX, u64::MAX, Some(Packer::with_thread(1, 4).unwrap()));
+        for k in 0..42 {
+            a.push(1 + (k % 2) as u8, real_page(100 * k, 10, 0));
+            b.push(1 + (k % 2) as u8, real_page(100 * k, 10, 0));
+        }
+        b.install_made(true);
+        for s in [&a, &b] {
+            let shape: Vec<Vec<u64>> = [1, 2]
+                .iter()
+                .map(|&i| s.slots[i].iter().map(|h| h.pages()).collect())
+                .collect();
+            assert_eq!(shape, [vec![4, 4, 4, 4, 4, 1], vec![4, 4, 4, 4, 4, 1]]);
+            let held: u64 = s.slots.iter().flatten().map(|h| h.cost()).sum();
+            assert_eq!(s.bytes, held);
+        }
+        let (ra, rb): (Vec<_>, Vec<_>) = (
+            a.slots[1].iter().map(|h| h.bytes().to_vec()).collect(),
+            b.slots[1].iter().map(|h| h.bytes().to_vec()).collect(),
+        );
+        assert!(ra == rb, "the same chunks, byte for byte");
+        // A budget under 32 chunks' pages: none goes to the thread, each is there at once.
+        let budget = 32 * 4 * 4096 - 1;
+        let mut small = Store::new(u64::MAX, budget, Some(Packer::with_thread(1, 4).unwrap()));
+        for k in 0..4 {
+            small.push(1, real_page(100 * k, 10, 0));
+        }
+        assert_eq!(
+            small.slots[1].iter().map(|h| h.pages()).collect::<Vec<_>>(),
+            [4]
+        );
+        // Four pages given, then the first of them evicted before the chunk is installed.
+        let mut c = Store::new(u64::MAX, u64::MAX, Some(Packer::inline(1, 4).unwrap()));
+        c.packer.as_mut().unwrap().hold_back = true;
+        for k in 0..4 {
+            c.push(3, real_page(100 * k, 10, 0));
+        }
+        assert_eq!(c.slots[3].len(), 4, "given, not yet installed");
+        c.budget = c.bytes - 1;
+        c.evict(0);
+        assert_eq!((c.evicted_pages, c.slots[3].len()), (1, 3));
+        c.packer.as_mut().unwrap().hold_back = false;
+        c.budget = u64::MAX;
+        c.install_made(true);
+        assert_eq!(c.slots[3].iter().map(|h| h.pages()).sum::<u64>(), 3);
+        assert!(
+            c.slots[3].iter().all(|h| h.pages() == 1),
+            "the chunk was dropped"
+        );
+        let held: u64 = c.slots.iter().flatten().map(|h| h.cost()).sum();
+        assert_eq!(c.bytes, held);
     }
 }

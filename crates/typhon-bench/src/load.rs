@@ -129,6 +129,7 @@ pub(crate) fn flat_out_threads(
         mb_per_s: rps * 24.0 / 1e6,
         records,
         cpu_s,
+        flusher_cpu_s: cpu1.saturating_sub(cpu0) as f64 / 1e9,
     }
 }
 

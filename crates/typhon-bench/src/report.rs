@@ -107,8 +107,17 @@ pub struct FlusherThroughput {
     pub mb_per_s: f64,
     /// Records written to pages during the run.
     pub records: u64,
-    /// Flusher CPU time, seconds.
+    /// Flusher CPU time, seconds (with the threads named beside it, where some are).
     pub cpu_s: f64,
+    /// Of it, the `typhon-flusher` thread's own, seconds.
+    pub flusher_cpu_s: f64,
+}
+
+impl FlusherThroughput {
+    /// The `typhon-flusher` thread's own CPU per record, ns.
+    pub fn flusher_ns_per_record(&self) -> f64 {
+        self.flusher_cpu_s * 1e9 / self.records as f64
+    }
 }
 
 /// Window mode with compression on (zstd at the default level: the store holds chunks),
@@ -120,7 +129,8 @@ pub struct WindowZstd {
     /// Flusher and compressor threads into a compressed file, per record (the file mode makes
     /// its chunks on a thread of its own).
     pub flusher_file: FlusherThroughput,
-    /// Flusher into a compressed window (it makes the chunks itself).
+    /// Flusher and compressor threads into a compressed window (its chunks too are made on a
+    /// thread of their own).
     pub flusher_window: FlusherThroughput,
     /// Time an uncompressed window holds per MiB of budget, ms at 1 M records/s.
     pub held_ms_per_mib_raw: f64,
@@ -136,6 +146,9 @@ pub struct WindowZstd {
     pub snapshots_at_5m: u64,
     /// Their median duration, seconds.
     pub snapshot_s_at_5m: f64,
+    /// The flusher thread's own CPU per record in that phase, ns (its chunks are made on the
+    /// `typhon-compress` thread while that keeps up).
+    pub flusher_ns_at_5m: f64,
 }
 
 /// The recorder's own threads at a steady rate into the file sink (one producer, paced): their
@@ -448,6 +461,14 @@ impl BenchReport {
                 ns_per(self.window_zstd.flusher_window.records_per_s),
             ),
             (
+                "flusher_file_zstd_flusher_ns_per_record",
+                self.window_zstd.flusher_file.flusher_ns_per_record(),
+            ),
+            (
+                "flusher_window_zstd_flusher_ns_per_record",
+                self.window_zstd.flusher_window.flusher_ns_per_record(),
+            ),
+            (
                 "window_held_ms_per_mib",
                 self.window_zstd.held_ms_per_mib_raw,
             ),
@@ -474,6 +495,10 @@ impl BenchReport {
             (
                 "snapshot_s_at_5m_window_zstd",
                 self.window_zstd.snapshot_s_at_5m,
+            ),
+            (
+                "flusher_ns_per_record_at_5m_window_zstd",
+                self.window_zstd.flusher_ns_at_5m,
             ),
             ("tsc_p999_ns", self.latency.tsc_p999),
             ("latency_mean_ns", self.latency.mean),
@@ -642,6 +667,9 @@ mod tests {
             "window_zstd_memory_vs_budget",
             "flusher_file_zstd_ns_per_record",
             "flusher_window_zstd_ns_per_record",
+            "flusher_file_zstd_flusher_ns_per_record",
+            "flusher_window_zstd_flusher_ns_per_record",
+            "flusher_ns_per_record_at_5m_window_zstd",
             "window_held_ms_per_mib",
             "window_zstd_held_ms_per_mib",
             "drops_at_5m_window_zstd",

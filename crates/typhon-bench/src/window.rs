@@ -91,9 +91,9 @@ pub(crate) fn write_file_vs_window(rounds: usize, npt: f64) -> (NsFigure, NsFigu
 
 /// The flusher's CPU per record (as [`crate::load::flusher`]): one producer writes as fast as
 /// it can for `dur` into a ring it never fills, into a file or a window, compressed as `c`.
-/// A compressed file recording's chunks are made on a thread of their own
-/// (`typhon-compress`), a compressed window's on the flusher: that thread's time is counted
-/// too, so that both figures hold the same work.
+/// A compressed recording's chunks are made on a thread of their own (`typhon-compress`),
+/// a file's and a window's alike: that thread's time is counted too, so that each figure holds
+/// all the recorder's work (`TYPHON_COMPRESS_INLINE=1` makes them on the flusher, in both).
 pub(crate) fn flusher(mode: Mode, dur: Duration, c: Compression) -> FlusherThroughput {
     let b = RecorderBuilder::new()
         .ring_bytes(BIG_RING)
@@ -193,15 +193,16 @@ pub(crate) fn held_ms_per_mib(budget: u64, c: Compression) -> f64 {
 /// Drops at 5 M records/s (as [`crate::load::drops_at_5m`]: 2 threads of 2.5 M records/s in
 /// 1 ms batches, default ring) in window mode, with a snapshot of the window taken every
 /// `every` meanwhile (`None`: none, the phase's control); `(drops, attempted, snapshots, median
-/// snapshot seconds)`.
+/// snapshot seconds, the flusher thread's CPU per record attempted in ns)`.
 pub(crate) fn drops_at_5m_snapshots(
     dur: Duration,
     every: Option<Duration>,
     c: Compression,
-) -> (u64, u64, u64, f64) {
+) -> (u64, u64, u64, f64, f64) {
     let Some(rec) = start(Mode::Window, RecorderBuilder::new().compression(c), "5m") else {
-        return (0, 0, 0, f64::NAN);
+        return (0, 0, 0, f64::NAN, f64::NAN);
     };
+    let cpu0 = crate::own_threads::thread_cpu_ns("typhon-flusher").unwrap_or(0);
     const PER_THREAD_PER_MS: u64 = 2_500;
     let hs: Vec<_> = (0..2)
         .map(|_| {
@@ -236,12 +237,16 @@ pub(crate) fn drops_at_5m_snapshots(
         }
     }
     let sent: u64 = hs.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    rec.drain();
+    let flusher_ns = crate::own_threads::thread_cpu_ns("typhon-flusher").map_or(f64::NAN, |c| {
+        c.saturating_sub(cpu0) as f64 / sent.max(1) as f64
+    });
     let stats = rec.finish().unwrap_or_default();
     cleanup();
     let n = took.len() as u64;
     took.sort_by(f64::total_cmp);
     let median = took.get(took.len() / 2).copied().unwrap_or(f64::NAN);
-    (stats.total_missed(), sent, n, median)
+    (stats.total_missed(), sent, n, median, flusher_ns)
 }
 
 /// Every window-mode figure, into `r`.
@@ -262,13 +267,14 @@ pub(crate) fn window(r: &mut BenchReport, quick: bool, npt: f64) {
     let dur = Duration::from_millis(if quick { 2000 } else { 6000 });
     r.drops_at_5m_window_quiet = drops_at_5m_snapshots(dur, None, Compression::None).0;
     let every = Some(Duration::from_millis(500));
-    let (drops, attempted, snaps, median) = drops_at_5m_snapshots(dur, every, Compression::None);
+    let (drops, attempted, snaps, median, _) = drops_at_5m_snapshots(dur, every, Compression::None);
     r.drops_at_5m_window = drops;
     r.attempted_at_5m_window = attempted;
     r.snapshots_at_5m_window = snaps;
     r.snapshot_s_at_5m_window = median;
     r.window_zstd.drops_at_5m_quiet = drops_at_5m_snapshots(dur, None, ZSTD).0;
-    let (drops, attempted, snaps, median) = drops_at_5m_snapshots(dur, every, ZSTD);
+    let (drops, attempted, snaps, median, flusher_ns) = drops_at_5m_snapshots(dur, every, ZSTD);
+    r.window_zstd.flusher_ns_at_5m = flusher_ns;
     r.window_zstd.drops_at_5m = drops;
     r.window_zstd.attempted_at_5m = attempted;
     r.window_zstd.snapshots_at_5m = snaps;

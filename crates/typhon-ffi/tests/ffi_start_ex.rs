@@ -1,7 +1,8 @@
 //! `typhon_start_ex`'s rotation and tick-trigger fields reach the recorder: a rotating run
 //! leaves complete segments, the newest holding the last record; a windowed run with a tick
 //! trigger and `trigger_keep_after_ns` writes a snapshot that holds what was recorded just
-//! after the slow tick. One test: one recorder per process, the runs one after the other.
+//! after the slow tick; a compressed window's snapshot is a v7 file of its newest records.
+//! One test: one recorder per process, the runs one after the other.
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -18,14 +19,15 @@ fn config() -> TyphonConfigEx {
     c
 }
 
-/// The Instants `(name_id, payload)` in a file.
+/// The Instants `(name_id, payload)` in a file (v6, or v7: the streaming reader decompresses
+/// its chunks).
 fn instants(path: &Path) -> Vec<(i32, i32)> {
-    let f = TraceFile::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let f = TraceFile::open_streaming(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::new();
-    for cpu in 0..f.cpus() {
-        for r in f.cpu_records(cpu) {
+    for cpu in f.data_cpus().collect::<Vec<_>>() {
+        for r in f.stream_cpu(cpu) {
             let r = r.expect("record");
-            if let Ok((_, Record::Instant { name_id, payload })) = records::decode(r.data) {
+            if let Ok((_, Record::Instant { name_id, payload })) = records::decode(&r.data) {
                 out.push((name_id, payload));
             }
         }
@@ -120,5 +122,48 @@ fn rotation_and_tick_triggers_reach_the_recorder() {
     let snap = files(&snaps, dat);
     assert_eq!(snap.len(), 1, "one snapshot from the slow tick: {snap:?}");
     assert_eq!(instants(&snap[0]), [(9, 1)]);
+
+    // A compressed window (zstd level 1) of 256 KiB: chunks are made and evicted while
+    // 40 000 instants go in, and the snapshot is a v7 file holding the newest of them, none
+    // missing, up to the last.
+    let zsnaps = dir.join("zsnaps");
+    std::fs::create_dir_all(&zsnaps).unwrap();
+    let zd = CString::new(zsnaps.to_str().unwrap()).unwrap();
+    let mut c = config();
+    c.window_ns = 60_000_000_000;
+    c.window_bytes = 256 << 10;
+    c.snapshot_dir = zd.as_ptr();
+    c.zstd_level = 1;
+    // SAFETY: as above.
+    assert_eq!(unsafe { typhon_start_ex(&c) }, TYPHON_OK);
+    const M: i32 = 40_000;
+    for i in 0..M {
+        assert_eq!(typhon_instant(5, i), TYPHON_OK);
+        if i % 2000 == 1999 {
+            assert_eq!(typhon_drain(), TYPHON_OK);
+        }
+    }
+    let mut path = vec![0u8; 4096];
+    // SAFETY: all-zero is a valid TyphonSnapshot (integers).
+    let mut info: TyphonSnapshot = unsafe { std::mem::zeroed() };
+    info.size = std::mem::size_of::<TyphonSnapshot>();
+    // SAFETY: `path` has `path.len()` writable bytes; `info` is a TyphonSnapshot of its size.
+    let rc = unsafe { typhon_snapshot(path.as_mut_ptr().cast(), path.len(), &mut info) };
+    assert_eq!(rc, TYPHON_OK);
+    // SAFETY: NULL is allowed.
+    assert_eq!(unsafe { typhon_finish(std::ptr::null_mut()) }, TYPHON_OK);
+    let path = std::ffi::CStr::from_bytes_until_nul(&path).unwrap();
+    let path = PathBuf::from(path.to_str().unwrap());
+    let f = TraceFile::open(&path).unwrap();
+    assert_eq!((f.version(), f.compression()), (7, Some("zstd")));
+    let got: Vec<i32> = instants(&path)
+        .into_iter()
+        .filter(|&(id, _)| id == 5)
+        .map(|(_, p)| p)
+        .collect();
+    assert!(info.evicted_records > 0 && info.missed == 0, "{info:?}");
+    assert!(!got.is_empty() && got.len() < M as usize, "{}", got.len());
+    assert!(got.windows(2).all(|w| w[0] + 1 == w[1]), "no gap");
+    assert_eq!(got.last(), Some(&(M - 1)));
     std::fs::remove_dir_all(&dir).unwrap();
 }
