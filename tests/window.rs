@@ -1,42 +1,17 @@
 //! Window mode and snapshots (SPEC §16): what a snapshot holds, slot by slot, and what is
 //! counted.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use typhon_recorder::codec::records::{decode, Callsite, Record};
 use typhon_recorder::{RecorderBuilder, Snapshot, Trigger};
 use typhon_trace::tracedat::TraceFile;
 
+mod snapshots;
+use snapshots::{slots_of, thread_name};
+
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("typhon-window-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Per slot: (page time, kind, record bytes) of every record of a snapshot.
-fn slots_of(path: &Path) -> BTreeMap<u32, Vec<(u64, Vec<u8>)>> {
-    let f = TraceFile::open(path).unwrap();
-    let mut out = BTreeMap::new();
-    for cpu in f.data_cpus().collect::<Vec<_>>() {
-        let recs: Vec<_> = f
-            .cpu_records(cpu)
-            .map(|r| {
-                let r = r.unwrap();
-                (r.ts, r.data.to_vec())
-            })
-            .collect();
-        out.insert(cpu, recs);
-    }
-    out
-}
-
-fn thread_name(rec: &[u8]) -> Option<String> {
-    match decode(rec).ok()?.1 {
-        Record::ThreadInfo { name, .. } => Some(name.to_owned()),
-        _ => None,
-    }
+    snapshots::dir("typhon-window", name)
 }
 
 fn meta(path: &Path) -> serde_json::Value {
@@ -497,12 +472,7 @@ fn a_kill_during_a_snapshot_leaves_no_partial_file_under_a_final_name() {
 /// trace-cmd reads a snapshot (v6, and v7 from a compressed window).
 #[test]
 fn trace_cmd_reads_snapshots() {
-    if std::process::Command::new("trace-cmd")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("trace-cmd not installed: skipped");
+    if !snapshots::trace_cmd("trace_cmd_reads_snapshots") {
         return;
     }
     let _g = typhon_recorder::doc_lock();

@@ -2,79 +2,18 @@
 //! is a v7 file that holds exactly the records of its interval, as an uncompressed window's
 //! does, in more time for the same budget.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-use typhon_recorder::codec::records::{decode, Record};
 use typhon_recorder::{Compression, Recorder, RecorderBuilder, Snapshot};
 use typhon_trace::tracedat::TraceFile;
 
 const ZSTD: Compression = Compression::Zstd { level: 1 };
 
+mod snapshots;
+use snapshots::{instants, slots_of, thread_name, trace_cmd_instants};
+
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("typhon-wzstd-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Per slot: (page time, record bytes) of every record of a snapshot (v6 or v7: the streaming
-/// reader decompresses chunks).
-fn slots_of(path: &Path) -> BTreeMap<u32, Vec<(u64, Vec<u8>)>> {
-    let f = TraceFile::open_streaming(path).unwrap();
-    let mut out = BTreeMap::new();
-    for cpu in f.data_cpus().collect::<Vec<_>>() {
-        let recs: Vec<_> = f
-            .stream_cpu(cpu)
-            .map(|r| {
-                let r = r.unwrap();
-                (r.ts, r.data)
-            })
-            .collect();
-        out.insert(cpu, recs);
-    }
-    out
-}
-
-/// (name id, payload, page time) of a slot's instants.
-fn instants(recs: &[(u64, Vec<u8>)]) -> Vec<(i32, i32, u64)> {
-    recs.iter()
-        .filter_map(|(ts, r)| match decode(r).ok()?.1 {
-            Record::Instant { name_id, payload } => Some((name_id, payload, *ts)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn is_thread_info(rec: &[u8]) -> bool {
-    matches!(decode(rec).map(|r| r.1), Ok(Record::ThreadInfo { .. }))
-}
-
-fn trace_cmd() -> bool {
-    std::process::Command::new("trace-cmd")
-        .arg("--version")
-        .output()
-        .is_ok()
-}
-
-/// `trace-cmd report`'s count of Instant lines in `path`.
-fn trace_cmd_instants(path: &Path) -> u64 {
-    let out = std::process::Command::new("trace-cmd")
-        .arg("report")
-        .arg("-i")
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "trace-cmd report {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.contains("Instant:"))
-        .count() as u64
+    snapshots::dir("typhon-wzstd", name)
 }
 
 /// Three writers numbering their instants (two at full speed, one slow whose pages and chunks
@@ -145,7 +84,7 @@ fn a_compressed_snapshot_holds_exactly_the_records_of_its_interval() {
     for (cpu, recs) in &slots {
         assert_eq!(recs[0].0, w, "slot {cpu} starts at W");
         assert!(
-            is_thread_info(&recs[0].1),
+            thread_name(&recs[0].1).is_some(),
             "slot {cpu} starts with a ThreadInfo"
         );
         let seqs = instants(recs);
@@ -173,7 +112,7 @@ fn a_compressed_snapshot_holds_exactly_the_records_of_its_interval() {
         "the slow writer's records reach across W"
     );
     let held: u64 = slots.values().map(|r| instants(r).len() as u64).sum();
-    if trace_cmd() {
+    if snapshots::trace_cmd("trace-cmd's count of a compressed snapshot") {
         assert_eq!(
             trace_cmd_instants(&snap.path),
             held,
