@@ -412,7 +412,12 @@ where
         let display = entry_name(meta, &fields, described);
         spans::with(stack, raw, |d| {
             d.fields = fields;
-            if d.display.as_str() != display.as_str() {
+            // The same shared name (a described span's: none) needs no compare of its text.
+            let same = match (&d.display, &display) {
+                (Display::Shared(a), Display::Shared(b)) => std::ptr::eq(*a, *b),
+                _ => false,
+            };
+            if !same && d.display.as_str() != display.as_str() {
                 d.display = display;
                 // Threads that cached the old name look it up again.
                 let token = cache::new_token();

@@ -355,8 +355,9 @@ impl<'a> Iterator for Values<'a> {
 /// The entry of `values` at `at` (its field byte, in bounds): where it ends, and for a string
 /// or `Debug` text entry its string and whether it is `Debug` text; `None` for a malformed
 /// entry, exactly where [`Values`] finds one (the entries end there). One pass over the
-/// bytes, no value built: the recorder scans every record's values with it.
-#[inline]
+/// bytes, no value built: the recorder scans every record's values with it (inlined: a call
+/// per entry, its result returned through memory, cost more than most entries' scan).
+#[inline(always)]
 fn scan_entry(values: &[u8], at: usize) -> Option<(usize, Option<(&str, bool)>)> {
     let tag = *values.get(at + 1)?;
     let body = at + 2;
@@ -394,7 +395,14 @@ fn scan_entry(values: &[u8], at: usize) -> Option<(usize, Option<(&str, bool)>)>
         _ => return None,
     };
     let end = from.checked_add(n)?;
-    let s = core::str::from_utf8(values.get(from..end)?).ok()?;
+    let b = values.get(from..end)?;
+    // Most values are ASCII: a word-at-a-time check inline instead of the validator's call.
+    let s = if b.is_ascii() {
+        // SAFETY: every byte of `b` is below 0x80, so `b` is valid UTF-8 (each byte a char).
+        unsafe { core::str::from_utf8_unchecked(b) }
+    } else {
+        core::str::from_utf8(b).ok()?
+    };
     Some((end, Some((s, debug))))
 }
 
