@@ -291,7 +291,13 @@ impl SpanFields {
             None => (self.body, self.body),
         };
         let len = self.tmp.len();
-        self.buf.splice(start..end, self.tmp.iter().copied());
+        if start == self.buf.len() {
+            // A field given for the first time (a `Debug` one at the span's creation): onto
+            // the end, a copy instead of a splice's iterator.
+            self.buf.extend_from_slice(&self.tmp);
+        } else {
+            self.buf.splice(start..end, self.tmp.iter().copied());
+        }
         let grown = len as isize - (end - start) as isize;
         // The fields after it move with its end.
         for s in self
