@@ -788,6 +788,17 @@ pub(crate) const fn off(kind: K, name: &str) -> usize {
     }
 }
 
+/// [`off`] evaluated at compile time in a function body, where a call of it would run at run
+/// time (a loop of string compares per record written: it showed in the profile of a span's
+/// exit).
+macro_rules! const_off {
+    ($kind:expr, $name:literal) => {{
+        const OFF: usize = $crate::codec::kinds::off($kind, $name);
+        OFF
+    }};
+}
+pub(crate) use const_off;
+
 /// Compile-time unwrap of [`min_size_of`].
 pub(crate) const fn min_size(kind: K) -> usize {
     match min_size_of(kind) {

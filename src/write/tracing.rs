@@ -552,11 +552,11 @@ fn put_values(
     }
     let intern = kind_state(K::NAME_DEFINITION) == KIND_ON;
     with_writer(|w| {
-        let mut ids = [0u32; MAX_IDS];
-        let len = if intern {
-            records::plan_ids(values, &mut ids, |s| w.str_id(s))
+        let mut by_id = [records::ById::default(); MAX_IDS];
+        let (len, n) = if intern {
+            records::plan_ids(values, &mut by_id, |s| w.str_id(s))
         } else {
-            values.len()
+            (values.len(), 0)
         };
         let size = fixed + len;
         if size > w.core.max_record || size > codec::CommonHeader::MAX_RECORD {
@@ -570,7 +570,7 @@ fn put_values(
         let slot = w.slot;
         w.put(size, |d| {
             head(d, slot, t);
-            records::fill_ids(&mut d[fixed..], values, &ids);
+            records::fill_ids(&mut d[fixed..], values, &by_id[..n]);
         });
         Ok(())
     })

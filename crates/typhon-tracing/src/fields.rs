@@ -103,8 +103,15 @@ impl<'a> Bounded<'a> {
 
 impl fmt::Write for Bounded<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        // Most text has no NUL: one scan for it instead of a split's search and iterator.
-        if !s.as_bytes().contains(&0) {
+        // Most text has no NUL: one scan for it instead of a split's search and iterator. Most
+        // pieces a `Debug` writes are a few bytes, which a plain loop scans faster than the
+        // call `memchr` is.
+        let has_nul = if s.len() <= 16 {
+            s.bytes().any(|b| b == 0)
+        } else {
+            s.as_bytes().contains(&0)
+        };
+        if !has_nul {
             self.push(s);
             return Ok(());
         }
@@ -284,7 +291,13 @@ impl SpanFields {
             None => (self.body, self.body),
         };
         let len = self.tmp.len();
-        self.buf.splice(start..end, self.tmp.iter().copied());
+        if start == self.buf.len() {
+            // A field given for the first time (a `Debug` one at the span's creation): onto
+            // the end, a copy instead of a splice's iterator.
+            self.buf.extend_from_slice(&self.tmp);
+        } else {
+            self.buf.splice(start..end, self.tmp.iter().copied());
+        }
         let grown = len as isize - (end - start) as isize;
         // The fields after it move with its end.
         for s in self

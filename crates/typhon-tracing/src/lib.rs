@@ -412,7 +412,12 @@ where
         let display = entry_name(meta, &fields, described);
         spans::with(stack, raw, |d| {
             d.fields = fields;
-            if d.display.as_str() != display.as_str() {
+            // The same shared name (a described span's: none) needs no compare of its text.
+            let same = match (&d.display, &display) {
+                (Display::Shared(a), Display::Shared(b)) => std::ptr::eq(*a, *b),
+                _ => false,
+            };
+            if !same && d.display.as_str() != display.as_str() {
                 d.display = display;
                 // Threads that cached the old name look it up again.
                 let token = cache::new_token();
@@ -437,14 +442,33 @@ where
             return;
         }
         let stack = self.stack;
-        let span_key = ctx
-            .event_span(event)
-            .and_then(|s| {
-                let raw = s.id().into_u64();
-                cache::with_cached(stack, raw, |e| e.key)
-                    .or_else(|| spans::with(stack, raw, |d| d.key))
-            })
-            .unwrap_or(0);
+        let key_of = |raw: u64| {
+            cache::with_cached(stack, raw, |e| e.key).or_else(|| spans::with(stack, raw, |d| d.key))
+        };
+        // The span `ctx.event_span` gives, found with one slab reference of the Registry's
+        // fewer (or none): a span in this layer's table is one its per-layer filter (if any)
+        // enabled, so it is the span that `event_span` would return, as is no span for an
+        // explicit parent not in the table. A contextual event's current span that is not in
+        // the table (one a filter hides from this layer) takes `event_span`'s search of the
+        // stack below it.
+        let span_key = if event.is_root() {
+            0
+        } else if event.is_contextual() {
+            match ctx.current_span().id() {
+                None => 0,
+                Some(id) => key_of(id.into_u64())
+                    .or_else(|| {
+                        ctx.event_span(event)
+                            .and_then(|s| key_of(s.id().into_u64()))
+                    })
+                    .unwrap_or(0),
+            }
+        } else {
+            event
+                .parent()
+                .and_then(|id| key_of(id.into_u64()))
+                .unwrap_or(0)
+        };
         let write = |values: &mut Vec<u8>, scratch: &mut String| {
             values.clear();
             event.record(&mut Visitor(EventValues {

@@ -68,3 +68,74 @@ fn a_description_carries_its_tracing_parent() {
     assert_eq!(parent, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An event carries the key of the span it is in, as the Registry's `event_span` says it: the
+/// current span, an explicit `parent:`, none for a root event or outside every span, and under
+/// a per-layer filter that hides the current span, the nearest one the layer sees.
+#[test]
+fn an_event_carries_the_key_of_its_span() {
+    use tracing_subscriber::filter::filter_fn;
+    use tracing_subscriber::Layer as _;
+    let _g = typhon_recorder::doc_lock();
+    let dir = common::scratch("event-parents");
+    let dat = dir.join("event-parents.dat");
+    let rec = RecorderBuilder::new().output(&dat).start().unwrap();
+    let layer = typhon_tracing::TyphonLayer::new().with_filter(filter_fn(|m| m.name() != "hidden"));
+    let d = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&d, || {
+        tracing::info!(n = 0u64, "outside every span");
+        let outer = tracing::info_span!("outer");
+        let other = tracing::info_span!("other");
+        outer.in_scope(|| {
+            tracing::info!(n = 1u64, "in outer");
+            tracing::info!(parent: &other, n = 2u64, "explicit");
+            tracing::info!(parent: None, n = 3u64, "root");
+            tracing::info_span!("hidden").in_scope(|| {
+                tracing::info!(n = 4u64, "in hidden, which the layer does not see");
+                tracing::info_span!("inner").in_scope(|| tracing::info!(n = 5u64, "in inner"));
+            });
+        });
+        drop((outer, other));
+    });
+    rec.finish().unwrap();
+
+    let names: BTreeMap<u64, String> = common::read(&dat)
+        .infos
+        .into_iter()
+        .map(|(k, n, _)| (k, n))
+        .collect();
+    let f = TraceFile::open(&dat).unwrap();
+    let mut span_of = BTreeMap::new();
+    for c in 0..f.cpus() {
+        for r in f.stream_cpu(c) {
+            let r = r.unwrap();
+            if let Record::TracingEventValues {
+                span_key, values, ..
+            } = records::decode(&r.data).unwrap().1
+            {
+                let n = records::Values::new(values)
+                    .filter_map(Result::ok)
+                    .find_map(|(_, v)| match v {
+                        records::Value::U64(n) => Some(n),
+                        _ => None,
+                    })
+                    .unwrap();
+                let span = names.get(&span_key).cloned().unwrap_or_default();
+                span_of.insert(n, (span_key != 0, span));
+            }
+        }
+    }
+    let want: BTreeMap<u64, (bool, String)> = [
+        (0, ""),
+        (1, "outer"),
+        (2, "other"),
+        (3, ""),
+        (4, "outer"),
+        (5, "inner"),
+    ]
+    .into_iter()
+    .map(|(n, s)| (n, (!s.is_empty(), s.to_string())))
+    .collect();
+    assert_eq!(span_of, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -23,7 +23,7 @@
 
 use super::values::{fill_varint, take_varint, varint_len};
 use super::{reserve, Record};
-use crate::codec::kinds::{min_size, off};
+use crate::codec::kinds::{const_off, min_size};
 use crate::codec::{header, put_u32, DecodeError, EncodeError, TraceEventKind as K};
 
 /// Size of a TracingEntryShort record (kind 221): 20 bytes, 24 on disk.
@@ -91,8 +91,12 @@ pub(crate) fn fill_tracing_entry_short(
         slot,
         ts,
     );
-    put_u32(d, off(K::TRACING_ENTRY_SHORT, "duration_ns"), duration);
-    put_u32(d, off(K::TRACING_ENTRY_SHORT, "key"), key);
+    put_u32(
+        d,
+        const_off!(K::TRACING_ENTRY_SHORT, "duration_ns"),
+        duration,
+    );
+    put_u32(d, const_off!(K::TRACING_ENTRY_SHORT, "key"), key);
 }
 
 /// Writes a TracingCloseShort: span `key` closed at `ts`.
@@ -120,7 +124,7 @@ pub fn write_tracing_close_short(
         slot,
         ts,
     );
-    put_u32(d, off(K::TRACING_CLOSE_SHORT, "key"), key);
+    put_u32(d, const_off!(K::TRACING_CLOSE_SHORT, "key"), key);
     Ok(TRACING_CLOSE_SHORT_SIZE)
 }
 

@@ -43,7 +43,7 @@ pub use values::*;
 use super::celog::{self, CelEvent};
 use super::correlation::{self};
 use super::header;
-use super::kinds::{min_size, off, SPAN_FLAG_TRACE_CONTEXT};
+use super::kinds::{const_off, min_size, off, SPAN_FLAG_TRACE_CONTEXT};
 use super::{copy_small, put_u32, put_u64, CommonHeader, EncodeError, TraceEventKind as K};
 
 // ---- offsets and sizes, all from the kind table --------------------------------------------
@@ -238,8 +238,8 @@ pub fn write_clock_sync(
 ) -> Result<usize, EncodeError> {
     let d = reserve(d, CLOCK_SYNC_SIZE)?;
     header(d, CLOCK_SYNC_SIZE, K::CLOCK_SYNC, slot, ts);
-    put_u64(d, off(K::CLOCK_SYNC, "monotonic_ns"), monotonic_ns);
-    put_u64(d, off(K::CLOCK_SYNC, "wall_ns"), wall_ns);
+    put_u64(d, const_off!(K::CLOCK_SYNC, "monotonic_ns"), monotonic_ns);
+    put_u64(d, const_off!(K::CLOCK_SYNC, "wall_ns"), wall_ns);
     Ok(CLOCK_SYNC_SIZE)
 }
 

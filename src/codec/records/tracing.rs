@@ -5,7 +5,7 @@
 //! trace-cmd prints them.
 
 use super::{fill_span, has_nul, reserve, SpanExt, TraceContext, TRACED_NAME};
-use crate::codec::kinds::{min_size, off};
+use crate::codec::kinds::{const_off, min_size};
 use crate::codec::{header, put_u32, put_u64, EncodeError, TraceEventKind as K};
 
 const INFO_FIXED: usize = min_size(K::TRACING_SPAN_INFO) - 3;
@@ -133,8 +133,12 @@ pub(crate) fn fill_tracing_entry(
     key: u64,
 ) {
     header(d, TRACING_ENTRY_SIZE, K::TRACING_ENTRY, slot, ts);
-    put_u64(d, off(K::TRACING_ENTRY, "duration_ns"), duration_ns as u64);
-    put_u64(d, off(K::TRACING_ENTRY, "key"), key);
+    put_u64(
+        d,
+        const_off!(K::TRACING_ENTRY, "duration_ns"),
+        duration_ns as u64,
+    );
+    put_u64(d, const_off!(K::TRACING_ENTRY, "key"), key);
 }
 
 /// Writes a TracingClose record: the `tracing` span of key `key` closed at `ts`.
@@ -156,7 +160,7 @@ pub fn write_tracing_close(
 ) -> Result<usize, EncodeError> {
     let d = reserve(d, TRACING_CLOSE_SIZE)?;
     header(d, TRACING_CLOSE_SIZE, K::TRACING_CLOSE, slot, ts);
-    put_u64(d, off(K::TRACING_CLOSE, "key"), key);
+    put_u64(d, const_off!(K::TRACING_CLOSE, "key"), key);
     Ok(TRACING_CLOSE_SIZE)
 }
 
@@ -249,13 +253,17 @@ pub(crate) fn fill_tracing_span_info(
     let strs = [name, target, fields];
     let size = d.len();
     header(d, size, K::TRACING_SPAN_INFO, slot, ts);
-    put_u64(d, off(K::TRACING_SPAN_INFO, "key"), key);
-    put_u64(d, off(K::TRACING_SPAN_INFO, "tracing_id"), tracing_id);
-    d[off(K::TRACING_SPAN_INFO, "level")] = level;
+    put_u64(d, const_off!(K::TRACING_SPAN_INFO, "key"), key);
+    put_u64(
+        d,
+        const_off!(K::TRACING_SPAN_INFO, "tracing_id"),
+        tracing_id,
+    );
+    d[const_off!(K::TRACING_SPAN_INFO, "level")] = level;
     let locs = [
-        off(K::TRACING_SPAN_INFO, "name"),
-        off(K::TRACING_SPAN_INFO, "target"),
-        off(K::TRACING_SPAN_INFO, "fields"),
+        const_off!(K::TRACING_SPAN_INFO, "name"),
+        const_off!(K::TRACING_SPAN_INFO, "target"),
+        const_off!(K::TRACING_SPAN_INFO, "fields"),
     ];
     put_strings(d, INFO_FIXED, &locs, &strs);
 }
@@ -317,12 +325,12 @@ pub(crate) fn fill_tracing_event(
     let strs = [target, message, fields];
     let size = d.len();
     header(d, size, K::TRACING_EVENT, slot, ts);
-    put_u64(d, off(K::TRACING_EVENT, "span_key"), span_key);
-    d[off(K::TRACING_EVENT, "level")] = level;
+    put_u64(d, const_off!(K::TRACING_EVENT, "span_key"), span_key);
+    d[const_off!(K::TRACING_EVENT, "level")] = level;
     let locs = [
-        off(K::TRACING_EVENT, "target"),
-        off(K::TRACING_EVENT, "message"),
-        off(K::TRACING_EVENT, "fields"),
+        const_off!(K::TRACING_EVENT, "target"),
+        const_off!(K::TRACING_EVENT, "message"),
+        const_off!(K::TRACING_EVENT, "fields"),
     ];
     put_strings(d, EVENT_FIXED, &locs, &strs);
 }
@@ -348,8 +356,12 @@ pub fn write_tracing_follows(
 ) -> Result<usize, EncodeError> {
     let d = reserve(d, FOLLOWS_SIZE)?;
     header(d, FOLLOWS_SIZE, K::TRACING_FOLLOWS, slot, ts);
-    put_u64(d, off(K::TRACING_FOLLOWS, "key"), key);
-    put_u64(d, off(K::TRACING_FOLLOWS, "follows_key"), follows_key);
+    put_u64(d, const_off!(K::TRACING_FOLLOWS, "key"), key);
+    put_u64(
+        d,
+        const_off!(K::TRACING_FOLLOWS, "follows_key"),
+        follows_key,
+    );
     Ok(FOLLOWS_SIZE)
 }
 
@@ -446,14 +458,14 @@ pub fn write_tracing_callsite(
 pub(crate) fn fill_tracing_callsite(d: &mut [u8], slot: u8, ts: i64, c: &Callsite<'_>) {
     let size = d.len();
     header(d, size, K::TRACING_CALLSITE, slot, ts);
-    put_u32(d, off(K::TRACING_CALLSITE, "callsite"), c.id);
-    d[off(K::TRACING_CALLSITE, "level")] = c.level;
-    put_u32(d, off(K::TRACING_CALLSITE, "line"), c.line);
+    put_u32(d, const_off!(K::TRACING_CALLSITE, "callsite"), c.id);
+    d[const_off!(K::TRACING_CALLSITE, "level")] = c.level;
+    put_u32(d, const_off!(K::TRACING_CALLSITE, "line"), c.line);
     let locs = [
-        off(K::TRACING_CALLSITE, "name"),
-        off(K::TRACING_CALLSITE, "target"),
-        off(K::TRACING_CALLSITE, "file"),
-        off(K::TRACING_CALLSITE, "field_names"),
+        const_off!(K::TRACING_CALLSITE, "name"),
+        const_off!(K::TRACING_CALLSITE, "target"),
+        const_off!(K::TRACING_CALLSITE, "file"),
+        const_off!(K::TRACING_CALLSITE, "field_names"),
     ];
     put_strings(
         d,
@@ -545,9 +557,13 @@ pub(crate) fn fill_tracing_span_values_head(
 ) {
     let size = d.len();
     header(d, size, K::TRACING_SPAN_VALUES, slot, ts);
-    put_u64(d, off(K::TRACING_SPAN_VALUES, "key"), key);
-    put_u64(d, off(K::TRACING_SPAN_VALUES, "parent_key"), parent_key);
-    put_u32(d, off(K::TRACING_SPAN_VALUES, "callsite"), callsite);
+    put_u64(d, const_off!(K::TRACING_SPAN_VALUES, "key"), key);
+    put_u64(
+        d,
+        const_off!(K::TRACING_SPAN_VALUES, "parent_key"),
+        parent_key,
+    );
+    put_u32(d, const_off!(K::TRACING_SPAN_VALUES, "callsite"), callsite);
 }
 
 /// Where a TracingSpanValues record's values begin.
@@ -609,6 +625,6 @@ pub(crate) fn fill_tracing_event_values_head(
 ) {
     let size = d.len();
     header(d, size, K::TRACING_EVENT_VALUES, slot, ts);
-    put_u64(d, off(K::TRACING_EVENT_VALUES, "span_key"), span_key);
-    put_u32(d, off(K::TRACING_EVENT_VALUES, "callsite"), callsite);
+    put_u64(d, const_off!(K::TRACING_EVENT_VALUES, "span_key"), span_key);
+    put_u32(d, const_off!(K::TRACING_EVENT_VALUES, "callsite"), callsite);
 }

@@ -352,71 +352,122 @@ impl<'a> Iterator for Values<'a> {
     }
 }
 
-/// Each entry of `values` as `f(raw bytes, its string)` (a string or `Debug` text entry's
-/// field, whether it is `Debug`, and its string), then the bytes from a malformed entry on,
-/// as one piece with no string.
-fn raw_entries<'a>(values: &'a [u8], mut f: impl FnMut(&'a [u8], Option<(u8, bool, &'a str)>)) {
-    let mut it = Values::new(values);
-    loop {
-        let at = values.len() - it.rest.len();
-        match it.next() {
-            None => return,
-            Some(Ok((field, v))) => {
-                let raw = &values[at..values.len() - it.rest.len()];
-                let s = match v {
-                    Value::Str(s) => Some((field, false, s)),
-                    Value::Debug(s) => Some((field, true, s)),
-                    _ => None,
-                };
-                f(raw, s);
-            }
-            Some(Err(_)) => {
-                f(&values[at..], None);
-                return;
-            }
+/// The entry of `values` at `at` (its field byte, in bounds): where it ends, and for a string
+/// or `Debug` text entry its string and whether it is `Debug` text; `None` for a malformed
+/// entry, exactly where [`Values`] finds one (the entries end there). One pass over the
+/// bytes, no value built: the recorder scans every record's values with it (inlined: a call
+/// per entry, its result returned through memory, cost more than most entries' scan).
+#[inline(always)]
+fn scan_entry(values: &[u8], at: usize) -> Option<(usize, Option<(&str, bool)>)> {
+    let tag = *values.get(at + 1)?;
+    let body = at + 2;
+    let fixed = |n: usize| (body + n <= values.len()).then_some((body + n, None));
+    // A varint after the tag: its value and where it ends.
+    let varint = || {
+        let (n, rest) = take_varint(values.get(body..)?)?;
+        Some((n, values.len() - rest.len()))
+    };
+    let (n, from, debug) = match tag {
+        TAG_I64 | TAG_U64 | TAG_F64 | TAG_CUT => return fixed(8),
+        TAG_BOOL => return fixed(1),
+        TAG_I64_V | TAG_U64_V => return varint().map(|(_, end)| (end, None)),
+        TAG_STR_ID | TAG_DEBUG_ID => {
+            let (n, end) = varint()?;
+            u32::try_from(n).ok()?;
+            return Some((end, None));
         }
-    }
+        TAG_STR | TAG_DEBUG => {
+            let l = values.get(body..body + 2)?;
+            (
+                u16::from_le_bytes([l[0], l[1]]) as usize,
+                body + 2,
+                tag == TAG_DEBUG,
+            )
+        }
+        TAG_STR_V | TAG_DEBUG_V => {
+            let (n, from) = varint()?;
+            (
+                n.min(u64::from(u32::MAX)) as usize,
+                from,
+                tag == TAG_DEBUG_V,
+            )
+        }
+        _ => return None,
+    };
+    let end = from.checked_add(n)?;
+    let b = values.get(from..end)?;
+    // Most values are ASCII: a word-at-a-time check inline instead of the validator's call.
+    let s = if b.is_ascii() {
+        // SAFETY: every byte of `b` is below 0x80, so `b` is valid UTF-8 (each byte a char).
+        unsafe { core::str::from_utf8_unchecked(b) }
+    } else {
+        core::str::from_utf8(b).ok()?
+    };
+    Some((end, Some((s, debug))))
 }
 
-/// The length of `values` written with the ids `id_of` gives their strings (0: inline), each
-/// of the first `ids.len()` string entries' id kept in `ids` for [`fill_ids`].
+/// A string entry that goes by id in the recorder's rewrite of values ([`plan_ids`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ById {
+    /// The entry is `values[start..end]`.
+    start: usize,
+    end: usize,
+    id: u32,
+    field: u8,
+    debug: bool,
+}
+
+/// Plans the rewrite of `values` with the ids `id_of` gives their strings (0: inline): of the
+/// first `by_id.len()` string entries, those given an id are kept in `by_id`, in order, for
+/// [`fill_ids`]. Returns the rewritten values' length and how many went by id. One scan: the
+/// fill copies the bytes between the entries kept, without reading the values again.
 pub(crate) fn plan_ids(
     values: &[u8],
-    ids: &mut [u32],
+    by_id: &mut [ById],
     mut id_of: impl FnMut(&str) -> u32,
-) -> usize {
-    let (mut len, mut k) = (0, 0);
-    raw_entries(values, |raw, s| {
-        if let (Some((_, _, s)), Some(slot)) = (s, ids.get_mut(k)) {
-            k += 1;
-            *slot = id_of(s);
-            if *slot != 0 {
-                len += 2 + varint_len(u64::from(*slot));
-                return;
+) -> (usize, usize) {
+    let (mut len, mut n, mut strings, mut at) = (values.len(), 0, 0, 0);
+    // Past the last string that may go by id, or a malformed entry, the rest is copied as it
+    // is: no need to read it.
+    while at < values.len() && strings < by_id.len() {
+        let Some((end, s)) = scan_entry(values, at) else {
+            break;
+        };
+        if let Some((s, debug)) = s {
+            strings += 1;
+            let id = id_of(s);
+            if let (true, Some(b)) = (id != 0, by_id.get_mut(n)) {
+                *b = ById {
+                    start: at,
+                    end,
+                    id,
+                    field: values[at],
+                    debug,
+                };
+                n += 1;
+                len = len - (end - at) + 2 + varint_len(u64::from(id));
             }
         }
-        len += raw.len();
-    });
-    len
+        at = end;
+    }
+    (len, n)
 }
 
-/// Writes `values` into `d` (of the length [`plan_ids`] gave) with the strings of `ids` as
-/// their ids.
-pub(crate) fn fill_ids(d: &mut [u8], values: &[u8], ids: &[u32]) {
-    let (mut at, mut k) = (0, 0);
-    raw_entries(values, |raw, s| {
-        if let (Some((field, debug, _)), Some(&id)) = (s, ids.get(k)) {
-            k += 1;
-            if id != 0 {
-                d[at] = field;
-                d[at + 1] = if debug { TAG_DEBUG_ID } else { TAG_STR_ID };
-                at += 2 + fill_varint(&mut d[at + 2..], u64::from(id));
-                return;
-            }
-        }
-        d[at..at + raw.len()].copy_from_slice(raw);
-        at += raw.len();
-    });
+/// Writes `values` into `d` (of the length [`plan_ids`] gave) with the entries of `by_id` (as
+/// it kept them) by their ids.
+pub(crate) fn fill_ids(d: &mut [u8], values: &[u8], by_id: &[ById]) {
+    let (mut from, mut to) = (0, 0);
+    for b in by_id {
+        let raw = &values[from..b.start];
+        d[to..to + raw.len()].copy_from_slice(raw);
+        to += raw.len();
+        d[to] = b.field;
+        d[to + 1] = if b.debug { TAG_DEBUG_ID } else { TAG_STR_ID };
+        to += 2 + fill_varint(&mut d[to + 2..], u64::from(b.id));
+        from = b.end;
+    }
+    let rest = &values[from..];
+    d[to..to + rest.len()].copy_from_slice(rest);
 }
 
 /// Writes `v` as the pre-§15 field texts did: strings quoted and escaped, `Debug` text as it
@@ -674,9 +725,9 @@ mod tests {
         put_entry(&mut v, 2, Value::Debug("started processing request"));
         put_entry(&mut v, 3, Value::Str("unique"));
         v.extend_from_slice(&[4, 99]);
-        let mut ids = [0u32; 2];
+        let mut ids = [ById::default(); 2];
         let mut asked = Vec::new();
-        let len = plan_ids(&v, &mut ids, |s| {
+        let (len, n) = plan_ids(&v, &mut ids, |s| {
             asked.push(s.to_string());
             match s {
                 "GET" => 3,
@@ -690,7 +741,7 @@ mod tests {
             "at most ids.len() strings"
         );
         let mut d = vec![0u8; len];
-        fill_ids(&mut d, &v, &ids);
+        fill_ids(&mut d, &v, &ids[..n]);
         #[rustfmt::skip]
         let want: &[u8] = &[
             0, 10, 3,                                          // "GET" by id 3
@@ -714,6 +765,89 @@ mod tests {
             t,
             "m=name#3 n=7 field2=name#130 field3=\"unique\" typhon.bad_values"
         );
+    }
+
+    /// The rewrite as it was first written, over the values' reader: each entry parsed into
+    /// a value, each of the first `ids.len()` strings asked for an id, the bytes from a
+    /// malformed entry on copied as they are.
+    fn reference_rewrite(values: &[u8], ids: usize, id_of: impl Fn(&str) -> u32) -> Vec<u8> {
+        let (mut out, mut k, mut it) = (Vec::new(), 0, Values::new(values));
+        loop {
+            let at = values.len() - it.rest.len();
+            match it.next() {
+                None => return out,
+                Some(Ok((field, v))) => {
+                    let raw = &values[at..values.len() - it.rest.len()];
+                    let s = match v {
+                        Value::Str(s) => Some((false, s)),
+                        Value::Debug(s) => Some((true, s)),
+                        _ => None,
+                    };
+                    if let (Some((debug, s)), true) = (s, k < ids) {
+                        k += 1;
+                        let id = id_of(s);
+                        if id != 0 {
+                            let v = if debug {
+                                Value::DebugId(id)
+                            } else {
+                                Value::StrId(id)
+                            };
+                            put_entry(&mut out, field, v);
+                            continue;
+                        }
+                    }
+                    out.extend_from_slice(raw);
+                }
+                Some(Err(_)) => {
+                    out.extend_from_slice(&values[at..]);
+                    return out;
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The one-scan rewrite gives the bytes of the reference, byte for byte, for any
+        /// values: well-formed ones of every tag, and any bytes (malformed entries, bad UTF-8,
+        /// varints too long or past a u32 for an id).
+        #[test]
+        fn the_rewrite_is_the_reference_byte_for_byte(
+            entries in proptest::collection::vec(
+                (0u8..4, proptest::prelude::any::<u64>(), "[a-c\\u{e9}]{0,6}|[a-z]{60,70}"),
+                0..24,
+            ),
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            cut in 0usize..400,
+            flip in (0usize..400, proptest::prelude::any::<u8>()),
+            ids in 0usize..20,
+        ) {
+            let mut v = Vec::new();
+            for (i, (kind, n, s)) in entries.iter().enumerate() {
+                let f = i as u8;
+                match kind {
+                    0 => put_entry(&mut v, f, Value::Str(s)),
+                    1 => put_entry(&mut v, f, Value::Debug(s)),
+                    2 => put_entry(&mut v, f, Value::U64(*n)),
+                    _ => put_entry(&mut v, f, Value::StrId(*n as u32)),
+                }
+            }
+            // Malformed: cut short somewhere, and noise after.
+            v.truncate(cut.min(v.len()).max(v.len().saturating_sub(cut % 7)));
+            v.extend_from_slice(&noise);
+            // And one byte changed anywhere (a tag, a length, a string's UTF-8).
+            if !v.is_empty() {
+                let i = flip.0 % v.len();
+                v[i] ^= flip.1;
+            }
+            let id_of = |s: &str| if s.len() % 3 == 0 { s.len() as u32 * 50 + 1 } else { 0 };
+            let want = reference_rewrite(&v, ids, id_of);
+            let mut by_id = vec![ById::default(); ids];
+            let (len, n) = plan_ids(&v, &mut by_id, id_of);
+            proptest::prop_assert_eq!(len, want.len());
+            let mut d = vec![0u8; len];
+            fill_ids(&mut d, &v, &by_id[..n]);
+            proptest::prop_assert_eq!(d, want);
+        }
     }
 
     /// Every typed value comes back as written, and the text is the pre-§15 one.
