@@ -159,7 +159,7 @@ impl Window {
         let spawned = std::thread::Builder::new()
             .name("typhon-snapshot".into())
             .spawn(move || {
-                yield_to_the_recording();
+                super::yield_to_the_recording();
                 let r = snapshot::write(job);
                 if let Err(e) = &r {
                     eprintln!("typhon-recorder: snapshot failed: {e}");
@@ -206,18 +206,5 @@ impl Window {
 impl Drop for Window {
     fn drop(&mut self) {
         self.finish();
-    }
-}
-
-/// Lowers the calling thread's scheduling priority (nice +5, Linux: per thread): on a loaded
-/// machine a snapshot's copy and write give way to the flusher and the writers, so that a
-/// snapshot taken at a high rate costs its own time, not the rings' records (a ring holds tens
-/// of ms). Best effort: a refusal leaves the priority as it was.
-fn yield_to_the_recording() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority has no memory preconditions; `who` 0 with PRIO_PROCESS is the calling
-    // thread on Linux, whose nice value is per thread.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 5);
     }
 }

@@ -191,3 +191,16 @@ impl Builder {
         Ok(Some((cfg, Arc::new(Shared::new()))))
     }
 }
+
+/// Lowers the calling thread's scheduling priority (nice +5, Linux: per thread): the window's
+/// own threads (the snapshot writer, the chunk compressor) give way to the flusher and the
+/// writers on a busy machine, so that their work costs its own time, not the rings' records
+/// (a ring holds tens of ms). Best effort: a refusal leaves the priority as it was.
+pub(crate) fn yield_to_the_recording() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority has no memory preconditions; `who` 0 with PRIO_PROCESS is the calling
+    // thread on Linux, whose nice value is per thread.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 5);
+    }
+}

@@ -167,6 +167,9 @@ impl Packer {
         let thread = std::thread::Builder::new()
             .name("typhon-compress".into())
             .spawn(move || {
+                // Behind the flusher on a busy core: while this thread waits, its jobs fill
+                // and the flusher makes the next chunks itself, but it drains the rings first.
+                super::yield_to_the_recording();
                 for job in jrx {
                     if dtx.send(m.make(job)).is_err() {
                         return;

@@ -20,6 +20,8 @@ fn main() {
         "window_zstd_memory_vs_budget",
         "flusher_file_zstd_ns_per_record",
         "flusher_window_zstd_ns_per_record",
+        "flusher_file_zstd_flusher_ns_per_record",
+        "flusher_window_zstd_flusher_ns_per_record",
         "window_held_ms_per_mib",
         "window_zstd_held_ms_per_mib",
         "drops_at_5m_window_zstd",
@@ -27,6 +29,7 @@ fn main() {
         "attempted_at_5m_window_zstd",
         "snapshots_at_5m_window_zstd",
         "snapshot_s_at_5m_window_zstd",
+        "flusher_ns_per_record_at_5m_window_zstd",
     ] {
         println!("{k}: {}", v[k]);
     }
