@@ -1,10 +1,11 @@
 //! The flusher's side of window mode: the store it fills, the cut it takes when a snapshot is
 //! due, and the `typhon-snapshot` thread that writes it.
 
+use super::held::Held;
 use super::pack::Packer;
 use super::parts::SlotCut;
 use super::snapshot::{self, Job};
-use super::store::{Held, Store};
+use super::store::Store;
 use super::{Config, Owner, Pending, Rules, Shared};
 use crate::tracedat::{Compression, DEFAULT_CHUNK_PAGES};
 use std::sync::Arc;

@@ -35,6 +35,7 @@
 #[cfg(unix)]
 mod control;
 mod cut;
+mod held;
 mod pack;
 mod parts;
 pub(crate) mod request;
@@ -136,7 +137,7 @@ impl Builder {
             return cfg("the window's duration must be > 0".into());
         }
         // A budget under a few pages would evict every page as it comes.
-        let least = 4 * (page_size as u64 + store::PAGE_OVERHEAD);
+        let least = 4 * (page_size as u64 + held::PAGE_OVERHEAD);
         if let Some(b) = self.bytes {
             if b < least {
                 return cfg(format!("window_bytes {b}: at least {least} (4 pages)"));

@@ -22,7 +22,7 @@
 //! are back. Where the thread cannot be started, or `TYPHON_COMPRESS_INLINE=1` asks for it
 //! (to measure the difference, as in the file sink), every chunk is made on the flusher.
 
-use super::store::{Data, Held};
+use super::held::{Data, Held};
 use crate::tracedat::ChunkCompressor;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;

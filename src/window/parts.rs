@@ -8,7 +8,7 @@
 //! chunk, so the pages made here and the raw pages held (a slot's newest, not yet a chunk) are
 //! compressed into chunks of their own, between the held chunks.
 
-use super::store::{Data, Held};
+use super::held::{Data, Held};
 use super::Owner;
 use crate::codec::{self, records};
 use crate::flush::page::{PageRecords, PageWriter};
