@@ -206,7 +206,9 @@ proptest! {
     /// encode(decode(b)) == b: take a valid record, flip bytes; whenever a decoder still accepts
     /// it, re-encoding gives back exactly the record's bytes. A record whose kind byte became a
     /// compact kind's decodes as the record of its full kind (the form every reader sees): that
-    /// record, written, reads back the same, with the same slot and time.
+    /// record, written, reads back the same, with the same slot and time. (Not its bytes: the
+    /// packed ids are varints, read as the values' are, an overlong one accepted; the compact
+    /// kinds' own bytes are pinned by tests/codec_golden_compact.rs.)
     #[test]
     fn accepted_records_reencode_exactly(
         g in gen(),

@@ -19,8 +19,10 @@
 //! it, and the watermark is its last page's time: coarser steps than page by page, but never
 //! a record of `(W, T1]` missing from any slot. Chunks are made on a `typhon-compress` thread
 //! of their own (`pack`), as the file mode's are: the flusher gives a slot's pages over and,
-//! at its next page, puts the chunk in their place if they are all still held. Until then the
-//! pages are held and counted raw, and a cut takes them as they are, so it waits for no chunk.
+//! at the first page (of any slot) or cut after the chunk is back, puts it in their place if
+//! they are all still held. Until then the pages are held and counted raw, and a cut takes them
+//! as they are, so it waits for no chunk (what a window holds then depends on the thread's
+//! timing; the accounting does not).
 //!
 //! The cut is taken on the flusher thread (pointer copies of the held items and the slots'
 //! owners); a `typhon-snapshot` thread then builds each slot's data (`parts`) and writes the

@@ -12,7 +12,8 @@
 //!
 //! A chunk in flight changes nothing a cut sees: its pages are still in the store, raw, and a
 //! snapshot copies raw pages as well as chunks. A chunk whose first page was evicted meanwhile
-//! is dropped (its pages were counted evicted; the rest stay raw until they go too).
+//! is dropped: its first pages were evicted (and counted so); the rest stay raw, not given
+//! again, until they go too (they are the slot's oldest).
 //!
 //! At most [`IN_FLIGHT`] jobs are out at once, holding at most 1/32 of the budget in raw
 //! pages (a small window compresses inline). Past that, while the thread is behind, the
@@ -194,16 +195,19 @@ impl Packer {
         let room = self.out < IN_FLIGHT && self.out_bytes + bytes <= out_budget;
         let mut job = Job { slot, first, pages };
         if let Some(w) = self.worker.as_mut().filter(|_| room) {
-            match w.jobs.as_ref().map(|tx| tx.send(job)) {
-                Some(Ok(())) => {
-                    self.out += 1;
-                    self.out_bytes += bytes;
-                    return;
+            if let Some(tx) = w.jobs.as_ref() {
+                match tx.send(job) {
+                    Ok(()) => {
+                        self.out += 1;
+                        self.out_bytes += bytes;
+                        return;
+                    }
+                    Err(back) => job = back.0,
                 }
-                // The thread is gone (it panicked): inline from now on.
-                Some(Err(back)) => job = back.0,
-                None => unreachable!("the sender is taken only on drop"),
             }
+            // The thread is gone (it panicked): the chunks it made are kept, the rest are made
+            // inline from now on.
+            self.made.extend(w.done.try_iter());
             self.worker = None;
             self.out = 0;
             self.out_bytes = 0;
@@ -250,7 +254,8 @@ impl Packer {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        // Closing the job channel ends the thread after its current chunk.
+        // Closing the job channel ends the thread once it has made the jobs queued (at most
+        // `IN_FLIGHT` chunks: a few ms at the window's level on the way out).
         self.jobs.take();
         if let Some(t) = self.thread.take() {
             let _ = t.join();

@@ -119,7 +119,8 @@ impl Store {
         let q = &mut self.slots[d.slot as usize];
         // Stream numbers grow along a queue (a chunk has its first page's).
         let Ok(at) = q.binary_search_by_key(&d.first, |h| h.seq) else {
-            // Its first page was evicted meanwhile: the chunk is dropped, the rest stay raw.
+            // Its first page was evicted meanwhile: the chunk is dropped; its other pages stay
+            // raw, not given again, until they are evicted too (they are the slot's oldest).
             return;
         };
         let end = at + d.pages;
