@@ -29,7 +29,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 /// Most chunk jobs given to the thread and not yet installed.
-pub(crate) const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 4;
 
 /// A slot's consecutive raw pages, `first` the stream number of the first (in its slot).
 struct Job {

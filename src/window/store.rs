@@ -387,9 +387,8 @@ mod tests {
     }
 
     /// With a thread (its 4 jobs in flight at most, the rest made inline): the same chunks as
-    /// inline once every one is back, and a chunk
-    /// whose pages were evicted while it was made is dropped, the bytes held still those of
-    /// what is held.
+    /// inline once every one is back, and a chunk whose pages were evicted while it was made
+    /// is dropped, the bytes held still those of what is held.
     #[test]
     #[cfg(feature = "zstd")]
     fn chunks_made_on_the_thread_replace_their_pages_only_if_all_are_held() {

@@ -5,10 +5,28 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use tracing_subscriber::prelude::*;
 use typhon_recorder::codec::records::{self, Record};
 use typhon_recorder::RecorderBuilder;
 use typhon_trace::tracedat::TraceFile;
+
+/// The span names of `dat` by key (the readers' descriptions), and each of its records, decoded
+/// as written, given to `f`.
+fn names_and_records(dat: &Path, mut f: impl FnMut(&BTreeMap<u64, String>, Record)) {
+    let names: BTreeMap<u64, String> = common::read(dat)
+        .infos
+        .into_iter()
+        .map(|(k, n, _)| (k, n))
+        .collect();
+    let file = TraceFile::open(dat).unwrap();
+    for c in 0..file.cpus() {
+        for r in file.stream_cpu(c) {
+            let r = r.unwrap();
+            f(&names, records::decode(&r.data).unwrap().1);
+        }
+    }
+}
 
 #[test]
 fn a_description_carries_its_tracing_parent() {
@@ -37,25 +55,16 @@ fn a_description_carries_its_tracing_parent() {
     rec.finish().unwrap();
 
     // Names by key from the readers' descriptions, parents from the records as written.
-    let names: BTreeMap<u64, String> = common::read(&dat)
-        .infos
-        .into_iter()
-        .map(|(k, n, _)| (k, n))
-        .collect();
-    let f = TraceFile::open(&dat).unwrap();
     let mut parent = BTreeMap::new();
-    for c in 0..f.cpus() {
-        for r in f.stream_cpu(c) {
-            let r = r.unwrap();
-            if let Record::TracingSpanValues {
-                key, parent_key, ..
-            } = records::decode(&r.data).unwrap().1
-            {
-                let p = names.get(&parent_key).cloned().unwrap_or_default();
-                parent.insert(names[&key].clone(), p);
-            }
+    names_and_records(&dat, |names, r| {
+        if let Record::TracingSpanValues {
+            key, parent_key, ..
+        } = r
+        {
+            let p = names.get(&parent_key).cloned().unwrap_or_default();
+            parent.insert(names[&key].clone(), p);
         }
-    }
+    });
     let want: BTreeMap<String, String> = [
         ("root", ""),
         ("contextual", "root"),
@@ -99,32 +108,23 @@ fn an_event_carries_the_key_of_its_span() {
     });
     rec.finish().unwrap();
 
-    let names: BTreeMap<u64, String> = common::read(&dat)
-        .infos
-        .into_iter()
-        .map(|(k, n, _)| (k, n))
-        .collect();
-    let f = TraceFile::open(&dat).unwrap();
     let mut span_of = BTreeMap::new();
-    for c in 0..f.cpus() {
-        for r in f.stream_cpu(c) {
-            let r = r.unwrap();
-            if let Record::TracingEventValues {
-                span_key, values, ..
-            } = records::decode(&r.data).unwrap().1
-            {
-                let n = records::Values::new(values)
-                    .filter_map(Result::ok)
-                    .find_map(|(_, v)| match v {
-                        records::Value::U64(n) => Some(n),
-                        _ => None,
-                    })
-                    .unwrap();
-                let span = names.get(&span_key).cloned().unwrap_or_default();
-                span_of.insert(n, (span_key != 0, span));
-            }
+    names_and_records(&dat, |names, r| {
+        if let Record::TracingEventValues {
+            span_key, values, ..
+        } = r
+        {
+            let n = records::Values::new(values)
+                .filter_map(Result::ok)
+                .find_map(|(_, v)| match v {
+                    records::Value::U64(n) => Some(n),
+                    _ => None,
+                })
+                .unwrap();
+            let span = names.get(&span_key).cloned().unwrap_or_default();
+            span_of.insert(n, (span_key != 0, span));
         }
-    }
+    });
     let want: BTreeMap<u64, (bool, String)> = [
         (0, ""),
         (1, "outer"),
