@@ -17,6 +17,8 @@ fn main() {
         "attempted_at_5m_window",
         "snapshots_at_5m_window",
         "snapshot_s_at_5m_window",
+        "late_ms_at_5m_window",
+        "drain_gap_ms_at_5m_window",
         "window_zstd_memory_vs_budget",
         "flusher_file_zstd_ns_per_record",
         "flusher_window_zstd_ns_per_record",
@@ -30,6 +32,8 @@ fn main() {
         "snapshots_at_5m_window_zstd",
         "snapshot_s_at_5m_window_zstd",
         "flusher_ns_per_record_at_5m_window_zstd",
+        "late_ms_at_5m_window_zstd",
+        "drain_gap_ms_at_5m_window_zstd",
     ] {
         println!("{k}: {}", v[k]);
     }
@@ -40,6 +44,7 @@ fn main() {
                 | "flusher_window_vs_file"
                 | "window_memory_vs_budget"
                 | "drops_at_5m_window"
+                | "drops_at_5m_window_zstd"
                 | "flusher_window_zstd_vs_file_zstd"
                 | "window_zstd_memory_vs_budget"
         )

@@ -149,6 +149,10 @@ pub struct WindowZstd {
     /// The flusher thread's own CPU per record in that phase, ns (its chunks are made on the
     /// `typhon-compress` thread while that keeps up).
     pub flusher_ns_at_5m: f64,
+    /// How far behind its schedule a producer of that phase fell at worst, ms.
+    pub late_ms_at_5m: f64,
+    /// The longest gap between two drains in that phase, ms.
+    pub drain_gap_ms_at_5m: f64,
 }
 
 /// The recorder's own threads at a steady rate into the file sink (one producer, paced): their
@@ -353,6 +357,11 @@ pub struct BenchReport {
     pub snapshots_at_5m_window: u64,
     /// Their median duration (`Recorder::snapshot`, request to complete file), seconds.
     pub snapshot_s_at_5m_window: f64,
+    /// How far behind its schedule a producer of that phase fell at worst, ms (as
+    /// `late_ms_at_5m`: a drop with a lag over what a ring holds is the machine's).
+    pub late_ms_at_5m_window: f64,
+    /// The longest gap between two drains in that phase, ms (as `drain_gap_ms_at_5m`).
+    pub drain_gap_ms_at_5m_window: f64,
     /// The compressed window's figures.
     pub window_zstd: WindowZstd,
     /// Targets, checked.
@@ -448,6 +457,8 @@ impl BenchReport {
             ("attempted_at_5m_window", self.attempted_at_5m_window as f64),
             ("snapshots_at_5m_window", self.snapshots_at_5m_window as f64),
             ("snapshot_s_at_5m_window", self.snapshot_s_at_5m_window),
+            ("late_ms_at_5m_window", self.late_ms_at_5m_window),
+            ("drain_gap_ms_at_5m_window", self.drain_gap_ms_at_5m_window),
             (
                 "window_zstd_memory_vs_budget",
                 self.window_zstd.memory_vs_budget,
@@ -499,6 +510,11 @@ impl BenchReport {
             (
                 "flusher_ns_per_record_at_5m_window_zstd",
                 self.window_zstd.flusher_ns_at_5m,
+            ),
+            ("late_ms_at_5m_window_zstd", self.window_zstd.late_ms_at_5m),
+            (
+                "drain_gap_ms_at_5m_window_zstd",
+                self.window_zstd.drain_gap_ms_at_5m,
             ),
             ("tsc_p999_ns", self.latency.tsc_p999),
             ("latency_mean_ns", self.latency.mean),

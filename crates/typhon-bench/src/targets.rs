@@ -213,6 +213,16 @@ pub(crate) fn targets(r: &BenchReport) -> Vec<TargetCheck> {
             0.0,
         ),
         le(
+            "drops_at_5m_window_zstd",
+            "no drops at 5 M records/s from 2 threads into a compressed window, 2 snapshots a second",
+            if r.window_zstd.snapshots_at_5m > 0 {
+                r.window_zstd.drops_at_5m as f64
+            } else {
+                f64::NAN
+            },
+            0.0,
+        ),
+        le(
             "drops_at_5m",
             "no drops at 5 M records/s from 2 threads, default ring",
             r.drops_at_5m as f64,

@@ -190,17 +190,41 @@ pub(crate) fn held_ms_per_mib(budget: u64, c: Compression) -> f64 {
     })
 }
 
+/// One phase at 5 M records/s in window mode ([`drops_at_5m_snapshots`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AtFiveM {
+    pub(crate) drops: u64,
+    pub(crate) attempted: u64,
+    pub(crate) snapshots: u64,
+    /// The median snapshot's duration, seconds.
+    pub(crate) snapshot_s: f64,
+    /// The flusher thread's CPU per record attempted, ns.
+    pub(crate) flusher_ns: f64,
+    /// How far behind its schedule a producer fell at worst, ms (as `late_ms_at_5m`).
+    pub(crate) late_ms: f64,
+    /// The longest gap between two drains, ms (as `drain_gap_ms_at_5m`).
+    pub(crate) drain_gap_ms: f64,
+}
+
 /// Drops at 5 M records/s (as [`crate::load::drops_at_5m`]: 2 threads of 2.5 M records/s in
 /// 1 ms batches, default ring) in window mode, with a snapshot of the window taken every
-/// `every` meanwhile (`None`: none, the phase's control); `(drops, attempted, snapshots, median
-/// snapshot seconds, the flusher thread's CPU per record attempted in ns)`.
+/// `every` meanwhile (`None`: none, the phase's control). A drop is told apart by the two
+/// figures beside it: a producer late by more than its ring holds (the machine did not run it)
+/// or a drain gap as long (the flusher was held up).
 pub(crate) fn drops_at_5m_snapshots(
     dur: Duration,
     every: Option<Duration>,
     c: Compression,
-) -> (u64, u64, u64, f64, f64) {
+) -> AtFiveM {
+    let nan = AtFiveM {
+        snapshot_s: f64::NAN,
+        flusher_ns: f64::NAN,
+        late_ms: f64::NAN,
+        drain_gap_ms: f64::NAN,
+        ..AtFiveM::default()
+    };
     let Some(rec) = start(Mode::Window, RecorderBuilder::new().compression(c), "5m") else {
-        return (0, 0, 0, f64::NAN, f64::NAN);
+        return nan;
     };
     let cpu0 = crate::own_threads::thread_cpu_ns("typhon-flusher").unwrap_or(0);
     const PER_THREAD_PER_MS: u64 = 2_500;
@@ -210,6 +234,7 @@ pub(crate) fn drops_at_5m_snapshots(
                 let t0 = Instant::now();
                 let mut batch = 0u64;
                 let mut sent = 0u64;
+                let mut late = Duration::ZERO;
                 while t0.elapsed() < dur {
                     for i in 0..PER_THREAD_PER_MS {
                         typhon_recorder::ingress_received(black_box(i as u32), 1, 2, 64);
@@ -220,9 +245,11 @@ pub(crate) fn drops_at_5m_snapshots(
                     let now = Instant::now();
                     if deadline > now {
                         std::thread::sleep(deadline - now);
+                    } else {
+                        late = late.max(now - deadline);
                     }
                 }
-                sent
+                (sent, late)
             })
         })
         .collect();
@@ -236,17 +263,28 @@ pub(crate) fn drops_at_5m_snapshots(
             let _ = std::fs::remove_file(&snap.path);
         }
     }
-    let sent: u64 = hs.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+    let (mut sent, mut late) = (0, Duration::ZERO);
+    for h in hs {
+        let (s, l) = h.join().unwrap_or_default();
+        sent += s;
+        late = late.max(l);
+    }
     rec.drain();
     let flusher_ns = crate::own_threads::thread_cpu_ns("typhon-flusher").map_or(f64::NAN, |c| {
         c.saturating_sub(cpu0) as f64 / sent.max(1) as f64
     });
     let stats = rec.finish().unwrap_or_default();
     cleanup();
-    let n = took.len() as u64;
     took.sort_by(f64::total_cmp);
-    let median = took.get(took.len() / 2).copied().unwrap_or(f64::NAN);
-    (stats.total_missed(), sent, n, median, flusher_ns)
+    AtFiveM {
+        drops: stats.total_missed(),
+        attempted: sent,
+        snapshots: took.len() as u64,
+        snapshot_s: took.get(took.len() / 2).copied().unwrap_or(f64::NAN),
+        flusher_ns,
+        late_ms: late.as_secs_f64() * 1e3,
+        drain_gap_ms: stats.longest_drain_gap_ns as f64 / 1e6,
+    }
 }
 
 /// Every window-mode figure, into `r`.
@@ -265,18 +303,23 @@ pub(crate) fn window(r: &mut BenchReport, quick: bool, npt: f64) {
     r.window_zstd.held_ms_per_mib_raw = held_ms_per_mib(8 << 20, Compression::None);
     r.window_zstd.held_ms_per_mib = held_ms_per_mib(8 << 20, ZSTD);
     let dur = Duration::from_millis(if quick { 2000 } else { 6000 });
-    r.drops_at_5m_window_quiet = drops_at_5m_snapshots(dur, None, Compression::None).0;
+    r.drops_at_5m_window_quiet = drops_at_5m_snapshots(dur, None, Compression::None).drops;
     let every = Some(Duration::from_millis(500));
-    let (drops, attempted, snaps, median, _) = drops_at_5m_snapshots(dur, every, Compression::None);
-    r.drops_at_5m_window = drops;
-    r.attempted_at_5m_window = attempted;
-    r.snapshots_at_5m_window = snaps;
-    r.snapshot_s_at_5m_window = median;
-    r.window_zstd.drops_at_5m_quiet = drops_at_5m_snapshots(dur, None, ZSTD).0;
-    let (drops, attempted, snaps, median, flusher_ns) = drops_at_5m_snapshots(dur, every, ZSTD);
-    r.window_zstd.flusher_ns_at_5m = flusher_ns;
-    r.window_zstd.drops_at_5m = drops;
-    r.window_zstd.attempted_at_5m = attempted;
-    r.window_zstd.snapshots_at_5m = snaps;
-    r.window_zstd.snapshot_s_at_5m = median;
+    let a = drops_at_5m_snapshots(dur, every, Compression::None);
+    r.drops_at_5m_window = a.drops;
+    r.attempted_at_5m_window = a.attempted;
+    r.snapshots_at_5m_window = a.snapshots;
+    r.snapshot_s_at_5m_window = a.snapshot_s;
+    r.late_ms_at_5m_window = a.late_ms;
+    r.drain_gap_ms_at_5m_window = a.drain_gap_ms;
+    let z = &mut r.window_zstd;
+    z.drops_at_5m_quiet = drops_at_5m_snapshots(dur, None, ZSTD).drops;
+    let a = drops_at_5m_snapshots(dur, every, ZSTD);
+    z.flusher_ns_at_5m = a.flusher_ns;
+    z.drops_at_5m = a.drops;
+    z.attempted_at_5m = a.attempted;
+    z.snapshots_at_5m = a.snapshots;
+    z.snapshot_s_at_5m = a.snapshot_s;
+    z.late_ms_at_5m = a.late_ms;
+    z.drain_gap_ms_at_5m = a.drain_gap_ms;
 }
