@@ -754,3 +754,97 @@ fn static_names_defined_before_w_resolve_in_the_snapshot() {
     assert_eq!(named, 10, "the 10 spans inside the window");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The ClockSync records of a snapshot's slot 0: (record time, CLOCK_MONOTONIC, UNIX).
+fn clock_syncs(path: &Path) -> Vec<(u64, u64, u64)> {
+    slots_of(path)
+        .get(&0)
+        .map(|recs| {
+            recs.iter()
+                .filter_map(|(ts, r)| match decode(r).ok()?.1 {
+                    Record::ClockSync {
+                        monotonic_ns,
+                        wall_ns,
+                    } => Some((*ts, monotonic_ns, wall_ns)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A snapshot taken sooner than a window into the recording starts at the session's start and
+/// says it holds only that time; every snapshot restates the clock at its W in a ClockSync (the
+/// session's syncs before W are not in it, and a window under a minute holds none), with the
+/// session's own pairing of the clocks.
+#[test]
+fn a_snapshot_starts_no_earlier_than_the_session_and_restates_the_clock_at_w() {
+    let _g = typhon_recorder::doc_lock();
+    let d = dir("early");
+    let rec = RecorderBuilder::new()
+        .window(Duration::from_secs(600))
+        .snapshot_dir(&d)
+        .start()
+        .unwrap();
+    let (start, wall0) = (
+        rec.clock().monotonic_anchor_ns(),
+        rec.clock().wall_anchor_ns(),
+    );
+    for i in 0..1000 {
+        typhon_recorder::instant(7, i);
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let snap = rec.snapshot().unwrap();
+    rec.finish().unwrap();
+    assert_eq!(
+        snap.from_ns, start,
+        "W is the session's start, not T1 − 600 s"
+    );
+    let m = meta(&snap.path);
+    let held = m["window"]["held_ns"].as_u64().unwrap();
+    assert_eq!(held, snap.to_ns - start);
+    assert!(
+        held < 60_000_000_000,
+        "held {held} ns, not the window asked"
+    );
+    assert_eq!(m["window"]["requested_ns"], 600_000_000_000u64);
+    for (cpu, recs) in slots_of(&snap.path) {
+        assert!(
+            recs.iter().all(|(ts, _)| *ts >= start),
+            "slot {cpu} before the start"
+        );
+    }
+    assert_eq!(clock_syncs(&snap.path)[0], (start, start, wall0));
+    let _ = std::fs::remove_dir_all(&d);
+
+    // W inside the session: the clock at W, between the session's sync and the cut's reading.
+    let d = dir("sync-at-w");
+    let rec = RecorderBuilder::new()
+        .window(Duration::from_millis(100))
+        .snapshot_dir(&d)
+        .start()
+        .unwrap();
+    let (mono0, wall0) = (
+        rec.clock().monotonic_anchor_ns(),
+        rec.clock().wall_anchor_ns(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    typhon_recorder::instant(7, 1);
+    let snap = rec.snapshot().unwrap();
+    rec.finish().unwrap();
+    let w = snap.from_ns;
+    assert!(w > mono0 + 100_000_000, "W {w} inside the session");
+    let syncs = clock_syncs(&snap.path);
+    let &(ts, mono, wall) = syncs.first().expect("a ClockSync at W");
+    assert_eq!(ts, w);
+    // The tick clock keeps CLOCK_MONOTONIC's ns within parts per million (here under 1 ms),
+    // and the UNIX clock stays the session's offset from it.
+    assert!(mono.abs_diff(w) < 1_000_000, "mono {mono} at W {w}");
+    let offset = i128::from(wall) - i128::from(mono);
+    let offset0 = i128::from(wall0) - i128::from(mono0);
+    assert!(
+        (offset - offset0).abs() < 1_000_000,
+        "{offset} vs {offset0}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

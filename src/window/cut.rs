@@ -7,7 +7,9 @@ use super::parts::SlotCut;
 use super::snapshot::{self, Job};
 use super::store::Store;
 use super::{Config, Owner, Pending, Rules, Shared};
+use crate::codec::records;
 use crate::tracedat::{Compression, DEFAULT_CHUNK_PAGES};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -21,6 +23,50 @@ pub(crate) struct Session {
     /// Each slot's static-name definitions (SPEC §15), by slot: a slot's records in the
     /// snapshot use ids its thread may have defined long before W.
     pub(crate) slot_names: Vec<Vec<Box<[u8]>>>,
+    /// The clock read at the cut, as a ClockSync pairs it: (record time, CLOCK_MONOTONIC, UNIX).
+    pub(crate) clock_now: ClockReading,
+}
+
+/// A clock-sync (SPEC §16): a record time (ns) with the CLOCK_MONOTONIC and UNIX ns read with
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClockReading {
+    pub(crate) ts: u64,
+    pub(crate) mono: u64,
+    pub(crate) wall: u64,
+}
+
+/// The clock at `at` as a reader of the session's syncs maps it: between the last sync at or
+/// before `at` and the next (or the cut's reading, `now`), at that interval's own rate; so a
+/// snapshot's restated sync at W is as exact as the session's own syncs around it.
+fn sync_at(syncs: &VecDeque<ClockReading>, now: ClockReading, at: u64) -> ClockReading {
+    let i = syncs.partition_point(|s| s.ts <= at);
+    let next = syncs.get(i).copied().unwrap_or(now);
+    let Some(a) = i.checked_sub(1).and_then(|j| syncs.get(j)).copied() else {
+        // No sync at or before `at` (the session's first is at its start): slope 1 back from
+        // the next.
+        let back = next.ts.saturating_sub(at);
+        return ClockReading {
+            ts: at,
+            mono: next.mono.saturating_sub(back),
+            wall: next.wall.saturating_sub(back),
+        };
+    };
+    let span = i128::from(next.ts) - i128::from(a.ts);
+    let d = i128::from(at) - i128::from(a.ts);
+    let along = |x: u64, y: u64| {
+        let rate = if span > 0 {
+            (i128::from(y) - i128::from(x)) * d / span
+        } else {
+            d
+        };
+        (i128::from(x) + rate).clamp(0, i128::from(u64::MAX)) as u64
+    };
+    ClockReading {
+        ts: at,
+        mono: along(a.mono, next.mono),
+        wall: along(a.wall, next.wall),
+    }
 }
 
 /// The window a flusher keeps.
@@ -31,6 +77,10 @@ pub(crate) struct Window {
     /// Slot 0's session header (CEL_LOG_MARKER, SYNC_END), restated at the head of every
     /// snapshot: the pages that first held them are evicted like any other.
     pub(crate) pinned: Vec<Vec<u8>>,
+    /// The session's ClockSyncs from the last one at or before the watermark on: a snapshot
+    /// restates the clock at its W from them (the syncs' own pages may be evicted, and a
+    /// window under a minute may hold none).
+    syncs: VecDeque<ClockReading>,
     pub(crate) rules: Rules,
     /// Snapshots cut so far (the `n` of their names).
     n: u64,
@@ -52,6 +102,7 @@ impl Window {
             cfg,
             shared,
             pinned: Vec::new(),
+            syncs: VecDeque::new(),
             n: 0,
             writer: None,
         }
@@ -71,6 +122,16 @@ impl Window {
         self.store.note_owner(slot, owner);
     }
 
+    /// Notes a ClockSync the flusher wrote; the syncs no snapshot can reach back to any more
+    /// (all but the last at or before the watermark) are dropped.
+    pub(crate) fn note_sync(&mut self, sync: ClockReading) {
+        self.syncs.push_back(sync);
+        let w = self.store.watermark;
+        while self.syncs.len() > 1 && self.syncs[1].ts <= w {
+            self.syncs.pop_front();
+        }
+    }
+
     /// Takes the cut at `t1` (ns) for `req`: every page held (the open ones were emitted
     /// just before), the owners at W, and `open` (per slot, the spans open at `t1`); starts the
     /// thread that writes the file.
@@ -85,9 +146,14 @@ impl Window {
         // The chunks made by now replace their pages; those still being made are cut as the
         // raw pages they are (not waited for).
         self.store.install_made(false);
+        // Never before the session's start: a snapshot taken sooner than a window into the
+        // recording holds (and says it holds) the time since the start, its restated records
+        // dated there.
         let from = t1
             .saturating_sub(self.store.window_ns)
-            .max(self.store.watermark);
+            .max(self.store.watermark)
+            .max(session.mono_anchor_ns)
+            .min(t1);
         // What ended by W is in no snapshot from now on: evicted (and counted) here, so that
         // every record written is either evicted or in this snapshot or after T1. A page of an
         // idle slot emitted at this very cut is one (a budget short of one chunk keeps it).
@@ -108,6 +174,13 @@ impl Window {
             let mut head = Vec::new();
             if slot == 0 {
                 head.extend(self.pinned.iter().cloned());
+                // The clock at W, so that the snapshot maps its times through a sync of its
+                // own (the session's syncs at or before W are not in it).
+                let c = sync_at(&self.syncs, session.clock_now, from);
+                let mut r = vec![0; records::CLOCK_SYNC_SIZE];
+                if records::write_clock_sync(&mut r, 0, from as i64, c.mono, c.wall).is_ok() {
+                    head.push(r);
+                }
                 head.extend(session.definitions.0.iter().map(|d| d.to_vec()));
             }
             if let Some(names) = session.slot_names.get(i) {

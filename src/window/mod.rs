@@ -47,7 +47,7 @@ mod trigger;
 
 #[cfg(unix)]
 pub use control::{request_remote, SOCKET_NAME};
-pub(crate) use cut::{Session, Window};
+pub(crate) use cut::{ClockReading, Session, Window};
 
 pub use request::{Pending, Shared, Snapshot};
 pub(crate) use trigger::Rules;

@@ -38,5 +38,8 @@ impl Flusher {
         let _ = records::write_clock_sync(&mut buf, 0, ts as i64, mono, wall);
         self.push(0, &buf, ts, None);
         self.scratch = buf;
+        if let Some(w) = self.window.as_mut() {
+            w.note_sync(crate::window::ClockReading { ts, mono, wall });
+        }
     }
 }

@@ -50,6 +50,10 @@ impl Flusher {
             slot_names: (0..hw)
                 .map(|i| self.core.registry.name_definitions(i as u8, 0).0)
                 .collect(),
+            clock_now: {
+                let (ts, mono, wall) = self.clock_reading();
+                crate::window::ClockReading { ts, mono, wall }
+            },
         };
         if let Some(w) = self.window.as_mut() {
             w.cut(req, t1, open, session);
