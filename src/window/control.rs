@@ -124,7 +124,9 @@ fn answer(conn: UnixStream, snapshot: &Serve) -> io::Result<bool> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if uid != me && uid != 0 {
-        return reply(format!("error refused: uid {uid} is neither {me} nor root"));
+        return reply(format!(
+            "error refused: uid {uid} is neither the recording's user (uid {me}) nor root"
+        ));
     }
     let mut line = String::new();
     io::BufReader::new(&conn).take(256).read_line(&mut line)?;
@@ -157,12 +159,19 @@ pub fn request_remote(dir: &Path) -> Result<PathBuf, String> {
     // A snapshot of a large window takes seconds.
     conn.set_read_timeout(Some(Duration::from_secs(120)))
         .map_err(msg)?;
-    (&conn).write_all(b"snapshot\n").map_err(msg)?;
+    // A recording that refuses this peer answers before it reads the request and closes:
+    // the write may then fail (a broken pipe), but its answer is there to read, and it is the
+    // error to report.
+    let sent = (&conn).write_all(b"snapshot\n");
     let mut line = String::new();
-    io::BufReader::new(&conn)
+    let read = io::BufReader::new(&conn)
         .take(64 * 1024)
-        .read_line(&mut line)
-        .map_err(msg)?;
+        .read_line(&mut line);
+    match (sent, read) {
+        (_, Ok(n)) if n > 0 => {}
+        (Err(e), _) | (Ok(()), Err(e)) => return Err(msg(e)),
+        (Ok(()), Ok(_)) => {}
+    }
     let line = line.trim_end();
     match line.strip_prefix("ok ") {
         Some(p) => Ok(PathBuf::from(p)),
@@ -179,3 +188,40 @@ pub fn request_remote(dir: &Path) -> Result<PathBuf, String> {
 }
 
 use std::io::Read as _;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    /// A recording that refuses a peer answers and closes before reading the request: the
+    /// requester reports that answer, not the broken pipe its write may meet (it did in 3 of 5
+    /// tries before).
+    #[test]
+    fn a_refusal_is_reported_even_when_the_request_cannot_be_written() {
+        let dir =
+            std::env::temp_dir().join(format!("typhon-control-refusal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let listener = UnixListener::bind(dir.join(SOCKET_NAME)).unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..20 {
+                let (mut c, _) = listener.accept().unwrap();
+                c.write_all(
+                    b"error refused: uid 65534 is neither the recording's user (uid 0) nor root\n",
+                )
+                .unwrap();
+                let _ = c.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        for _ in 0..20 {
+            let e = request_remote(&dir).unwrap_err();
+            assert!(
+                e.ends_with("refused: uid 65534 is neither the recording's user (uid 0) nor root"),
+                "{e}"
+            );
+        }
+        server.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
