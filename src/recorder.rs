@@ -227,7 +227,7 @@ impl RecorderBuilder {
 
     /// Window mode (SPEC §16): keep only the newest `d` of records, in memory, and write them on
     /// [`Recorder::snapshot`], [`request_snapshot`](crate::request_snapshot) or a trigger
-    /// ([`snapshot_when`](Self::snapshot_when)). No file grows; set no output or sink. The
+    /// ([`snapshot_when`](Self::snapshot_when)). No file grows; set no output, sink or rotation. The
     /// byte budget ([`window_bytes`](Self::window_bytes), 64 MiB unless set) wins over `d`.
     ///
     /// ```
@@ -439,7 +439,7 @@ impl RecorderBuilder {
         }
         let window = self.window.make(
             self.compression,
-            self.sink.is_some() || self.output.is_some(),
+            self.sink.is_some() || self.output.is_some() || self.rotate.is_some(),
         )?;
         let mut rotation = None;
         let sink: Box<dyn Sink> = match (self.sink, &self.output) {

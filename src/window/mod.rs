@@ -163,7 +163,8 @@ impl Builder {
         }
         if has_output {
             return Err(crate::RecorderError::Config(
-                "a window keeps its pages in memory: set no output or sink with it".into(),
+                "a window keeps its pages in memory: set no output, sink or rotation with it"
+                    .into(),
             ));
         }
         let dir = match &self.dir {

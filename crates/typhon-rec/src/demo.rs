@@ -66,7 +66,9 @@ pub struct DemoArgs {
     /// Always on (SPEC §16): keep only the last DURATION (e.g. 3s) in memory, no file; a
     /// snapshot of it goes to --snapshot-dir at the end, on a trigger, or on
     /// `typhon-rec snapshot DIR`.
-    #[arg(long, value_name = "DURATION", value_parser = crate::durations::parse_duration)]
+    // A window writes no file: an output path or rotation beside it is refused, not ignored.
+    #[arg(long, value_name = "DURATION", value_parser = crate::durations::parse_duration,
+          conflicts_with_all = ["out", "rotate"])]
     window: Option<u64>,
     /// With --window: at most this many bytes held (the budget wins over the duration).
     #[arg(long, value_name = "BYTES", requires = "window")]
@@ -486,7 +488,11 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
     }
     let q = |p: f64| hist.value_at_quantile(p);
     let drain_gap_ms = stats.longest_drain_gap_ns as f64 / 1e6;
-    let out = a.out.display().to_string();
+    // With rotation there is no OUT: the newest segment is what to look at.
+    let out = match (a.rotate, files.last()) {
+        (Some(_), Some(p)) => p.display().to_string(),
+        _ => a.out.display().to_string(),
+    };
     if a.json {
         let v = serde_json::json!({
             "file": out,
@@ -525,13 +531,23 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         written as f64 / elapsed / 1e6,
         stats.total_filtered()
     );
-    println!(
-        "  file      {out}: {} bytes, {} pages of {} bytes, {} slots",
-        bytes,
-        stats.pages,
-        a.page_size,
-        stats.slots.len()
-    );
+    if a.rotate.is_some() {
+        println!(
+            "  pages     {} of {} bytes written in all; {} bytes in the kept segments; {} slots",
+            stats.pages,
+            a.page_size,
+            bytes,
+            stats.slots.len()
+        );
+    } else {
+        println!(
+            "  file      {out}: {} bytes, {} pages of {} bytes, {} slots",
+            bytes,
+            stats.pages,
+            a.page_size,
+            stats.slots.len()
+        );
+    }
     if a.rotate.is_some() {
         println!(
             "  segments  {} kept ({}), {} deleted holding {} records",
@@ -616,7 +632,9 @@ fn window_summary(
         let v = serde_json::json!({
             "snapshot": path, "from_ns": snap.from_ns, "to_ns": snap.to_ns,
             "snapshot_records": snap.records, "snapshot_s": snap_s,
-            "duration_s": elapsed, "attempted": stats.user_attempted(),
+            "duration_s": elapsed,
+            // All slots, as `written` (slot 0's own records included), as in a file demo.
+            "attempted": stats.slots.iter().map(|s| s.attempted).sum::<u64>(),
             "written": stats.total_written(), "missed": stats.total_missed(),
             "evicted_records": stats.evicted_records, "evicted_pages": stats.evicted_pages,
             "longest_drain_gap_ms": stats.longest_drain_gap_ns as f64 / 1e6,

@@ -25,7 +25,6 @@ fn snapshots(d: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_windowed_demo_writes_snapshots_the_readers_read() {
     let d = tmp("cli-window");
-    let out = d.join("never.dat");
     let (ok, stdout, err) = rec(&[
         "demo",
         "--window",
@@ -36,13 +35,18 @@ fn a_windowed_demo_writes_snapshots_the_readers_read() {
         "100us",
         "--duration",
         "2.5",
-        "-o",
-        out.to_str().unwrap(),
     ]);
     assert!(ok, "{err}");
     assert!(stdout.contains("evicted from the window"), "{stdout}");
-    assert!(!out.exists(), "no file grows in window mode");
     let snaps = snapshots(&d);
+    assert!(
+        snaps.iter().all(|s| s
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("typhon-rec-")),
+        "no file but snapshots: {snaps:?}"
+    );
     // At most one trigger a second over 2.5 s, and the last one.
     assert!(snaps.len() >= 2 && snaps.len() <= 4, "{snaps:?}");
     for s in &snaps {
@@ -73,6 +77,26 @@ fn a_windowed_demo_writes_snapshots_the_readers_read() {
         })
         .count();
     assert!(triggered >= 1, "{snaps:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A window writes no file: an output path or rotation beside `--window` is refused with a
+/// message naming both, not ignored, and nothing is written.
+#[test]
+fn a_windowed_demo_refuses_an_output_or_rotation() {
+    let d = tmp("cli-window-refuses");
+    let out = d.join("never.dat");
+    for extra in [vec!["-o", out.to_str().unwrap()], vec!["--rotate", "1MiB"]] {
+        let mut args = vec!["demo", "--window", "1s", "--duration", "0.2"];
+        args.extend(&extra);
+        let (ok, _, err) = rec(&args);
+        assert!(!ok, "{extra:?} was taken");
+        assert!(
+            err.contains("--window") && err.contains(extra[0].trim_start_matches('-')),
+            "{err}"
+        );
+    }
+    assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 
