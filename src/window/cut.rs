@@ -157,7 +157,14 @@ impl Window {
         // What ended by W is in no snapshot from now on: evicted (and counted) here, so that
         // every record written is either evicted or in this snapshot or after T1. A page of an
         // idle slot emitted at this very cut is one (a budget short of one chunk keeps it).
-        self.store.evict_through(from);
+        // At the session's start nothing is older: the session's own first records (at the
+        // start itself) are not aged out but restated at W.
+        let horizon = if from == session.mono_anchor_ns {
+            from.saturating_sub(1)
+        } else {
+            from
+        };
+        self.store.evict_through(horizon);
         let s = &self.store;
         let mut slots = Vec::new();
         let mut open = open.into_iter().peekable();
