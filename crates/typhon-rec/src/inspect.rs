@@ -48,13 +48,46 @@ pub(crate) fn damaged(file: &Path, pages: u64, what: &str) -> Res {
     ))
 }
 
-/// The end of a reading: [`damaged`]'s error, and the file's counters' if they cannot be
-/// right (both, a line each).
-pub(crate) fn reading_end(file: &Path, pages: u64, what: &str, counters: Option<String>) -> Res {
-    match (damaged(file, pages, what), counters) {
-        (r, None) => r,
-        (Ok(()), Some(e)) => Err(e),
-        (Err(d), Some(e)) => Err(format!("{d}\n{e}")),
+/// The error a reading ends with when records the metadata says were written were not
+/// found, with no damage reported in their place ([`TraceFile::unread_records`]: a damaged
+/// per-CPU table or BUFFER option hides a slot's data without a damaged page): the output
+/// stands, and the exit status says it is incomplete, as for damaged pages.
+pub(crate) fn unread(file: &Path, f: &TraceFile, what: &str) -> Res {
+    let n = f.unread_records();
+    if n == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {n} record{} the file's metadata says were written {} not in its data, with no \
+         damaged page in their place (its per-CPU table or options are damaged; see the \
+         warnings): {what} lacks them",
+        file.display(),
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "is" } else { "are" },
+    ))
+}
+
+/// The end of a reading: [`damaged`]'s error, [`unread`]'s, and the file's counters' if
+/// they cannot be right (each a line).
+pub(crate) fn reading_end(
+    file: &Path,
+    f: &TraceFile,
+    pages: u64,
+    what: &str,
+    counters: Option<String>,
+) -> Res {
+    let why: Vec<String> = [
+        damaged(file, pages, what).err(),
+        unread(file, f, what).err(),
+        counters,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(why.join("\n"))
     }
 }
 
@@ -182,7 +215,7 @@ pub fn export(
              large the Perfetto format (the default) is smaller and loads faster"
         );
     }
-    damaged(file, s.damaged_pages, "the export")
+    reading_end(file, &f, s.damaged_pages, "the export", None)
 }
 
 /// Per slot and per kind counts, missed, time span and rates, and every counter the session
@@ -254,7 +287,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
         }
     }
     let missed = missed_total(&session, &page_missed);
-    let losses = Losses::new(&session, missed, all.damaged);
+    let losses = Losses::new(&session, missed, all.damaged, f.unread_records());
     let bad_counters = counters_error(file, &session, &losses);
     warn_anchor(file, &f);
     let counters = |c: u32| session.slots.get(&c).copied().unwrap_or_default();
@@ -313,7 +346,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
         v["saturated"] = saturated.clone().into();
         v["metadata_problems"] = session.problems.clone().into();
         println!("{}", json_printable(&format!("{v:#}")));
-        return reading_end(file, all.damaged, "the counting", bad_counters);
+        return reading_end(file, &f, all.damaged, "the counting", bad_counters);
     }
     let damage = |n: u64| {
         if n > 0 {
@@ -459,7 +492,7 @@ pub fn stats(file: &Path, json: bool, tick_budget: u64, sel: &Selection) -> Res 
     }
     print!("{}", durations.table(&tb));
     print!("{}", counter_series.table());
-    reading_end(file, all.damaged, "the counting", bad_counters)
+    reading_end(file, &f, all.damaged, "the counting", bad_counters)
 }
 
 /// The raw pages of one slot, one file per page.

@@ -5,7 +5,7 @@
 //! within a bounded time per batch; never another status, and never follows a redirect.
 //! Where it sends and with what headers: [`crate::push_config`].
 
-use crate::inspect::{damaged, same_file, Res};
+use crate::inspect::{reading_end, same_file, Res};
 pub use crate::push_config::PushArgs;
 use crate::push_config::{mask, shown, Target};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -73,7 +73,7 @@ pub fn export(
     println!("{}: {}", printable(&out.display().to_string()), summary(&s));
     notes(&s);
     // As every reader does: what could be read is written, and the status says it is not all.
-    damaged(file, s.damaged_pages, "the export")
+    reading_end(file, &f, s.damaged_pages, "the export", None)
 }
 
 fn summary(s: &OtlpStats) -> String {
@@ -219,7 +219,7 @@ pub fn push(a: &PushArgs) -> Res {
     );
     notes(&s);
     // As every reader does: what could be read is pushed, and the status says it is not all.
-    damaged(&a.file, s.damaged_pages, "the push")
+    reading_end(&a.file, &f, s.damaged_pages, "the push", None)
 }
 
 /// One POST of `body`, given at most `left` (what remains of --retry-for): sent (`None`),

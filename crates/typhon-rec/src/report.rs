@@ -398,7 +398,7 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     // The last line names every loss (SPEC §9), so none stays hidden behind the records.
     let session = Session::read(&f);
     let missed = missed_total(&session, &missed);
-    let losses = Losses::new(&session, missed, damaged_pages);
+    let losses = Losses::new(&session, missed, damaged_pages, f.unread_records());
     let bad_counters = counters_error(file, &session, &losses);
     // What cannot be right (data read twice, time going back) before the losses line.
     for w in f.reader_warnings() {
@@ -440,7 +440,7 @@ pub fn report(file: &Path, args: &ReportArgs) -> Res {
     }
     out.flush().ok();
     pb.finish_and_clear();
-    reading_end(file, damaged_pages, "the report", bad_counters)
+    reading_end(file, &f, damaged_pages, "the report", bad_counters)
 }
 
 #[cfg(test)]

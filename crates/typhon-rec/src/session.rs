@@ -222,8 +222,10 @@ pub(crate) struct Losses {
 
 impl Losses {
     /// `missed`: per slot, the larger of the metadata's and the pages' counts (pages the sink
-    /// failed to store take their counts with them); `damaged`: pages reading skipped.
-    pub(crate) fn new(s: &Session, missed: u64, damaged: u64) -> Self {
+    /// failed to store take their counts with them); `damaged`: pages reading skipped;
+    /// `unread`: records the metadata says were written that reading did not find, with no
+    /// damage in their place.
+    pub(crate) fn new(s: &Session, missed: u64, damaged: u64, unread: u64) -> Self {
         Losses {
             lost: vec![
                 ("missed", missed),
@@ -233,6 +235,7 @@ impl Losses {
                 ("pages_lost", s.pages_lost),
                 ("sink_errors", s.sink_errors),
                 ("damaged_pages", damaged),
+                ("unread_records", unread),
                 ("recovered_damaged_pages", s.damaged_pages),
                 ("unreadable_pages", s.unreadable_pages),
                 ("torn_bytes", s.torn_bytes),

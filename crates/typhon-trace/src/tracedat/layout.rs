@@ -9,7 +9,7 @@ use super::cursor::Cur;
 use super::error::{corrupt, Result};
 use super::formats::EventFormat;
 use std::collections::BTreeMap;
-use typhon_recorder::tracedat::OPTION_TRACECLOCK;
+use typhon_recorder::tracedat::{OPTION_TRACECLOCK, OPTION_TYPHON_META};
 
 /// Largest CPU count accepted (Linux's NR_CPUS tops out at 8192): bounds the per-CPU table.
 pub(super) const MAX_CPUS: u32 = 1 << 16;
@@ -44,6 +44,14 @@ impl TraceOption {
             .unwrap_or(self.data.len());
         String::from_utf8_lossy(&self.data[..end]).into_owned()
     }
+}
+
+/// Whether `id` is an option id a writer is known to use: trace-cmd's (1..=25 in trace-cmd
+/// 3.4) or Typhon's metadata. Another is skipped with a reader warning: a writer newer than
+/// this reader, or a damaged id (a BUFFER option whose id is damaged hides the file's
+/// records).
+pub(super) fn known_option(id: u16) -> bool {
+    matches!(id, 1..=25) || id == OPTION_TYPHON_META
 }
 
 /// Bytes of the file as text, lossily decoded.
@@ -91,6 +99,38 @@ pub(super) struct Layout {
     pub(super) file_len: u64,
     /// Bytes of metadata decompressed so far (version 7), against the caps.
     pub(super) inflated: u64,
+    /// What parsing found that a reader should hear of though the file parses (an option
+    /// this reader does not know, a buffer instance it does not read, a top buffer missing):
+    /// (file offset, what), made reader warnings of the file.
+    pub(super) warnings: Vec<(u64, String)>,
+    /// Warnings past the first [`MAX_LAYOUT_WARNINGS`], counted, not kept.
+    pub(super) warnings_left_out: u64,
+}
+
+/// The most parse warnings kept (a file of a million unknown options has a million).
+pub(super) const MAX_LAYOUT_WARNINGS: usize = 32;
+
+impl Layout {
+    /// A reader warning found parsing, about the structure at `at`.
+    pub(super) fn warn(&mut self, at: u64, what: String) {
+        if self.warnings.len() < MAX_LAYOUT_WARNINGS {
+            self.warnings.push((at, what));
+        } else {
+            self.warnings_left_out += 1;
+        }
+    }
+
+    /// A reader warning about an option of id `id` this reader does not know, found at `at`
+    /// (`where_` says where, for the message).
+    pub(super) fn unknown_option(&mut self, id: u16, len: u64, at: u64, where_: &str) {
+        self.warn(
+            at,
+            format!(
+                "option id {id} ({len} bytes) {where_} is not one this reader knows: skipped \
+                 (a newer writer's, or a damaged id)"
+            ),
+        );
+    }
 }
 
 impl Default for Layout {
@@ -116,6 +156,8 @@ impl Default for Layout {
             chunked: false,
             file_len: 0,
             inflated: 0,
+            warnings: Vec::new(),
+            warnings_left_out: 0,
         }
     }
 }

@@ -70,6 +70,9 @@ pub struct TraceFile {
     warnings: std::sync::Mutex<BTreeMap<(u32, u64, u8), String>>,
     /// The Typhon metadata's written count of each slot, read once.
     written: std::sync::OnceLock<BTreeMap<u32, u64>>,
+    /// Per CPU, records the metadata says its slot wrote that reading did not find, with no
+    /// damage reported for them: see [`Self::unread_records`].
+    unread: std::sync::Mutex<BTreeMap<u32, u64>>,
     /// Which records [`Self::stream_records`] hands out (see [`Self::set_record_filter`]).
     filter: Option<RecordFilter>,
 }
@@ -140,20 +143,91 @@ impl TraceFile {
 
     fn new(
         source: stream::Source,
-        layout: Layout,
+        mut layout: Layout,
         by_id: HashMap<u32, usize>,
         common_type: Option<FieldFormat>,
     ) -> Self {
-        TraceFile {
+        // What parsing found: file-wide warnings, in the order found.
+        let mut warnings = BTreeMap::new();
+        for (i, (_, w)) in std::mem::take(&mut layout.warnings).into_iter().enumerate() {
+            warnings.insert((u32::MAX, i as u64, 3), w);
+        }
+        if layout.warnings_left_out > 0 {
+            warnings.insert(
+                (u32::MAX, u64::MAX, 0),
+                format!("{} more warnings left out", layout.warnings_left_out),
+            );
+        }
+        let f = TraceFile {
             source,
             layout,
             by_id,
             common_type,
             pool: chunks::ChunkPool::default(),
-            warnings: Default::default(),
+            warnings: std::sync::Mutex::new(warnings),
             written: Default::default(),
+            unread: Default::default(),
             filter: None,
+        };
+        f.check_slots();
+        f
+    }
+
+    /// A slot the Typhon metadata says wrote records but whose CPU has no data in the file
+    /// (the per-CPU table, the CPU count or the options that lead to them damaged): all its
+    /// records are unread, and said so before anything is read.
+    fn check_slots(&self) {
+        let have: std::collections::BTreeSet<u32> = self.data_cpus().collect();
+        for (&cpu, &w) in self.written_counts() {
+            if w > 0 && !have.contains(&cpu) {
+                self.short(
+                    cpu,
+                    w,
+                    format!(
+                        "no data in the file, though the metadata says the slot wrote {w} \
+                         records: all {w} unread (the file's per-CPU table, CPU count or \
+                         BUFFER option is missing or damaged)"
+                    ),
+                );
+            }
         }
+    }
+
+    /// Records that `cpu`'s slot wrote (`n` of them) that reading did not find, though no
+    /// damage was reported in its data: counted in [`Self::unread_records`] and said in a
+    /// reader warning, once per CPU (the first finding stands: reading a CPU the parse found
+    /// without data finds it again).
+    pub(super) fn short(&self, cpu: u32, n: u64, what: String) {
+        let mut u = self.unread.lock().unwrap_or_else(|e| e.into_inner());
+        if let std::collections::btree_map::Entry::Vacant(e) = u.entry(cpu) {
+            e.insert(n);
+            drop(u);
+            self.warn(cpu, u64::MAX, 3, what);
+        }
+    }
+
+    /// Records the Typhon metadata says were written that reading the file did not find,
+    /// with no damage reported in their place: a slot with no data in the file (its per-CPU
+    /// table, CPU count or BUFFER option damaged: the parse cannot tell), or a CPU whose data
+    /// reads whole but holds fewer records than its slot wrote. A loss like damaged pages:
+    /// each such CPU has a reader warning too. The missing CPUs are known once the file is
+    /// parsed; the short ones are filled in as each CPU is read to its end (a CPU with
+    /// damaged pages is not counted here: its damage is), so ask after reading the records.
+    ///
+    /// ```
+    /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
+    /// # let mut out = std::io::Cursor::new(Vec::new());
+    /// # write_tracedat(&mut out, &FileMeta::new(4096), &mut []).unwrap();
+    /// let f = TraceFile::parse(out.into_inner()).unwrap();
+    /// assert_eq!(f.stream_records().count(), 0);
+    /// assert_eq!(f.unread_records(), 0);
+    /// ```
+    pub fn unread_records(&self) -> u64 {
+        self.unread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .fold(0u64, |a, &n| a.saturating_add(n))
     }
 
     /// Narrows what [`Self::stream_records`] hands out, and so what every reader built on it
@@ -180,10 +254,13 @@ impl TraceFile {
     }
 
     /// What reading the records found that cannot be right, though each record read is
-    /// whole: a CPU with more records than the Typhon metadata says its slot wrote, a chunk
-    /// that repeats the one before it, time going back from one chunk to the next. One line
-    /// each, naming the CPU (at most 64, then how many more), in CPU and file order; filled
-    /// in as the records are read, so ask after reading them.
+    /// whole: a CPU with more records than the Typhon metadata says its slot wrote, or fewer
+    /// with no damage to say why (see [`Self::unread_records`]), a chunk that repeats the one
+    /// before it, time going back from one chunk to the next; and what parsing found (an
+    /// option id this reader does not know, a buffer instance it does not read, no top
+    /// buffer, a slot with no data). One line each, naming the CPU where there is one (at
+    /// most 64, then how many more), in CPU and file order, the file's own last; filled in
+    /// as the records are read, so ask after reading them.
     ///
     /// ```
     /// # use typhon_trace::tracedat::{write_tracedat, FileMeta, TraceFile};
@@ -227,19 +304,21 @@ impl TraceFile {
     /// The written count the Typhon metadata gives the slot `cpu`, if it counts the slot's
     /// records (a slot whose counts are all 0 is taken as described without them).
     pub(super) fn written(&self, cpu: u32) -> Option<u64> {
-        self.written
-            .get_or_init(|| match self.typhon_meta() {
-                // A slot described without counts (as hand-made files have) says nothing.
-                Some(Ok(m)) => m
-                    .slots
-                    .iter()
-                    .filter(|s| s.attempted > 0 || s.written > 0)
-                    .map(|s| (u32::from(s.slot), s.written))
-                    .collect(),
-                _ => BTreeMap::new(),
-            })
-            .get(&cpu)
-            .copied()
+        self.written_counts().get(&cpu).copied()
+    }
+
+    /// The written count of each slot the Typhon metadata counts (see [`Self::written`]).
+    fn written_counts(&self) -> &BTreeMap<u32, u64> {
+        self.written.get_or_init(|| match self.typhon_meta() {
+            // A slot described without counts (as hand-made files have) says nothing.
+            Some(Ok(m)) => m
+                .slots
+                .iter()
+                .filter(|s| s.attempted > 0 || s.written > 0)
+                .map(|s| (u32::from(s.slot), s.written))
+                .collect(),
+            _ => BTreeMap::new(),
+        })
     }
 
     /// The layout of the file `src` from its first bytes `data` (all of them, or a prefix

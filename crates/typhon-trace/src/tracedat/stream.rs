@@ -90,6 +90,8 @@ pub struct CpuStream<'f> {
     done: bool,
     /// Whether the end-of-data checks ran.
     checked: bool,
+    /// Whether damage was reported in the CPU's data (its records short for a reason said).
+    damaged: bool,
 }
 
 /// Pages lost in a row: `left` of `total` still to yield, the next at virtual offset
@@ -168,6 +170,7 @@ impl<'f> CpuStream<'f> {
             queue: VecDeque::new(),
             done: size == 0,
             checked: false,
+            damaged: false,
         }
     }
 
@@ -423,7 +426,8 @@ impl<'f> CpuStream<'f> {
     }
 
     /// What can be checked once the CPU's data is read: more records than the metadata says
-    /// the slot wrote cannot be right (data read twice, or another file's).
+    /// the slot wrote cannot be right (data read twice, or another file's), and fewer with
+    /// no damage reported are records lost without a word (data the table does not reach).
     fn finish(&mut self) {
         if std::mem::replace(&mut self.checked, true) {
             return;
@@ -437,6 +441,18 @@ impl<'f> CpuStream<'f> {
                     2,
                     format!(
                         "{} records read, over the {written} the metadata says the slot wrote",
+                        self.records
+                    ),
+                );
+            } else if self.records < written && !self.damaged {
+                let n = written - self.records;
+                self.file.short(
+                    self.cpu,
+                    n,
+                    format!(
+                        "{} records read, under the {written} the metadata says the slot \
+                         wrote, with no damage found: {n} unread (the file's per-CPU table \
+                         or BUFFER option is damaged)",
                         self.records
                     ),
                 );
@@ -526,9 +542,11 @@ impl Iterator for CpuStream<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(r) = self.queue.pop_front() {
+                self.damaged |= r.is_err();
                 return Some(r);
             }
             if let Some(e) = self.next_damaged() {
+                self.damaged = true;
                 return Some(Err(e));
             }
             if self.done || !self.more() {

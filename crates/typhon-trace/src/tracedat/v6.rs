@@ -5,7 +5,7 @@
 
 use super::cursor::Cur;
 use super::error::{corrupt, Result};
-use super::layout::{clock_name, text, Layout, TraceOption, MAX_CPUS};
+use super::layout::{clock_name, known_option, text, Layout, TraceOption, MAX_CPUS};
 use typhon_recorder::tracedat::OPTION_TRACECLOCK;
 
 impl Layout {
@@ -31,12 +31,16 @@ impl Layout {
             let tag = c.bytes(10, "section tag")?;
             match tag {
                 b"options  \0" => loop {
+                    let opt_at = c.off();
                     let id = c.u16("option id")?;
                     if id == 0 {
                         break;
                     }
                     let n = c.u32("option size")?;
                     let data = c.bytes_u64(u64::from(n), "option data")?.to_vec();
+                    if !known_option(id) {
+                        self.unknown_option(id, n.into(), opt_at, &format!("at offset {opt_at}"));
+                    }
                     has_clock |= id == OPTION_TRACECLOCK;
                     self.options.push(TraceOption { id, data });
                 },

@@ -15,7 +15,7 @@
 
 use super::cursor::{read_uint, Cur};
 use super::error::{corrupt, Result, TraceDatError};
-use super::layout::{text, Layout, TraceOption, MAX_CPUS};
+use super::layout::{known_option, text, Layout, TraceOption, MAX_CPUS};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
@@ -23,6 +23,11 @@ use typhon_recorder::tracedat::{OPTION_TRACECLOCK, OPTION_TYPHON_META, OPTION_VE
 
 /// trace-cmd option id of the CPU count (version 7).
 const OPTION_CPUCOUNT: u16 = 8;
+/// trace-cmd option id of a buffer (an instance's clock and per-CPU table); its flyrecord
+/// section has this id too.
+const OPTION_BUFFER: u16 = 3;
+/// trace-cmd option id of a latency-format buffer (text, no per-CPU data).
+const OPTION_BUFFER_TEXT: u16 = 22;
 
 /// The largest metadata section accepted once decompressed (a fixed cap, SPEC §10): a kernel's
 /// kallsyms is a few MiB.
@@ -42,7 +47,7 @@ const WINDOW_LOG_MAX: u32 = 23;
 /// Options a compressed options section keeps (the others' data is skipped, unread): those
 /// this reader or its users read.
 fn kept_from_compressed(id: u16) -> bool {
-    matches!(id, 3 | OPTION_CPUCOUNT | 16..=21)
+    matches!(id, OPTION_BUFFER | OPTION_CPUCOUNT | 16..=21)
         || [OPTION_TRACECLOCK, OPTION_VERSION, OPTION_TYPHON_META].contains(&id)
 }
 
@@ -245,6 +250,9 @@ impl Layout {
                 });
             }
             left -= n;
+            if id != 0 && !known_option(id) {
+                self.unknown_option(id, n, off, &format!("in the options section at {off}"));
+            }
             if compressed && id != 0 && !kept_from_compressed(id) {
                 let skipped =
                     std::io::copy(&mut (&mut r).take(n), &mut std::io::sink()).map_err(|e| {
@@ -275,7 +283,7 @@ impl Layout {
                 16..=21 if data.len() >= 8 => {
                     sections.insert(id, read_uint(&data[..8], self.big_endian));
                 }
-                3 => {
+                OPTION_BUFFER => {
                     let mut bc = Cur::at(&data, 8, self.big_endian);
                     let name = text(bc.cstr("buffer name")?);
                     buffers.push((name, self.options.len()));
@@ -363,18 +371,65 @@ impl Layout {
                 _ => self.parse_cmdlines(&mut sc)?,
             }
         }
-        // The top buffer (name "") holds the records; other instances are left alone.
+        self.pick_buffer(src, &buffers)
+    }
+
+    /// Reads the top buffer's BUFFER option (name ""), which holds the records. Other
+    /// instances are left alone, each with a reader warning; so is a file without a top
+    /// buffer (its options damaged, or a chain that ends early: no records would be read
+    /// without a word), and a flyrecord section that is not one.
+    fn pick_buffer(&mut self, src: Src<'_>, buffers: &[(String, usize)]) -> Result<()> {
+        for (name, _) in buffers.iter().filter(|(n, _)| !n.is_empty()) {
+            let shown: String = name.chars().take(40).collect();
+            self.warn(
+                0,
+                format!(
+                    "buffer instance {shown:?}: its records are not read (only the top \
+                     instance's are; a damaged name hides them too)"
+                ),
+            );
+        }
         let Some(&(_, bi)) = buffers.iter().find(|(n, _)| n.is_empty()) else {
+            // trace-cmd's latency files have text (BUFFER_TEXT), no per-CPU data.
+            if !self.options.iter().any(|o| o.id == OPTION_BUFFER_TEXT) {
+                self.warn(
+                    0,
+                    "no BUFFER option for the top instance: no per-CPU data is read (the \
+                     options that say where it is are missing or damaged)"
+                        .into(),
+                );
+            }
             return Ok(());
         };
         let b = std::mem::take(&mut self.options[bi].data);
         let r = self.parse_buffer(&b);
         self.options[bi].data = b;
         r?;
-        // The flyrecord section's flag says whether the pages are in chunks.
+        let at = read_uint(&self.options[bi].data[..8], self.big_endian);
+        let h = match src.read(at, 4, "buffer section header") {
+            Ok(h) => h,
+            // The flyrecord section's flag says whether the pages are in chunks.
+            Err(e) if self.compression.is_some() => return Err(e),
+            // Uncompressed pages are found by the table alone.
+            Err(_) => {
+                self.warn(
+                    at,
+                    format!("the top buffer's flyrecord section at {at} is outside the file"),
+                );
+                return Ok(());
+            }
+        };
+        let id = read_uint(&h[..2], self.big_endian);
+        if id != u64::from(OPTION_BUFFER) {
+            self.warn(
+                at,
+                format!(
+                    "the top buffer's flyrecord section at {at} has section id {id}, not \
+                     {OPTION_BUFFER}"
+                ),
+            );
+        }
         if self.compression.is_some() {
-            let at = read_uint(&self.options[bi].data[..8], self.big_endian);
-            let h = src.read(at, 4, "buffer section header")?;
             let flags = read_uint(&h[2..4], self.big_endian);
             self.chunked = flags & 1 != 0;
         }
