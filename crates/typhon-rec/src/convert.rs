@@ -122,6 +122,16 @@ pub fn convert(
             ..SlotPages::new(0, len, src.take(len))
         });
     }
+    // Records the metadata says were written but the file's data does not hold (a damaged
+    // option hid a CPU's data, a table entry cut short) would be dropped by the copy without a
+    // word, as a damaged page would: refused alike.
+    let unread = f.unread_records();
+    if unread > 0 {
+        return Err(format!(
+            "{}: {unread} records its metadata says were written are not in its data (`typhon-rec stats` shows the warnings): not converted",
+            inp.display()
+        ));
+    }
     // Without --force, create_new: nothing made at `out` since the check is overwritten.
     let dest = if force {
         temp_beside(out)

@@ -65,6 +65,14 @@ fn a_damaged_buffer_option_is_a_loss_not_an_empty_recording() {
         );
         assert!(out.contains("[WARNING: "), "{what}: {out}");
         assert!(e.contains(bad.to_str().unwrap()), "{what}: {e}");
+        // `convert` would copy none of them: it refuses, naming the file, and writes nothing.
+        let conv = dir.join(format!("conv-{what}.dat"));
+        let (ok, _, e) = rec(&["convert", bad.to_str().unwrap(), conv.to_str().unwrap()]);
+        assert!(
+            !ok && e.contains(bad.to_str().unwrap()) && e.contains("not converted"),
+            "{what}: {e}"
+        );
+        assert!(!conv.exists(), "{what}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
